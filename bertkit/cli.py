@@ -1,0 +1,232 @@
+"""The `bertkit` command line. Each command is thin: it parses options and imports the heavy
+modules (torch, transformers) inside its body, so `bertkit --help` stays instant."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bertkit import __version__
+from bertkit.errors import BertkitError
+
+app = typer.Typer(
+    name="bertkit",
+    help="Fine-tune and run BERT-family models: train, evaluate, predict.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+train_app = typer.Typer(help="Fine-tune a model from a YAML config.", no_args_is_help=True)
+config_app = typer.Typer(help="Show or start a config file.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+app.add_typer(config_app, name="config")
+
+ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
+SetOption = typer.Option(
+    None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable)."
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"bertkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Never touch the network (same as HF_HUB_OFFLINE=1)."
+    ),
+) -> None:
+    if offline:
+        from bertkit.hub import go_offline
+
+        go_offline()
+
+
+# ---------------------------------------------------------------- train
+
+
+@train_app.command("classify")
+def train_classify(
+    config: Path = ConfigOption,
+    set_: Optional[list[str]] = SetOption,
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
+) -> None:
+    """Text classification: single texts or pairs; multi-class, multi-label or regression."""
+    _train("classify", config, set_, output_dir, overwrite, resume)
+
+
+def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool) -> None:
+    from bertkit.config import load_config
+
+    cfg = load_config(config, sets, task=task, output_dir=output_dir)
+    from bertkit import training
+    from bertkit.progress import console
+
+    final = training.train(cfg, overwrite=overwrite, resume=resume)
+    if training.is_main_process():
+        _print_metrics(final / "metrics.json")
+        console.print(f"[green]model saved to[/green] {final}")
+
+
+def _print_metrics(path: Path) -> None:
+    import json
+
+    from rich.table import Table
+
+    from bertkit.progress import console
+
+    data = json.loads(path.read_text())
+    table = Table(title="metrics", show_header=True)
+    roles = [r for r in ("validation", "test") if r in data]
+    table.add_column("metric")
+    for role in roles:
+        table.add_column(role, justify="right")
+    names = [k for k, v in data[roles[0]].items() if isinstance(v, float)] if roles else []
+    for name in names:
+        table.add_row(name, *[f"{data[r].get(name, float('nan')):.4f}" for r in roles])
+    # to stdout: the one result a script may want to capture
+    from rich.console import Console
+
+    Console().print(table)
+
+
+# ---------------------------------------------------------------- predict / evaluate
+
+
+@app.command()
+def predict(
+    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    input: str = typer.Option(..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet file, or - for stdin."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help="jsonl, csv or tsv (default: from --output's extension, else jsonl)."),
+    input_format: Optional[str] = typer.Option(None, "--input-format", help="Format of --input when its extension does not say."),
+    text_column: Optional[str] = typer.Option(None, "--text-column", help="Field holding the text (default: the one the model was trained on)."),
+    text_pair_column: Optional[str] = typer.Option(None, "--text-pair-column", help="Field holding the second text of a pair."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    long_text: str = typer.Option("truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."),
+    stride: int = typer.Option(128, "--stride", min=0, help="Tokens shared by consecutive windows (--long-text windows)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label: score above which a label is on (default: the model's)."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."),
+) -> None:
+    """Run a trained model on texts; one result per input line or record, in input order."""
+    if long_text not in ("truncate", "windows"):
+        raise BertkitError("--long-text: use truncate or windows")
+    from bertkit.prediction import predict_file
+
+    count = predict_file(
+        model, input, output, format, input_format, device,
+        text_column=text_column, text_pair_column=text_pair_column, batch_size=batch_size,
+        long_text=long_text, stride=stride, threshold=threshold,
+    )
+    if output:
+        from bertkit.progress import console
+
+        console.print(f"[green]{count:,} predictions written to[/green] {output}")
+
+
+@app.command()
+def evaluate(
+    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    data: str = typer.Option(..., "--data", "-d", help="Labelled file: CSV, TSV, JSONL, JSON, Parquet or a class-per-folder directory."),
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+    data_format: Optional[str] = typer.Option(None, "--format", help="Format of --data when its extension does not say."),
+    text_column: Optional[str] = typer.Option(None, "--text-column", help="Text field (default: the one the model was trained on)."),
+    text_pair_column: Optional[str] = typer.Option(None, "--text-pair-column", help="Second-text field for pairs."),
+    label_column: Optional[str] = typer.Option(None, "--label-column", help="Label field (default: the one the model was trained on)."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+) -> None:
+    """Score a trained model on a labelled data set; writes metrics.json and plots."""
+    from bertkit.scoring import evaluate_file
+
+    scores, target = evaluate_file(
+        model, data, output_dir, overwrite, data_format, batch_size, device,
+        text_column=text_column, text_pair_column=text_pair_column, label_column=label_column,
+    )
+    from rich.console import Console
+
+    Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
+    from bertkit.progress import console
+
+    console.print(f"[green]metrics written to[/green] {target / 'metrics.json'}")
+
+
+# ---------------------------------------------------------------- config / info
+
+
+@config_app.command("show")
+def config_show(config: Path = ConfigOption, set_: Optional[list[str]] = SetOption) -> None:
+    """Print the resolved config: the file, its overrides and every default."""
+    from bertkit.config import load_config, to_yaml
+
+    typer.echo(to_yaml(load_config(config, set_)), nl=False)
+
+
+@config_app.command("init")
+def config_init(
+    task: str = typer.Argument("classify", help="The task to write a config for."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Write a complete, commented starting config for TASK."""
+    from bertkit.config import starter_yaml
+
+    text = starter_yaml(task)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    if output.exists():
+        raise BertkitError(f"{output} already exists; choose another name")
+    output.write_text(text, encoding="utf-8")
+
+
+@app.command()
+def info() -> None:
+    """Versions, devices and the accelerate configuration in use."""
+    import os
+
+    from bertkit.hub import offline
+    from bertkit.training import library_versions
+
+    for name, version in library_versions().items():
+        typer.echo(f"{name:14} {version}")
+    import torch
+
+    typer.echo(f"{'cuda':14} {torch.cuda.is_available()} ({torch.cuda.device_count()} device(s))")
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        typer.echo(f"  cuda:{i}       {props.name}, {props.total_memory / 2**30:.1f} GiB, bf16={torch.cuda.is_bf16_supported()}")
+    typer.echo(f"{'cpu threads':14} {torch.get_num_threads()}")
+    typer.echo(f"{'hub offline':14} {offline()}")
+    try:
+        from accelerate.commands.config import default_config_file
+
+        path = os.environ.get("ACCELERATE_CONFIG_FILE") or default_config_file
+        exists = Path(path).is_file()
+        typer.echo(f"{'accelerate':14} config {path} ({'found' if exists else 'none: single process defaults'})")
+        if exists:
+            typer.echo("  " + Path(path).read_text().strip().replace("\n", "\n  "))
+    except ImportError:
+        typer.echo(f"{'accelerate':14} not installed")
+
+
+def main() -> None:
+    try:
+        app(prog_name="bertkit")
+    except BertkitError as err:
+        from rich.console import Console
+
+        Console(stderr=True, highlight=False).print(f"[bold red]error:[/bold red] {err}", markup=True, soft_wrap=True)
+        sys.exit(err.exit_code)

@@ -1,0 +1,358 @@
+"""The run configuration: schema, YAML loading, dotted overrides and readable errors.
+
+One YAML file fully describes a run. Every key has a default and a line of help (the
+`description` of its field, which `bertkit config init` turns into comments). Unknown keys,
+wrong types and bad values become a `BertkitError` naming the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bertkit.errors import BertkitError, did_you_mean
+
+TASKS = ("classify",)
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataSource(Section):
+    """Where one split comes from: a local file or folder, or a Hugging Face Hub data set."""
+
+    path: str | None = Field(None, description="local file or folder")
+    format: str | None = Field(
+        None,
+        description="csv, tsv, jsonl, json, parquet, text or folder; from the extension when null",
+    )
+    hub: str | None = Field(None, description="Hub data set name, e.g. imdb (needs internet)")
+    config: str | None = Field(None, description="Hub data set configuration name")
+    split: str = Field("train", description="Hub split name, e.g. train, test, validation")
+    revision: str | None = Field(None, description="Hub revision (branch, tag or commit)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"path": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> DataSource:
+        if (self.path is None) == (self.hub is None):
+            raise ValueError("give either a file path or `hub: NAME`, not both or neither")
+        return self
+
+    def describe(self) -> str:
+        if self.hub:
+            extra = f", config {self.config}" if self.config else ""
+            return f"hub data set '{self.hub}' (split {self.split}{extra})"
+        return self.path or ""
+
+
+class ModelConfig(Section):
+    name: str = Field(
+        "bert-base-uncased",
+        description="hub id, local model directory, or a bertkit bundle to start from",
+    )
+    tokenizer: str | None = Field(None, description="tokenizer to use when not the model's own")
+    max_length: int = Field(256, ge=8, le=8192, description="longest input in tokens")
+    revision: str | None = Field(None, description="hub revision of the model")
+    trust_remote_code: bool = Field(
+        False, description="run code shipped with a hub model (only for models you trust)"
+    )
+
+
+class DataConfig(Section):
+    train: DataSource | None = Field(None, description="training data: a file path or {hub: ...}")
+    validation: DataSource | None = Field(
+        None, description="validation data; split off from train when null"
+    )
+    test: DataSource | None = Field(None, description="test data, scored once after training")
+    text_column: str = Field("text", description="column holding the text")
+    text_pair_column: str | None = Field(
+        None, description="column holding the second text of a pair (e.g. NLI hypothesis)"
+    )
+    label_column: str = Field("label", description="column holding the label")
+    labels: list[str] | None = Field(
+        None, description="label names in order; discovered from the training data when null"
+    )
+    label_separator: str | None = Field(
+        None, description="multi-label only: separator inside a string label, e.g. '|'"
+    )
+    validation_split: float = Field(
+        0.1, gt=0.0, lt=1.0, description="share of train held out when no validation is given"
+    )
+    max_train_samples: int | None = Field(None, ge=1, description="use at most this many")
+    max_eval_samples: int | None = Field(None, ge=1, description="evaluate on at most this many")
+    strip_html: bool = Field(
+        False, description="replace HTML tags such as IMDb's <br /> with spaces"
+    )
+
+
+class TrainConfig(Section):
+    epochs: float = Field(3, gt=0, description="passes over the training data")
+    max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
+    batch_size: int = Field(16, ge=1, description="examples per device per step")
+    eval_batch_size: int | None = Field(None, ge=1, description="defaults to 2 x batch_size")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="steps per optimiser update")
+    learning_rate: float = Field(2.0e-5, gt=0, description="peak learning rate")
+    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
+    warmup_ratio: float = Field(0.06, ge=0, lt=1, description="share of steps spent warming up")
+    lr_scheduler: str = Field("linear", description="linear, cosine, constant_with_warmup, ...")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
+    seed: int = Field(42, description="random seed for weights, shuffling and splits")
+    eval_strategy: Literal["epoch", "steps", "no"] = Field(
+        "epoch", description="when to evaluate: every epoch, every eval_steps, or never"
+    )
+    eval_steps: int = Field(500, ge=1, description="steps between evaluations (eval_strategy: steps)")
+    logging_steps: int = Field(20, ge=1, description="steps between training-loss log lines")
+    metric_for_best_model: str | None = Field(
+        None, description="metric that picks the best checkpoint; task default when null"
+    )
+    early_stopping_patience: int | None = Field(
+        None, ge=1, description="stop after this many evaluations without improvement"
+    )
+    save_total_limit: int = Field(2, ge=1, description="checkpoints kept while training")
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto", description="auto: bf16 on GPUs that support it, else fp16 on GPU, fp32 on CPU"
+    )
+    group_by_length: bool = Field(
+        False, description="batch texts of similar length together (faster, may cost accuracy)"
+    )
+    pad_to_multiple_of: int | None = Field(
+        None, ge=1, description="pad batches to a multiple of this; 8 on GPU when null"
+    )
+    freeze_embeddings: bool = Field(False, description="keep the embedding layer fixed")
+    freeze_layers: int = Field(0, ge=0, description="keep the lowest N encoder layers fixed")
+    gradient_checkpointing: bool = Field(False, description="save memory at the cost of speed")
+    dataloader_workers: int = Field(0, ge=0, description="worker processes feeding batches")
+    report_to: list[str] = Field(
+        default_factory=list, description="trackers to log to: tensorboard, wandb, ... (none)"
+    )
+
+
+class ClassifyConfig(Section):
+    problem_type: Literal["auto", "single_label", "multi_label", "regression"] = Field(
+        "auto",
+        description="auto: regression for float labels, multi_label for list labels, else single",
+    )
+    truncation: Literal["head", "tail", "head+tail"] = Field(
+        "head", description="which part of a long text to keep: start, end, or both"
+    )
+    head_tokens: int | None = Field(
+        None, ge=1, description="head+tail: tokens kept from the start; a quarter when null"
+    )
+    class_weights: Literal["balanced"] | list[float] | None = Field(
+        None, description="weigh the loss per class: 'balanced', a list, or null for none"
+    )
+    threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
+
+
+class Config(Section):
+    task: str = Field("classify", description="the job: " + ", ".join(TASKS))
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    classify: ClassifyConfig = Field(default_factory=ClassifyConfig)
+    output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in TASKS:
+            raise ValueError(f"unknown task '{value}'; choose one of {', '.join(TASKS)}")
+        return value
+
+    def dump(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_config(
+    path: str | Path | None, overrides: list[str] | None = None, task: str | None = None, **values
+) -> Config:
+    """Read a YAML config, apply `key.sub=value` overrides and `values`, and validate it.
+
+    `task` is the job the command runs: it fills in a missing `task:` and must match a given one.
+    """
+    raw: dict = {}
+    lines: dict[tuple, int] = {}
+    source = str(path) if path else "<defaults>"
+    if path is not None:
+        raw, lines = _read_yaml(Path(path))
+    if task is not None:
+        given = raw.setdefault("task", task)
+        if given != task:
+            line = lines.get(("task",))
+            raise BertkitError(
+                f"{source}:{line}: this config is for `task: {given}`, but the command trains "
+                f"{task}. Run `bertkit train {given}`, or change the task."
+            )
+    for item in overrides or []:
+        key, value = _parse_override(item)
+        _set_dotted(raw, key, value, f"--set {item}")
+        lines[tuple(key.split("."))] = 0
+    for key, value in values.items():
+        if value is not None:
+            _set_dotted(raw, key, value, f"--{key.replace('_', '-')}")
+            lines[tuple(key.split("."))] = 0
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as err:
+        raise BertkitError(_explain(err, source, lines)) from None
+
+
+def _read_yaml(path: Path) -> tuple[dict, dict[tuple, int]]:
+    import yaml
+
+    if not path.is_file():
+        raise BertkitError(
+            f"config file not found: {path}. Check the path, or write one with "
+            "`bertkit config init classify > my.yaml`."
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or str(err)
+        raise BertkitError(f"{where}: YAML syntax error: {problem}") from None
+    if data is None:
+        return {}, {}
+    if not isinstance(data, dict):
+        raise BertkitError(f"{path}: a config must be a mapping of sections (task, model, data, ...)")
+    lines: dict[tuple, int] = {}
+    _collect_lines(node, (), lines)
+    return data, lines
+
+
+def _collect_lines(node, prefix: tuple, out: dict[tuple, int]) -> None:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = prefix + (key_node.value,)
+            out[key] = key_node.start_mark.line + 1
+            _collect_lines(value_node, key, out)
+
+
+def _parse_override(item: str) -> tuple[str, Any]:
+    import yaml
+
+    if "=" not in item:
+        raise BertkitError(f"--set {item}: write overrides as key.sub=value, e.g. train.epochs=1")
+    key, _, text = item.partition("=")
+    key = key.strip()
+    try:
+        value = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        value = text
+    return key, value
+
+
+def _set_dotted(raw: dict, key: str, value: Any, origin: str) -> None:
+    parts = key.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None or isinstance(child, str):
+            # A string source (data.train: file.csv) becomes a mapping when a sub-key is set.
+            child = {"path": child} if isinstance(child, str) else {}
+            node[part] = child
+        if not isinstance(child, dict):
+            raise BertkitError(f"{origin}: '{part}' is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _explain(err: ValidationError, source: str, lines: dict[tuple, int]) -> str:
+    messages = []
+    for item in err.errors():
+        loc = tuple(str(p) for p in item["loc"] if not str(p).startswith("function-"))
+        # pydantic adds the union member tried ('DataSource', 'str', ...) to the location
+        loc = tuple(p for p in loc if p[:1].islower() or p.isdigit() or p == "")
+        key = ".".join(loc) or "(top level)"
+        line = _line_for(loc, lines)
+        where = f"{source}:{line}" if line else source
+        if item["type"] == "extra_forbidden":
+            hint = did_you_mean(loc[-1], _fields_at(loc[:-1]))
+            known = ", ".join(_fields_at(loc[:-1]))
+            messages.append(f"{where}: unknown key '{key}'{hint}. Known keys here: {known}")
+        else:
+            got = item.get("input")
+            shown = "" if isinstance(got, dict) else f" (got {got!r})"
+            messages.append(f"{where}: {key}: {item['msg']}{shown}")
+    return "invalid config:\n  " + "\n  ".join(messages)
+
+
+def _line_for(loc: tuple, lines: dict[tuple, int]) -> int | None:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]] or None
+    return None
+
+
+def _fields_at(loc: tuple) -> list[str]:
+    model: type[BaseModel] | None = Config
+    for part in loc:
+        field = model.model_fields.get(part) if model else None
+        model = _model_of(field.annotation) if field else None
+    return list(model.model_fields) if model else []
+
+
+def _model_of(annotation) -> type[BaseModel] | None:
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found:
+            return found
+    return None
+
+
+# ---------------------------------------------------------------- writing
+
+
+def to_yaml(config: Config) -> str:
+    import yaml
+
+    return yaml.safe_dump(config.dump(), sort_keys=False, allow_unicode=True)
+
+
+def starter_yaml(task: str) -> str:
+    """A complete, commented config for `task`: every key, its default and its help."""
+    if task not in TASKS:
+        raise BertkitError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; choose from {TASKS}")
+    import yaml
+
+    out = [f"# bertkit config for `bertkit train {task}`; every key below shows its default.", ""]
+    out.append(f"task: {task}")
+    sections = ["model", "data", "train", task]
+    examples = {
+        ("model", "name"): "sentence-transformers/all-MiniLM-L6-v2",
+        ("data", "train"): "examples/reviews/train.csv",
+        ("data", "test"): "examples/reviews/test.csv",
+    }
+    for name in sections:
+        field = Config.model_fields[name]
+        out += ["", f"{name}:"]
+        for key, sub in _model_of(field.annotation).model_fields.items():
+            default = examples.get((name, key), sub.get_default(call_default_factory=True))
+            value = yaml.safe_dump(default, default_flow_style=True).strip()
+            value = value.removesuffix("\n...").removesuffix("...").strip()
+            out.append(f"  # {sub.description}")
+            out.append(f"  {key}: {value}")
+    out += ["", f"# {Config.model_fields['output_dir'].description}", f"output_dir: outputs/{task}", ""]
+    return "\n".join(out)

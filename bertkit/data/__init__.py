@@ -1,0 +1,125 @@
+"""Loading the splits of a run into `datasets.Dataset`s with the columns the task expects."""
+
+from __future__ import annotations
+
+import re
+
+from bertkit.config import Config, DataSource
+from bertkit.errors import BertkitError, did_you_mean
+
+_HTML = re.compile(r"<[^>]{1,40}>")
+
+
+def load_source(source: DataSource, cfg: Config):
+    """Read one split, local or from the Hub, as a `datasets.Dataset`."""
+    import datasets
+
+    if source.hub:
+        return _load_hub(source)
+    from bertkit.data.readers import read_records
+
+    records = list(
+        read_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column)
+    )
+    if not records:
+        raise BertkitError(f"{source.describe()}: no examples in this file")
+    try:
+        return datasets.Dataset.from_list(records)
+    except (TypeError, ValueError, datasets.exceptions.DatasetGenerationError) as err:
+        raise BertkitError(f"{source.describe()}: records have inconsistent fields: {err}") from None
+    except Exception as err:  # pyarrow's own type errors (mixed types in one column)
+        if type(err).__module__.startswith("pyarrow"):
+            raise BertkitError(
+                f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}"
+            ) from None
+        raise
+
+
+def _load_hub(source: DataSource):
+    import datasets
+
+    from bertkit import hub
+
+    hint = "Download the data to a local file and set its path instead."
+    if hub.offline() or not hub.reachable():
+        hub.require(f"data set '{source.hub}'", hint)
+    try:
+        ds = datasets.load_dataset(
+            source.hub, source.config, split=source.split, revision=source.revision
+        )
+    except (FileNotFoundError, ValueError, ConnectionError) as err:
+        raise BertkitError(f"{source.describe()}: {err}") from None
+    # Class ids become their names, so labels look the same whatever the origin.
+    for name, feature in ds.features.items():
+        if isinstance(feature, datasets.ClassLabel):
+            ds = ds.map(
+                lambda batch, n=name, f=feature: {n: [f.int2str(v) for v in batch[n]]},
+                batched=True,
+                features=_with_string(ds.features, name),
+            )
+    return ds
+
+
+def _with_string(features, name):
+    import datasets
+
+    updated = features.copy()
+    updated[name] = datasets.Value("string")
+    return updated
+
+
+def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
+    """Fail clearly when a configured column is not in the data, listing those that are."""
+    for key, column in columns.items():
+        if column and column not in ds.column_names:
+            hint = did_you_mean(column, ds.column_names)
+            raise BertkitError(
+                f"{where}: no column '{column}' (set by data.{key}){hint}. "
+                f"Columns there: {', '.join(ds.column_names)}"
+            )
+
+
+def clean_text(text: str) -> str:
+    return " ".join(_HTML.sub(" ", text).split())
+
+
+def load_splits(cfg: Config, need_labels: bool = True):
+    """train / validation (/ test) for a training run, with limits and cleaning applied."""
+    import datasets
+
+    data = cfg.data
+    if data.train is None:
+        raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
+    columns = {"text_column": data.text_column, "text_pair_column": data.text_pair_column}
+    if need_labels:
+        columns["label_column"] = data.label_column
+    splits = {}
+    for role in ("train", "validation", "test"):
+        source = getattr(data, role)
+        if source is None:
+            continue
+        ds = load_source(source, cfg)
+        require_columns(ds, columns, f"{source.describe()} ({role} data)")
+        splits[role] = ds
+    if "validation" not in splits:
+        parts = splits["train"].train_test_split(test_size=data.validation_split, seed=cfg.train.seed)
+        splits["train"], splits["validation"] = parts["train"], parts["test"]
+    for role, limit in (
+        ("train", data.max_train_samples),
+        ("validation", data.max_eval_samples),
+        ("test", data.max_eval_samples),
+    ):
+        if limit and role in splits and len(splits[role]) > limit:
+            # a seeded sample, not the first rows: files are often sorted by label
+            splits[role] = splits[role].shuffle(seed=cfg.train.seed).select(range(limit))
+    if data.strip_html:
+        text_columns = [c for c in (data.text_column, data.text_pair_column) if c]
+        for role, ds in splits.items():
+            splits[role] = ds.map(
+                lambda batch: {c: [clean_text(t) for t in batch[c]] for c in text_columns},
+                batched=True,
+            )
+    for role, ds in splits.items():
+        if len(ds) == 0:
+            raise BertkitError(f"the {role} data is empty")
+    return datasets.DatasetDict(splits)

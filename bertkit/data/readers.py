@@ -1,0 +1,216 @@
+"""Readers for local files, one record (a dict) at a time, in constant memory.
+
+Every reader reports problems with the file and line they are on: a malformed CSV row or JSON
+line, bytes that are not UTF-8. Formats come from the extension (`.gz` is looked through) or are
+given explicitly.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+FORMATS = ("csv", "tsv", "jsonl", "json", "parquet", "text", "folder")
+EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".txt": "text",
+    ".text": "text",
+}
+STDIN = "-"
+
+
+def detect_format(path: str, explicit: str | None = None) -> str:
+    if explicit:
+        if explicit not in FORMATS:
+            raise BertkitError(f"unknown data format '{explicit}' for {path}; use one of {FORMATS}")
+        return explicit
+    if path == STDIN:
+        return "text"
+    p = Path(path)
+    if p.is_dir():
+        return "folder"
+    suffixes = [s.lower() for s in p.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise BertkitError(
+            f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})"
+        )
+    return fmt
+
+
+def read_records(
+    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label"
+) -> Iterator[dict]:
+    """Yield the records of a local file (or stdin for '-') one by one."""
+    fmt = detect_format(path, fmt)
+    if path != STDIN and not Path(path).exists():
+        raise BertkitError(f"data file not found: {path}")
+    if fmt == "folder":
+        yield from _read_folder(Path(path), text_column, label_column)
+    elif fmt == "parquet":
+        yield from _read_parquet(path)
+    elif fmt == "json":
+        yield from _read_json(path)
+    elif fmt == "jsonl":
+        yield from _read_jsonl(path)
+    elif fmt in ("csv", "tsv"):
+        yield from _read_delimited(path, "," if fmt == "csv" else "\t")
+    else:
+        for _, line in _lines(path):
+            line = line.rstrip("\r\n")
+            if line.strip():
+                yield {text_column: line}
+
+
+def count_records(path: str, fmt: str | None = None) -> int | None:
+    """A cheap record count for progress bars (None when it would cost a full parse)."""
+    fmt = detect_format(path, fmt)
+    if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):
+        return None
+    with _open_binary(path) as handle:
+        lines = sum(1 for line in handle if line.strip())
+    return lines - (1 if fmt in ("csv", "tsv") else 0)
+
+
+# ---------------------------------------------------------------- line-level reading
+
+
+def _open_binary(path: str):
+    if path == STDIN:
+        return sys.stdin.buffer
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) pairs; a non-UTF-8 line is an error naming its line."""
+    name = "<stdin>" if path == STDIN else path
+    handle = _open_binary(path)
+    try:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise BertkitError(
+                    f"{name}:{number}: not UTF-8 text ({err.reason} at byte {err.start} of the "
+                    "line). Convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
+                ) from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            yield number, text
+    except (OSError, EOFError) as err:  # e.g. a truncated .gz
+        raise BertkitError(f"{name}: cannot read: {err}") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+def _read_delimited(path: str, delimiter: str) -> Iterator[dict]:
+    name = "<stdin>" if path == STDIN else path
+    numbered = _lines(path)
+    current = [0]
+
+    def text_lines() -> Iterable[str]:
+        for number, line in numbered:
+            current[0] = number
+            yield line
+
+    reader = csv.reader(text_lines(), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as err:
+        raise BertkitError(f"{name}:{current[0]}: malformed header: {err}") from None
+    header = [h.strip() for h in header]
+    try:
+        for row in reader:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if len(row) != len(header):
+                kind = "comma" if delimiter == "," else "tab"
+                raise BertkitError(
+                    f"{name}:{current[0]}: expected {len(header)} fields (as in the header), found "
+                    f"{len(row)}. Quote any field that contains a {kind} or a line break."
+                )
+            yield dict(zip(header, row, strict=True))
+    except csv.Error as err:
+        raise BertkitError(f"{name}:{current[0]}: malformed row: {err}") from None
+
+
+def _read_jsonl(path: str) -> Iterator[dict]:
+    name = "<stdin>" if path == STDIN else path
+    for number, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise BertkitError(f"{name}:{number}: not valid JSON: {err.msg} (column {err.colno})") from None
+        if not isinstance(record, dict):
+            raise BertkitError(f"{name}:{number}: each line must be a JSON object, found {type(record).__name__}")
+        yield record
+
+
+def _read_json(path: str) -> Iterator[dict]:
+    text = "".join(line for _, line in _lines(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
+    if isinstance(data, dict):
+        lists = [key for key, value in data.items() if isinstance(value, list)]
+        if len(lists) != 1:
+            raise BertkitError(
+                f"{path}: expected a JSON list of records, or an object with one list of records "
+                f"(found keys: {', '.join(data) or 'none'})"
+            )
+        data = data[lists[0]]
+    if not isinstance(data, list):
+        raise BertkitError(f"{path}: expected a JSON list of records")
+    for index, record in enumerate(data):
+        if not isinstance(record, dict):
+            raise BertkitError(f"{path}: record {index} is not a JSON object")
+        yield record
+
+
+def _read_parquet(path: str) -> Iterator[dict]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as err:  # pyarrow raises several types for broken files
+        raise BertkitError(f"{path}: not a readable Parquet file: {err}") from None
+    for batch in parquet.iter_batches(batch_size=4096):
+        yield from batch.to_pylist()
+
+
+def _read_folder(root: Path, text_column: str, label_column: str) -> Iterator[dict]:
+    """One sub-folder per class, one text file per example (the original IMDb layout)."""
+    classes = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise BertkitError(f"{root}: a folder data set needs one sub-folder per class")
+    for folder in classes:
+        for file in sorted(folder.iterdir()):
+            if file.is_file() and not file.name.startswith("."):
+                try:
+                    text = file.read_text(encoding="utf-8")
+                except UnicodeDecodeError as err:
+                    raise BertkitError(f"{file}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+                yield {text_column: text.strip(), label_column: folder.name, "file": file.name}

@@ -1,0 +1,20 @@
+"""The one exception type for mistakes a user can make (bad config, bad data, missing files).
+
+The CLI prints its message and exits with code 2; everything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class BertkitError(Exception):
+    """A problem the user can fix; the message says where it is and what to do."""
+
+    exit_code = 2
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

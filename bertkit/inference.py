@@ -1,0 +1,74 @@
+"""Batched inference shared by predict, evaluate and training's final scoring.
+
+Inputs are processed in chunks (constant memory on any input size); inside a chunk, features are
+sorted by length so each batch pads little, and results come back in input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+
+import numpy as np
+
+
+def pick_device(name: str | None = None):
+    import torch
+
+    if name:
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def forward(model, tokenizer, features: list[dict], batch_size: int, output: Callable = None) -> list:
+    """Run `model` over tokenized `features` (dicts of id lists); one result per feature, in order.
+
+    `output` turns the model's output for a batch into a numpy array (default: the logits).
+    """
+    import torch
+
+    if not features:
+        return []
+    device = next(model.parameters()).device
+    names = [n for n in tokenizer.model_input_names if n in features[0]]
+    multiple = 8 if device.type == "cuda" else None
+    order = sorted(range(len(features)), key=lambda i: -len(features[i]["input_ids"]))
+    results: list = [None] * len(features)
+    get = output or (lambda out: out.logits)
+    with torch.inference_mode():
+        for batch in chunks(order, batch_size):
+            padded = tokenizer.pad(
+                [{n: features[i][n] for n in names} for i in batch],
+                return_tensors="pt",
+                pad_to_multiple_of=multiple,
+            )
+            out = get(model(**{k: v.to(device) for k, v in padded.items()}))
+            values = out.float().cpu().numpy()
+            for row, index in enumerate(batch):
+                results[index] = values[row]
+    return results
+
+
+def padding_efficiency(lengths: list[int], batch_size: int, sort: bool = True) -> float:
+    """Real tokens / computed tokens when `lengths` are batched (sorted or not) and padded per batch."""
+    values = sorted(lengths, reverse=True) if sort else list(lengths)
+    computed = sum(max(b) * len(b) for b in chunks(values, batch_size))
+    return sum(values) / computed if computed else 1.0
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-logits))

@@ -1,0 +1,166 @@
+"""Plots (training curves, confusion matrix) and the bundle's README.md model card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def training_curves(log_history: list[dict], metric: str | None, path: Path) -> None:
+    """Training and evaluation loss by step on the left; the selection metric on the right."""
+    plt = _pyplot()
+    train = [(e["step"], e["loss"]) for e in log_history if "loss" in e and "step" in e]
+    evals = [e for e in log_history if "eval_loss" in e]
+    key = f"eval_{metric}" if metric else None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    if train:
+        left.plot(*zip(*train, strict=True), label="training loss", color="tab:blue", alpha=0.8)
+    if evals:
+        left.plot([e["step"] for e in evals], [e["eval_loss"] for e in evals], "o-", label="validation loss", color="tab:orange")
+    left.set_xlabel("step")
+    left.set_ylabel("loss")
+    left.set_title("Loss")
+    left.legend()
+    left.grid(alpha=0.3)
+    points = [(e["step"], e[key]) for e in evals if key and key in e]
+    if points:
+        right.plot(*zip(*points, strict=True), "o-", color="tab:green")
+        for step, value in points:
+            right.annotate(f"{value:.3f}", (step, value), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+        right.set_title(f"Validation {metric}")
+    else:
+        right.text(0.5, 0.5, "no evaluation during training", ha="center", va="center")
+        right.set_title("Validation metric")
+    right.set_xlabel("step")
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> None:
+    """Counts in each cell; colour by the share of each true class, so rare classes show too."""
+    import numpy as np
+
+    plt = _pyplot()
+    counts = np.asarray(matrix)
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    size = max(4.0, 0.6 * len(labels) + 2)
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("true")
+    for (i, j), value in np.ndenumerate(counts):
+        ax.text(j, i, str(value), ha="center", va="center", color="white" if share[i, j] > 0.5 else "black")
+    fig.colorbar(image, ax=ax, label="share of true class")
+    ax.set_title("Confusion matrix")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def task_plots(scores: dict, folder: Path) -> list[str]:
+    """Whatever pictures a result supports; returns the file names written."""
+    written = []
+    if "confusion_matrix" in scores:
+        confusion_matrix(scores["confusion_matrix"], scores["labels"], folder / "confusion_matrix.png")
+        written.append("confusion_matrix.png")
+    return written
+
+
+# ---------------------------------------------------------------- model card
+
+
+def model_card(info: dict, path: Path) -> None:
+    from bertkit.outputs import atomic_text
+
+    with atomic_text(str(path)) as handle:
+        handle.write(card_text(info))
+
+
+def card_text(info: dict) -> str:
+    cfg = info.get("config", {})
+    data = cfg.get("data", {})
+    train = cfg.get("train", {})
+    lines = [
+        "---",
+        "library_name: transformers",
+        f"base_model: {info.get('base_model')}",
+        "tags: [bertkit, text-classification]" if info.get("task") == "classify" else "tags: [bertkit]",
+        "---",
+        "",
+        f"# {Path(cfg.get('output_dir', 'model')).name}",
+        "",
+        f"A `{info.get('task')}` model ({info.get('problem_type', '')}) fine-tuned from "
+        f"`{info.get('base_model')}` with bertkit {info.get('bertkit_version')}.",
+        "",
+        "## Data",
+        "",
+        f"- train: `{_source(data.get('train'))}` ({info.get('training', {}).get('train_examples', '?')} examples)",
+        f"- validation: `{_source(data.get('validation')) or 'split off from train'}`",
+    ]
+    if data.get("test"):
+        lines.append(f"- test: `{_source(data.get('test'))}`")
+    if info.get("labels"):
+        lines.append(f"- labels: {', '.join(f'`{x}`' for x in info['labels'])}")
+    lines += ["", "## Results", ""]
+    for role, scores in info.get("metrics", {}).items():
+        lines += [f"**{role}**", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {v:.4f} |" for k, v in scores.items() if isinstance(v, float)]
+        lines.append("")
+        per_class = scores.get("per_class")
+        if per_class:
+            lines += ["| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+            lines += [
+                f"| {name} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |"
+                for name, s in per_class.items()
+            ]
+            lines.append("")
+    stats = info.get("training", {})
+    lines += [
+        "## Training",
+        "",
+        f"{train.get('epochs')} epochs, batch size {train.get('batch_size')}, learning rate "
+        f"{train.get('learning_rate')}, max length {info.get('max_length')}, seed {train.get('seed')}, "
+        f"precision {stats.get('precision')}; best checkpoint chosen by `{info.get('metric_for_best_model')}`. "
+        f"{stats.get('train_steps')} steps in {stats.get('train_seconds')} s.",
+        "",
+        "![training curves](training_curves.png)",
+        "",
+    ]
+    if info.get("problem_type") == "single_label":
+        lines += ["![confusion matrix](confusion_matrix.png)", ""]
+    lines += [
+        "## Use",
+        "",
+        "```bash",
+        "bertkit predict --model THIS_DIR --input texts.txt --output predictions.jsonl",
+        "```",
+        "",
+        "```python",
+        "from transformers import pipeline",
+        'classifier = pipeline("text-classification", model="THIS_DIR")',
+        "```",
+        "",
+        "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _source(value) -> str:
+    if not value:
+        return ""
+    if value.get("hub"):
+        return f"hub:{value['hub']}" + (f"/{value['config']}" if value.get("config") else "") + f" [{value.get('split')}]"
+    return value.get("path") or ""

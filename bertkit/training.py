@@ -1,0 +1,250 @@
+"""One training run, the same for every task: Trainer built from the config, checkpoints in a
+work directory, final scoring, and the bundle written atomically by the main process alone.
+
+Checkpoints go to `<output_dir>.partial/` while training runs; `--resume` continues from there.
+The finished bundle appears at `output_dir` in one rename, so a failed or interrupted run never
+leaves a half-written model behind.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+
+from bertkit import __version__, models, outputs, reports
+from bertkit.config import Config
+from bertkit.errors import BertkitError
+from bertkit.tasks import get_task
+
+LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
+
+
+def resolve_precision(choice: str) -> str:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if choice == "auto":
+        if not cuda:
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if choice in ("fp16", "bf16") and not cuda:
+        raise BertkitError(
+            f"train.precision: {choice} needs a CUDA GPU, and none is visible here. Use "
+            "`precision: auto` (fp32 on CPU, mixed precision on GPU) or `precision: fp32`."
+        )
+    return choice
+
+
+def work_dir(final: Path) -> Path:
+    return final.with_name(final.name + ".partial")
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+
+
+def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
+    from transformers import EarlyStoppingCallback, Trainer, set_seed
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # our own progress bar says what is happening
+    task = get_task(cfg.task)
+    final = Path(cfg.output_dir)
+    work = work_dir(final)
+    _check_dirs(final, work, overwrite, resume)
+    precision = resolve_precision(cfg.train.precision)
+    set_seed(cfg.train.seed)
+
+    source = models.resolve(cfg.model.name, cfg.model.revision)
+    from bertkit.tokenization import load_tokenizer
+
+    tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    from bertkit.progress import RichProgress, status
+
+    with status("reading data"):
+        raw = task.load(cfg)
+        info = task.setup(raw, cfg)
+    with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
+        features = task.prepare(raw, tokenizer, info)
+    model = task.build_model(source, info, cfg)
+    freeze(model, cfg)
+    if cfg.train.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+
+    best = cfg.train.metric_for_best_model or task.best_metric(info)
+    args = training_arguments(cfg, work, precision, best)
+    callbacks = [RichProgress()]
+    if cfg.train.early_stopping_patience:
+        if cfg.train.eval_strategy == "no":
+            raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
+        callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=features["train"],
+        eval_dataset=features["validation"],
+        processing_class=tokenizer,
+        data_collator=task.collator(tokenizer, cfg) if hasattr(task, "collator") else _collator(tokenizer, cfg),
+        compute_metrics=task.compute_metrics(info),
+        compute_loss_func=task.loss(info, cfg, features["train"]["labels"]),
+        callbacks=callbacks,
+    )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
+    started = time.perf_counter()
+    try:
+        result = trainer.train(resume_from_checkpoint=True if resume else None)
+    except KeyError as err:
+        if best and f"eval_{best}" in str(err):
+            raise BertkitError(f"train.metric_for_best_model: '{best}' is not a metric of this task") from None
+        raise
+    train_seconds = time.perf_counter() - started
+
+    scores = {}
+    for role in ("validation", "test"):
+        if role in features:
+            out = trainer.predict(features[role])
+            scores[role] = task.score(out.predictions, out.label_ids, info)
+    if trainer.is_world_process_zero():
+        stats = {
+            "train_seconds": round(train_seconds, 1),
+            "train_samples_per_second": result.metrics.get("train_samples_per_second"),
+            "train_steps": trainer.state.global_step,
+            "train_examples": len(features["train"]),
+            "precision": precision,
+        }
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite)
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool) -> None:
+    if resume:
+        if not any(work.glob("checkpoint-*")):
+            raise BertkitError(f"--resume: there is no checkpoint to resume from in {work}")
+        return
+    outputs.check_output_dir(final, overwrite)
+    if work.exists():
+        if not overwrite:
+            raise BertkitError(
+                f"an unfinished run left checkpoints in {work}: pass --resume to continue it, "
+                "or --overwrite to start again"
+            )
+        if is_main_process():
+            shutil.rmtree(work)
+
+
+def _collator(tokenizer, cfg: Config):
+    import torch
+    from transformers import DataCollatorWithPadding
+
+    multiple = cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
+    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=multiple)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def training_arguments(cfg: Config, work: Path, precision: str, best: str | None):
+    from transformers import TrainingArguments
+
+    t = cfg.train
+    evaluating = t.eval_strategy != "no"
+    return TrainingArguments(
+        output_dir=str(work),
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps or -1,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size or 2 * t.batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        learning_rate=t.learning_rate,
+        weight_decay=t.weight_decay,
+        warmup_steps=t.warmup_ratio,  # a float below 1 is a share of all steps
+        lr_scheduler_type=t.lr_scheduler,
+        max_grad_norm=t.max_grad_norm,
+        seed=t.seed,
+        eval_strategy=t.eval_strategy,
+        eval_steps=t.eval_steps,
+        save_strategy=t.eval_strategy if evaluating else "epoch",
+        save_steps=t.eval_steps,
+        save_total_limit=t.save_total_limit,
+        load_best_model_at_end=evaluating,
+        metric_for_best_model=best if evaluating else None,
+        greater_is_better=not (best or "loss").endswith(LOWER_IS_BETTER) if evaluating else None,
+        logging_strategy="steps",
+        logging_steps=t.logging_steps,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        train_sampling_strategy="group_by_length" if t.group_by_length else "random",
+        dataloader_num_workers=t.dataloader_workers,
+        report_to=t.report_to or "none",
+        disable_tqdm=True,
+        dataloader_pin_memory=_cuda(),
+    )
+
+
+def freeze(model, cfg: Config) -> None:
+    """Keep the embeddings and/or the lowest encoder layers fixed, as the config asks."""
+    t = cfg.train
+    if not (t.freeze_embeddings or t.freeze_layers):
+        return
+    base = getattr(model, model.base_model_prefix, None)
+    embeddings = getattr(base, "embeddings", None)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    if embeddings is None or layers is None:
+        raise BertkitError(f"train.freeze_*: not supported for {type(model).__name__}")
+    if t.freeze_layers > len(layers):
+        raise BertkitError(f"train.freeze_layers: {t.freeze_layers}, but the model has {len(layers)} layers")
+    modules = ([embeddings] if t.freeze_embeddings else []) + list(layers[: t.freeze_layers])
+    for module in modules:
+        for parameter in module.parameters():
+            parameter.requires_grad = False
+
+
+def library_versions() -> dict:
+    import importlib.metadata as md
+
+    versions = {"bertkit": __version__, "python": platform.python_version()}
+    for name in ("torch", "transformers", "datasets", "evaluate", "accelerate", "tokenizers"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return versions
+
+
+def write_bundle(trainer, cfg: Config, info: dict, scores: dict, stats: dict, best: str, overwrite: bool) -> None:
+    final = Path(cfg.output_dir)
+    staged = outputs.staging_dir(final)
+    try:
+        trainer.save_model(str(staged))
+        (staged / "training_args.bin").unlink(missing_ok=True)  # a pickle; the config says it all
+        main_role = "test" if "test" in scores else "validation"
+        bundle_info = {
+            **info,
+            "bertkit_version": __version__,
+            "base_model": cfg.model.name,
+            "metric_for_best_model": best,
+            "metrics": scores,
+            "training": stats,
+            "config": cfg.dump(),
+            "versions": library_versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        outputs.write_json(staged / "bertkit.json", bundle_info)
+        outputs.write_json(staged / "metrics.json", {**scores, "training": stats})
+        reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
+        reports.task_plots(scores.get(main_role, {}), staged)
+        reports.model_card(bundle_info, staged / "README.md")
+        outputs.publish_dir(staged, final, overwrite=overwrite)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
