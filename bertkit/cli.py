@@ -116,7 +116,7 @@ def predict(
     text_pair_column: Optional[str] = typer.Option(None, "--text-pair-column", help="Field holding the second text of a pair."),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     long_text: str = typer.Option("truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."),
-    stride: int = typer.Option(128, "--stride", min=0, help="Tokens shared by consecutive windows (--long-text windows)."),
+    stride: Optional[int] = typer.Option(None, "--stride", min=0, help="Tokens shared by consecutive windows (--long-text windows; default: a quarter of a window)."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label: score above which a label is on (default: the model's)."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."),
 ) -> None:
@@ -222,9 +222,9 @@ def info() -> None:
         typer.echo(f"{'accelerate':14} not installed")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     try:
-        app(prog_name="bertkit")
+        app(args=argv, prog_name="bertkit")
     except BertkitError as err:
         from rich.console import Console
 

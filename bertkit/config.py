@@ -153,10 +153,12 @@ class ClassifyConfig(Section):
 
 class Config(Section):
     task: str = Field("classify", description="the job: " + ", ".join(TASKS))
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    data: DataConfig = Field(default_factory=DataConfig)
-    train: TrainConfig = Field(default_factory=TrainConfig)
-    classify: ClassifyConfig = Field(default_factory=ClassifyConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
+    data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
+    classify: ClassifyConfig = Field(
+        default_factory=ClassifyConfig, description="settings of the classify task"
+    )
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @field_validator("task")
@@ -347,7 +349,7 @@ def starter_yaml(task: str) -> str:
     }
     for name in sections:
         field = Config.model_fields[name]
-        out += ["", f"{name}:"]
+        out += ["", f"# {field.description}", f"{name}:"]
         for key, sub in _model_of(field.annotation).model_fields.items():
             default = examples.get((name, key), sub.get_default(call_default_factory=True))
             value = yaml.safe_dump(default, default_flow_style=True).strip()

@@ -200,7 +200,7 @@ class ClassifyTask:
             texts = [_text_of(r, text_column) for r in chunk]
             pairs = [_text_of(r, pair_column) for r in chunk] if pair_column else None
             if windows and pairs is None:
-                feats, owner = window_features(tokenizer, texts, info, options.get("stride", 128))
+                feats, owner = window_features(tokenizer, texts, info, options.get("stride"))
             else:
                 feats = _rows(encode_columns(tokenizer, texts, pairs, info))
                 owner = list(range(len(texts)))
@@ -259,9 +259,10 @@ def encode_columns(tokenizer, texts: list[str], pairs: list[str] | None, info: d
     return {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
 
 
-def window_features(tokenizer, texts: list[str], info: dict, stride: int) -> tuple[list[dict], list[int]]:
+def window_features(tokenizer, texts: list[str], info: dict, stride: int | None) -> tuple[list[dict], list[int]]:
     """Every text cut into overlapping windows of max_length; returns features and their text index."""
     budget = info["max_length"] - tokenization.special_budget(tokenizer)
+    stride = budget // 4 if stride is None else stride
     if stride >= budget:
         raise BertkitError(f"--stride {stride} must be smaller than the window ({budget} tokens)")
     features, owner = [], []

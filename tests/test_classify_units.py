@@ -1,0 +1,134 @@
+import numpy as np
+import pytest
+
+from bertkit import tokenization
+from bertkit.config import load_config
+from bertkit.errors import BertkitError
+from bertkit.inference import padding_efficiency
+from bertkit.tasks.classify import TASK, encode_columns
+
+
+def info_for(values, **cfg_values):
+    import datasets
+
+    cfg = load_config(None, [f"{k}={v}" for k, v in cfg_values.items()])
+    ds = {"train": datasets.Dataset.from_dict({"text": ["x"] * len(values), "label": values})}
+    return TASK.setup(ds, cfg)
+
+
+def test_single_label_discovery_sorted_numerically():
+    info = info_for(["10", "2", "2", "1"])
+    assert info["problem_type"] == "single_label" and info["labels"] == ["1", "2", "10"]
+
+
+def test_fixed_label_order_is_kept():
+    info = info_for(["pos", "neg"], **{"data.labels": "[pos, neg]"})
+    assert info["labels"] == ["pos", "neg"]
+    assert TASK.encode_labels(["neg", "pos"], info, "train") == [1, 0]
+
+
+def test_unseen_label_is_an_error():
+    info = info_for(["pos", "neg"])
+    with pytest.raises(BertkitError, match="validation data, example 2: label 'meh'.*known labels: neg, pos"):
+        TASK.encode_labels(["pos", "meh"], info, "validation")
+
+
+def test_one_label_only_is_an_error():
+    with pytest.raises(BertkitError, match="only one label"):
+        info_for(["pos", "pos"])
+
+
+def test_regression_detected_from_floats():
+    info = info_for(["0.5", "3.2", "1"])
+    assert info["problem_type"] == "regression"
+    assert TASK.encode_labels(["0.5", 2], info, "train") == [0.5, 2.0]
+    with pytest.raises(BertkitError, match="not a number"):
+        TASK.encode_labels(["high"], info, "train")
+
+
+def test_multi_label_lists_and_separator():
+    info = info_for([["a", "b"], ["c"], []])
+    assert info["problem_type"] == "multi_label" and info["labels"] == ["a", "b", "c"]
+    assert TASK.encode_labels([["b"], []], info, "train") == [[0, 1, 0], [0, 0, 0]]
+    info = info_for(["a|b", "c"], **{"data.label_separator": "'|'"})
+    assert info["labels"] == ["a", "b", "c"]
+    assert TASK.encode_labels(["c|a"], info, "train") == [[1, 0, 1]]
+
+
+def test_balanced_class_weights():
+    import torch
+
+    info = info_for(["a", "a", "a", "b"], **{"classify.class_weights": "balanced"})
+    cfg = load_config(None, ["classify.class_weights=balanced"])
+    loss = TASK.loss(info, cfg, [0, 0, 0, 1])
+    logits = torch.zeros(2, 2)
+
+    class Out:
+        pass
+
+    out = Out()
+    out.logits = logits
+    # equal logits: each example's loss is ln 2, weighted 4/6 (class a) and 4/2 (class b)
+    value = loss(out, torch.tensor([0, 1]))
+    assert value.item() == pytest.approx(np.log(2), rel=1e-5)
+    with pytest.raises(BertkitError, match="3 weights for 2 labels"):
+        TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), [0, 1])
+
+
+def test_keep_modes():
+    ids = list(range(10))
+    assert tokenization.keep(ids, 4, "head") == [0, 1, 2, 3]
+    assert tokenization.keep(ids, 4, "tail") == [6, 7, 8, 9]
+    assert tokenization.keep(ids, 4, "head+tail") == [0, 7, 8, 9]
+    assert tokenization.keep(ids, 4, "head+tail", head_tokens=2) == [0, 1, 8, 9]
+    assert tokenization.keep(ids[:3], 4, "tail") == [0, 1, 2]
+
+
+def test_windows_cover_every_token():
+    ids = list(range(23))
+    pieces = tokenization.windows(ids, 8, 3)
+    assert all(len(p) <= 8 for p in pieces)
+    assert sorted(set(x for p in pieces for x in p)) == ids
+    assert pieces[0][-3:] == pieces[1][:3]
+    assert tokenization.windows(ids[:5], 8, 3) == [ids[:5]]
+
+
+def test_truncation_with_real_tokenizer(tiny_model):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    text = "great " + "film " * 40 + "awful"
+    info = {"max_length": 12, "truncation": "head"}
+    head = encode_columns(tok, [text], None, info)["input_ids"][0]
+    tail = encode_columns(tok, [text], None, {**info, "truncation": "tail"})["input_ids"][0]
+    both = encode_columns(tok, [text], None, {**info, "truncation": "head+tail", "head_tokens": 1})["input_ids"][0]
+    words = lambda ids: tok.decode(ids, skip_special_tokens=True).split()  # noqa: E731
+    assert len(head) == len(tail) == len(both) == 12
+    assert head[0] == tok.cls_token_id and head[-1] == tok.sep_token_id
+    assert both[0] == tok.cls_token_id and both[-1] == tok.sep_token_id
+    assert words(head)[0] == "great" and "awful" not in words(head)
+    assert words(tail)[-1] == "awful" and "great" not in words(tail)
+    assert words(both)[0] == "great" and words(both)[-1] == "awful"
+
+
+def test_padding_efficiency():
+    assert padding_efficiency([4, 4, 4, 4], 2) == 1.0
+    assert padding_efficiency([1, 9, 1, 9], 2, sort=False) == pytest.approx(20 / 36)
+    assert padding_efficiency([1, 9, 1, 9], 2) == pytest.approx(20 / 20)
+
+
+def test_metric_modules_load_by_path():
+    from bertkit import metrics
+
+    result = metrics.load("classification").compute(
+        predictions=[0, 0, 1, 1], references=[0, 1, 1, 1], label_names=["neg", "pos"]
+    )
+    assert result["accuracy"] == 0.75
+    assert result["confusion_matrix"] == [[1, 0], [1, 2]]
+    assert result["per_class"]["pos"] == {"precision": 1.0, "recall": pytest.approx(2 / 3), "f1": pytest.approx(0.8), "support": 3}
+    assert result["f1_macro"] == pytest.approx((2 / 3 + 0.8) / 2)
+    multi = metrics.load("multilabel").compute(predictions=[[1, 0], [1, 1]], references=[[1, 0], [0, 1]])
+    assert multi["f1_micro"] == pytest.approx(0.8) and multi["subset_accuracy"] == 0.5
+    reg = metrics.load("regression").compute(predictions=[1, 2, 3], references=[2, 4, 6.5])
+    assert reg["spearman"] == pytest.approx(1.0) and reg["mae"] == pytest.approx(6.5 / 3)
+    assert metrics.scalars(result)["accuracy"] == 0.75 and "per_class" not in metrics.scalars(result)

@@ -1,0 +1,128 @@
+import pytest
+import yaml
+
+from bertkit.config import Config, load_config, starter_yaml, to_yaml
+from bertkit.errors import BertkitError
+
+
+def write(tmp_path, text):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_fill_every_key(tmp_path):
+    cfg = load_config(write(tmp_path, "data:\n  train: a.csv\n"))
+    assert cfg.task == "classify"
+    assert cfg.model.max_length == 256
+    assert cfg.train.learning_rate == 2e-5
+    assert cfg.data.train.path == "a.csv"
+
+
+def test_every_key_has_help():
+    def walk(model):
+        for name, field in model.model_fields.items():
+            assert field.description, f"{model.__name__}.{name} has no help"
+            sub = getattr(field.annotation, "model_fields", None)
+            if sub:
+                walk(field.annotation)
+
+    walk(Config)
+
+
+def test_unknown_key_suggests_and_names_line(tmp_path):
+    path = write(tmp_path, "task: classify\ntrain:\n  epochs: 1\n  lerning_rate: 0.1\n")
+    with pytest.raises(BertkitError) as err:
+        load_config(path)
+    message = str(err.value)
+    assert f"{path}:4" in message
+    assert "train.lerning_rate" in message
+    assert "did you mean 'learning_rate'" in message
+
+
+def test_unknown_section_suggests(tmp_path):
+    with pytest.raises(BertkitError, match="did you mean 'train'"):
+        load_config(write(tmp_path, "trian:\n  epochs: 1\n"))
+
+
+def test_wrong_type_names_key_file_and_line(tmp_path):
+    path = write(tmp_path, "model:\n  name: x\n  max_length: lots\n")
+    with pytest.raises(BertkitError) as err:
+        load_config(path)
+    assert f"{path}:3" in str(err.value) and "model.max_length" in str(err.value)
+
+
+def test_bad_value_is_explained(tmp_path):
+    with pytest.raises(BertkitError, match="classify.truncation"):
+        load_config(write(tmp_path, "classify:\n  truncation: middle\n"))
+
+
+def test_yaml_syntax_error_has_line(tmp_path):
+    path = write(tmp_path, "model:\n  name: x\n   max_length: 3\n")
+    with pytest.raises(BertkitError, match=rf"{path}:3:\d+: YAML syntax error"):
+        load_config(path)
+
+
+def test_missing_file():
+    with pytest.raises(BertkitError, match="config file not found"):
+        load_config("nope/missing.yaml")
+
+
+def test_overrides_are_typed(tmp_path):
+    cfg = load_config(
+        write(tmp_path, "data:\n  train: a.csv\n"),
+        ["train.learning_rate=3e-5", "train.epochs=1", "data.labels=[neg, pos]", "train.max_steps=null"],
+    )
+    assert cfg.train.learning_rate == pytest.approx(3e-5)
+    assert cfg.train.epochs == 1
+    assert cfg.data.labels == ["neg", "pos"]
+
+
+def test_override_of_source_subkey(tmp_path):
+    cfg = load_config(write(tmp_path, "data:\n  train: a.txt\n"), ["data.train.format=tsv"])
+    assert (cfg.data.train.path, cfg.data.train.format) == ("a.txt", "tsv")
+
+
+def test_unknown_override_key():
+    with pytest.raises(BertkitError, match="did you mean 'batch_size'"):
+        load_config(None, ["train.batchsize=8"])
+
+
+def test_override_needs_equals():
+    with pytest.raises(BertkitError, match="key.sub=value"):
+        load_config(None, ["train.epochs"])
+
+
+def test_hub_source_and_conflicts(tmp_path):
+    cfg = load_config(write(tmp_path, "data:\n  train: {hub: imdb, split: train}\n"))
+    assert cfg.data.train.hub == "imdb" and cfg.data.train.describe().startswith("hub data set")
+    with pytest.raises(BertkitError, match="either a file path or"):
+        load_config(write(tmp_path, "data:\n  train: {hub: imdb, path: a.csv}\n"))
+
+
+def test_task_must_match_command(tmp_path):
+    path = write(tmp_path, "task: classify\n")
+    assert load_config(path, task="classify").task == "classify"
+    with pytest.raises(BertkitError, match="unknown task"):
+        load_config(write(tmp_path, "task: translate\n"))
+
+
+def test_starter_config_is_valid_and_commented():
+    text = starter_yaml("classify")
+    assert text.count("\n  # ") > 40
+    cfg = Config.model_validate(yaml.safe_load(text))
+    assert cfg.task == "classify"
+    assert cfg.data.train.path == "examples/reviews/train.csv"
+
+
+def test_show_round_trips(tmp_path):
+    cfg = load_config(write(tmp_path, "train:\n  epochs: 2\n"))
+    again = Config.model_validate(yaml.safe_load(to_yaml(cfg)))
+    assert again == cfg
+
+
+@pytest.mark.parametrize("name", ["demo.yaml", "imdb.yaml", "sst2.yaml", "local/imdb.yaml", "local/sst2.yaml"])
+def test_shipped_configs_validate(name):
+    from conftest import ROOT
+
+    assert load_config(ROOT / "configs" / name, task="classify").task == "classify"

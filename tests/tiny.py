@@ -1,0 +1,66 @@
+"""Tiny random BERT models and easy synthetic data, built on the fly for end-to-end tests."""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+
+POSITIVE = ["great", "excellent", "wonderful", "superb", "lovely", "delightful"]
+NEGATIVE = ["awful", "terrible", "dreadful", "horrible", "boring", "lousy"]
+FILLER = (
+    "the a this that film book meal room phone game show song hotel trip service staff plot "
+    "screen battery price was is felt seemed really quite very rather and but with for on"
+).split()
+
+
+def sentence(rng: random.Random, label: str) -> str:
+    words = rng.choices(FILLER, k=rng.randint(4, 12))
+    key = rng.choice(POSITIVE if label == "positive" else NEGATIVE)
+    words.insert(rng.randrange(len(words) + 1), key)
+    return " ".join(words)
+
+
+def write_easy_csv(path: Path, n: int, seed: int) -> Path:
+    """A balanced two-class task a tiny model learns in seconds: the class is the keyword's."""
+    rng = random.Random(seed)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["text", "label"])
+        for i in range(n):
+            label = "positive" if i % 2 == 0 else "negative"
+            writer.writerow([sentence(rng, label), label])
+    return path
+
+
+def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Path:
+    """A 2-layer, 64-wide random BERT with a WordPiece vocab trained on `texts`."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    fast = BertTokenizerFast(tokenizer_object=tok, model_max_length=128)
+    fast.save_pretrained(folder)
+    config = BertConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+    )
+    import torch
+
+    torch.manual_seed(0)  # the same tiny model every run: tests must not be flaky
+    BertModel(config).save_pretrained(folder)
+    return folder
