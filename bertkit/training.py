@@ -53,6 +53,8 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()  # our own progress bar says what is happening
     task = get_task(cfg.task)
+    if cfg.data.train is None:
+        raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     final = Path(cfg.output_dir)
     work = work_dir(final)
     _check_dirs(final, work, overwrite, resume)
@@ -187,6 +189,9 @@ def training_arguments(cfg: Config, work: Path, precision: str, best: str | None
         dataloader_num_workers=t.dataloader_workers,
         report_to=t.report_to or "none",
         disable_tqdm=True,
+        # Without a GPU, say so: accelerate then sets up multi-process CPU training (gloo)
+        # when launched by torchrun or `accelerate launch`.
+        use_cpu=not _cuda(),
         dataloader_pin_memory=_cuda(),
     )
 

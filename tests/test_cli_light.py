@@ -1,0 +1,50 @@
+"""The CLI's own behaviour: help is light and fast, version, config commands, info."""
+
+import subprocess
+import sys
+
+import yaml
+
+HEAVY = ("torch", "transformers", "datasets", "evaluate", "accelerate", "sklearn", "matplotlib")
+
+
+def test_help_imports_nothing_heavy():
+    probe = (
+        "import sys\n"
+        "from bertkit.cli import main\n"
+        "for args in (['--help'], ['train', 'classify', '--help'], ['predict', '--help'], ['config', 'init', '--help']):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_version(cli):
+    from bertkit import __version__
+
+    code, out, _ = cli("--version")
+    assert code == 0 and out.strip() == f"bertkit {__version__}"
+
+
+def test_config_init_and_show(cli, tmp_path):
+    code, out, _ = cli("config", "init", "classify")
+    assert code == 0 and "# peak learning rate" in out
+    target = tmp_path / "mine.yaml"
+    assert cli("config", "init", "classify", "-o", target)[0] == 0
+    code, out, _ = cli("config", "show", "-c", target, "--set", "train.epochs=1")
+    shown = yaml.safe_load(out)
+    assert code == 0 and shown["train"]["epochs"] == 1 and shown["classify"]["truncation"] == "head"
+    code, _, err = cli("config", "init", "classify", "-o", target)
+    assert code == 2 and "already exists" in err
+    code, _, err = cli("config", "init", "clasify")
+    assert code == 2 and "did you mean 'classify'" in err
+
+
+def test_info(cli):
+    code, out, _ = cli("info")
+    assert code == 0 and "transformers" in out and "cuda" in out and "accelerate" in out
