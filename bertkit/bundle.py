@@ -29,10 +29,9 @@ class Bundle:
 
     def load_model(self, auto_class: str, device=None):
         import transformers
+        from transformers.utils import logging as hf_logging
 
         from bertkit.inference import pick_device
-
-        from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()

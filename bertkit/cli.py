@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,9 +25,7 @@ app.add_typer(train_app, name="train")
 app.add_typer(config_app, name="config")
 
 ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
-SetOption = typer.Option(
-    None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable)."
-)
+SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
 
 
 def _show_version(value: bool) -> None:
@@ -42,9 +39,7 @@ def root(
     version: bool = typer.Option(
         False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
     ),
-    offline: bool = typer.Option(
-        False, "--offline", help="Never touch the network (same as HF_HUB_OFFLINE=1)."
-    ),
+    offline: bool = typer.Option(False, "--offline", help="Never touch the network (same as HF_HUB_OFFLINE=1)."),
 ) -> None:
     if offline:
         from bertkit.hub import go_offline
@@ -58,8 +53,10 @@ def root(
 @train_app.command("classify")
 def train_classify(
     config: Path = ConfigOption,
-    set_: Optional[list[str]] = SetOption,
-    output_dir: Optional[str] = typer.Option(None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."),
+    set_: list[str] | None = SetOption,
+    output_dir: str | None = typer.Option(
+        None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
 ) -> None:
@@ -85,8 +82,6 @@ def _print_metrics(path: Path) -> None:
 
     from rich.table import Table
 
-    from bertkit.progress import console
-
     data = json.loads(path.read_text())
     table = Table(title="metrics", show_header=True)
     roles = [r for r in ("validation", "test") if r in data]
@@ -108,17 +103,38 @@ def _print_metrics(path: Path) -> None:
 @app.command()
 def predict(
     model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
-    input: str = typer.Option(..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet file, or - for stdin."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
-    format: Optional[str] = typer.Option(None, "--format", "-f", help="jsonl, csv or tsv (default: from --output's extension, else jsonl)."),
-    input_format: Optional[str] = typer.Option(None, "--input-format", help="Format of --input when its extension does not say."),
-    text_column: Optional[str] = typer.Option(None, "--text-column", help="Field holding the text (default: the one the model was trained on)."),
-    text_pair_column: Optional[str] = typer.Option(None, "--text-pair-column", help="Field holding the second text of a pair."),
+    input: str = typer.Option(
+        ..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet file, or - for stdin."
+    ),
+    output: str | None = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
+    format: str | None = typer.Option(
+        None, "--format", "-f", help="jsonl, csv or tsv (default: from --output's extension, else jsonl)."
+    ),
+    input_format: str | None = typer.Option(
+        None, "--input-format", help="Format of --input when its extension does not say."
+    ),
+    text_column: str | None = typer.Option(
+        None, "--text-column", help="Field holding the text (default: the one the model was trained on)."
+    ),
+    text_pair_column: str | None = typer.Option(
+        None, "--text-pair-column", help="Field holding the second text of a pair."
+    ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
-    long_text: str = typer.Option("truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."),
-    stride: Optional[int] = typer.Option(None, "--stride", min=0, help="Tokens shared by consecutive windows (--long-text windows; default: a quarter of a window)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Multi-label: score above which a label is on (default: the model's)."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."),
+    long_text: str = typer.Option(
+        "truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."
+    ),
+    stride: int | None = typer.Option(
+        None,
+        "--stride",
+        min=0,
+        help="Tokens shared by consecutive windows (--long-text windows; default: a quarter of a window).",
+    ),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Multi-label: score above which a label is on (default: the model's)."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."
+    ),
 ) -> None:
     """Run a trained model on texts; one result per input line or record, in input order."""
     if long_text not in ("truncate", "windows"):
@@ -126,9 +142,18 @@ def predict(
     from bertkit.prediction import predict_file
 
     count = predict_file(
-        model, input, output, format, input_format, device,
-        text_column=text_column, text_pair_column=text_pair_column, batch_size=batch_size,
-        long_text=long_text, stride=stride, threshold=threshold,
+        model,
+        input,
+        output,
+        format,
+        input_format,
+        device,
+        text_column=text_column,
+        text_pair_column=text_pair_column,
+        batch_size=batch_size,
+        long_text=long_text,
+        stride=stride,
+        threshold=threshold,
     )
     if output:
         from bertkit.progress import console
@@ -139,22 +164,38 @@ def predict(
 @app.command()
 def evaluate(
     model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
-    data: str = typer.Option(..., "--data", "-d", help="Labelled file: CSV, TSV, JSONL, JSON, Parquet or a class-per-folder directory."),
-    output_dir: Optional[str] = typer.Option(None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."),
+    data: str = typer.Option(
+        ..., "--data", "-d", help="Labelled file: CSV, TSV, JSONL, JSON, Parquet or a class-per-folder directory."
+    ),
+    output_dir: str | None = typer.Option(
+        None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
-    data_format: Optional[str] = typer.Option(None, "--format", help="Format of --data when its extension does not say."),
-    text_column: Optional[str] = typer.Option(None, "--text-column", help="Text field (default: the one the model was trained on)."),
-    text_pair_column: Optional[str] = typer.Option(None, "--text-pair-column", help="Second-text field for pairs."),
-    label_column: Optional[str] = typer.Option(None, "--label-column", help="Label field (default: the one the model was trained on)."),
+    data_format: str | None = typer.Option(None, "--format", help="Format of --data when its extension does not say."),
+    text_column: str | None = typer.Option(
+        None, "--text-column", help="Text field (default: the one the model was trained on)."
+    ),
+    text_pair_column: str | None = typer.Option(None, "--text-pair-column", help="Second-text field for pairs."),
+    label_column: str | None = typer.Option(
+        None, "--label-column", help="Label field (default: the one the model was trained on)."
+    ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.scoring import evaluate_file
 
     scores, target = evaluate_file(
-        model, data, output_dir, overwrite, data_format, batch_size, device,
-        text_column=text_column, text_pair_column=text_pair_column, label_column=label_column,
+        model,
+        data,
+        output_dir,
+        overwrite,
+        data_format,
+        batch_size,
+        device,
+        text_column=text_column,
+        text_pair_column=text_pair_column,
+        label_column=label_column,
     )
     from rich.console import Console
 
@@ -168,7 +209,7 @@ def evaluate(
 
 
 @config_app.command("show")
-def config_show(config: Path = ConfigOption, set_: Optional[list[str]] = SetOption) -> None:
+def config_show(config: Path = ConfigOption, set_: list[str] | None = SetOption) -> None:
     """Print the resolved config: the file, its overrides and every default."""
     from bertkit.config import load_config, to_yaml
 
@@ -178,7 +219,7 @@ def config_show(config: Path = ConfigOption, set_: Optional[list[str]] = SetOpti
 @config_app.command("init")
 def config_init(
     task: str = typer.Argument("classify", help="The task to write a config for."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
     """Write a complete, commented starting config for TASK."""
     from bertkit.config import starter_yaml
@@ -207,7 +248,10 @@ def info() -> None:
     typer.echo(f"{'cuda':14} {torch.cuda.is_available()} ({torch.cuda.device_count()} device(s))")
     for i in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(i)
-        typer.echo(f"  cuda:{i}       {props.name}, {props.total_memory / 2**30:.1f} GiB, bf16={torch.cuda.is_bf16_supported()}")
+        typer.echo(
+            f"  cuda:{i}       {props.name}, {props.total_memory / 2**30:.1f} GiB, "
+            f"bf16={torch.cuda.is_bf16_supported()}"
+        )
     typer.echo(f"{'cpu threads':14} {torch.get_num_threads()}")
     typer.echo(f"{'hub offline':14} {offline()}")
     try:

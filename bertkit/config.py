@@ -60,16 +60,12 @@ class ModelConfig(Section):
     tokenizer: str | None = Field(None, description="tokenizer to use when not the model's own")
     max_length: int = Field(256, ge=8, le=8192, description="longest input in tokens")
     revision: str | None = Field(None, description="hub revision of the model")
-    trust_remote_code: bool = Field(
-        False, description="run code shipped with a hub model (only for models you trust)"
-    )
+    trust_remote_code: bool = Field(False, description="run code shipped with a hub model (only for models you trust)")
 
 
 class DataConfig(Section):
     train: DataSource | None = Field(None, description="training data: a file path or {hub: ...}")
-    validation: DataSource | None = Field(
-        None, description="validation data; split off from train when null"
-    )
+    validation: DataSource | None = Field(None, description="validation data; split off from train when null")
     test: DataSource | None = Field(None, description="test data, scored once after training")
     text_column: str = Field("text", description="column holding the text")
     text_pair_column: str | None = Field(
@@ -79,17 +75,13 @@ class DataConfig(Section):
     labels: list[str] | None = Field(
         None, description="label names in order; discovered from the training data when null"
     )
-    label_separator: str | None = Field(
-        None, description="multi-label only: separator inside a string label, e.g. '|'"
-    )
+    label_separator: str | None = Field(None, description="multi-label only: separator inside a string label, e.g. '|'")
     validation_split: float = Field(
         0.1, gt=0.0, lt=1.0, description="share of train held out when no validation is given"
     )
     max_train_samples: int | None = Field(None, ge=1, description="use at most this many")
     max_eval_samples: int | None = Field(None, ge=1, description="evaluate on at most this many")
-    strip_html: bool = Field(
-        False, description="replace HTML tags such as IMDb's <br /> with spaces"
-    )
+    strip_html: bool = Field(False, description="replace HTML tags such as IMDb's <br /> with spaces")
 
 
 class TrainConfig(Section):
@@ -129,9 +121,7 @@ class TrainConfig(Section):
     freeze_layers: int = Field(0, ge=0, description="keep the lowest N encoder layers fixed")
     gradient_checkpointing: bool = Field(False, description="save memory at the cost of speed")
     dataloader_workers: int = Field(0, ge=0, description="worker processes feeding batches")
-    report_to: list[str] = Field(
-        default_factory=list, description="trackers to log to: tensorboard, wandb, ... (none)"
-    )
+    report_to: list[str] = Field(default_factory=list, description="trackers to log to: tensorboard, wandb, ... (none)")
 
 
 class ClassifyConfig(Section):
@@ -156,9 +146,7 @@ class Config(Section):
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
     data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
     train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
-    classify: ClassifyConfig = Field(
-        default_factory=ClassifyConfig, description="settings of the classify task"
-    )
+    classify: ClassifyConfig = Field(default_factory=ClassifyConfig, description="settings of the classify task")
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @field_validator("task")

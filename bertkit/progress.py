@@ -58,7 +58,11 @@ class RichProgress(_transformers_callback_base()):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not (self.progress and logs):
             return
-        shown = {k: v for k, v in logs.items() if isinstance(v, int | float) and not k.endswith(("_runtime", "_per_second", "flos"))}
+        shown = {
+            k: v
+            for k, v in logs.items()
+            if isinstance(v, int | float) and not k.endswith(("_runtime", "_per_second", "flos"))
+        }
         text = "  ".join(f"{k}={_fmt(v)}" for k, v in shown.items())
         self.progress.console.print(f"[dim]epoch {state.epoch or 0:.2f}[/dim]  {text}")
 

@@ -24,7 +24,13 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     if train:
         left.plot(*zip(*train, strict=True), label="training loss", color="tab:blue", alpha=0.8)
     if evals:
-        left.plot([e["step"] for e in evals], [e["eval_loss"] for e in evals], "o-", label="validation loss", color="tab:orange")
+        left.plot(
+            [e["step"] for e in evals],
+            [e["eval_loss"] for e in evals],
+            "o-",
+            label="validation loss",
+            color="tab:orange",
+        )
     left.set_xlabel("step")
     left.set_ylabel("loss")
     left.set_title("Loss")
@@ -34,7 +40,9 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     if points:
         right.plot(*zip(*points, strict=True), "o-", color="tab:green")
         for step, value in points:
-            right.annotate(f"{value:.3f}", (step, value), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+            right.annotate(
+                f"{value:.3f}", (step, value), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8
+            )
         right.set_title(f"Validation {metric}")
     else:
         right.text(0.5, 0.5, "no evaluation during training", ha="center", va="center")
@@ -127,6 +135,7 @@ def card_text(info: dict) -> str:
             ]
             lines.append("")
     stats = info.get("training", {})
+    where = cfg.get("output_dir", "MODEL_DIR")
     lines += [
         "## Training",
         "",
@@ -144,12 +153,12 @@ def card_text(info: dict) -> str:
         "## Use",
         "",
         "```bash",
-        "bertkit predict --model THIS_DIR --input texts.txt --output predictions.jsonl",
+        f"bertkit predict --model {where} --input texts.txt --output predictions.jsonl",
         "```",
         "",
         "```python",
         "from transformers import pipeline",
-        'classifier = pipeline("text-classification", model="THIS_DIR")',
+        f'classifier = pipeline("text-classification", model="{where}")',
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
@@ -162,5 +171,7 @@ def _source(value) -> str:
     if not value:
         return ""
     if value.get("hub"):
-        return f"hub:{value['hub']}" + (f"/{value['config']}" if value.get("config") else "") + f" [{value.get('split')}]"
+        return (
+            f"hub:{value['hub']}" + (f"/{value['config']}" if value.get("config") else "") + f" [{value.get('split')}]"
+        )
     return value.get("path") or ""

@@ -14,9 +14,7 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
 
     source = models.resolve(name, revision)
     try:
-        return AutoTokenizer.from_pretrained(
-            source, revision=revision, trust_remote_code=trust_remote_code
-        )
+        return AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
         raise BertkitError(f"could not load a tokenizer from {name}: {err}") from None
 

@@ -47,7 +47,7 @@ def is_main_process() -> bool:
 
 
 def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
-    from transformers import EarlyStoppingCallback, Trainer, set_seed
+    from transformers import EarlyStoppingCallback, set_seed
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -84,7 +84,7 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
         callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
-    trainer = Trainer(
+    trainer = _trainer_class(cfg)(
         model=model,
         args=args,
         train_dataset=features["train"],
@@ -123,6 +123,25 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite)
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def _trainer_class(cfg: Config):
+    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on."""
+    from transformers import Trainer
+
+    if not cfg.train.group_by_length:
+        return Trainer
+
+    class GroupedTrainer(Trainer):
+        def _get_train_sampler(self, train_dataset=None):
+            from bertkit.sampling import ShuffledLengthGroups
+
+            data = train_dataset if train_dataset is not None else self.train_dataset
+            lengths = [len(ids) for ids in data["input_ids"]]
+            batch = self.args.per_device_train_batch_size * max(1, self.args.world_size)
+            return ShuffledLengthGroups(lengths, batch, self.args.seed)
+
+    return GroupedTrainer
 
 
 def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool) -> None:
@@ -185,7 +204,6 @@ def training_arguments(cfg: Config, work: Path, precision: str, best: str | None
         logging_steps=t.logging_steps,
         bf16=precision == "bf16",
         fp16=precision == "fp16",
-        train_sampling_strategy="group_by_length" if t.group_by_length else "random",
         dataloader_num_workers=t.dataloader_workers,
         report_to=t.report_to or "none",
         disable_tqdm=True,

@@ -37,8 +37,16 @@ def trained(tmp_path_factory, tiny_model, easy_data):
 
 def test_bundle_is_complete(trained):
     names = {p.name for p in trained.iterdir()}
-    for expected in ("config.json", "model.safetensors", "tokenizer.json", "bertkit.json", "metrics.json",
-                     "training_curves.png", "confusion_matrix.png", "README.md"):
+    for expected in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "bertkit.json",
+        "metrics.json",
+        "training_curves.png",
+        "confusion_matrix.png",
+        "README.md",
+    ):
         assert expected in names
     assert "training_args.bin" not in names
     assert not list(trained.parent.glob(".model.tmp-*")) and not (trained.parent / "model.partial").exists()
@@ -74,17 +82,19 @@ def test_predict_jsonl_keeps_order(trained, cli, tmp_path):
 
 def test_predict_csv_from_csv_and_windows(trained, cli, easy_data, tmp_path):
     out = tmp_path / "out.csv"
-    code, _, err = cli("predict", "-m", trained, "-i", easy_data["test"], "-o", out, "--long-text", "windows", "--stride", "4")
+    code, _, err = cli(
+        "predict", "-m", trained, "-i", easy_data["test"], "-o", out, "--long-text", "windows", "--stride", "4"
+    )
     assert code == 0, err
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 80 and {"text", "label", "score", "scores.positive"} <= set(rows[0])
 
 
 def test_long_text_windows_average_every_window(trained, cli, tmp_path):
+    from tiny import FILLER
     from transformers import AutoTokenizer
 
     from bertkit import tokenization
-    from tiny import FILLER
 
     tok = AutoTokenizer.from_pretrained(trained)
     text = " ".join((FILLER * 2)[:38]) + " great"
@@ -180,10 +190,14 @@ def test_multi_label_and_regression_and_pairs(tiny_model, easy_data, cli, tmp_pa
     info = json.loads((tmp_path / "reg" / "bertkit.json").read_text())
     assert info["problem_type"] == "regression" and "spearman" in info["metrics"]["validation"]
     source = tmp_path / "q.jsonl"
-    source.write_text(json.dumps({"id": 9, "text": "great film", "premise": "great film", "hypothesis": "great"}) + "\n")
+    source.write_text(
+        json.dumps({"id": 9, "text": "great film", "premise": "great film", "hypothesis": "great"}) + "\n"
+    )
     code, out, _ = cli("predict", "-m", tmp_path / "multi", "-i", source)
     row = json.loads(out)
-    assert code == 0 and row["id"] == 9 and isinstance(row["labels"], list) and set(row["scores"]) == {"blame", "praise"}
+    assert (
+        code == 0 and row["id"] == 9 and isinstance(row["labels"], list) and set(row["scores"]) == {"blame", "praise"}
+    )
     code, out, _ = cli("predict", "-m", tmp_path / "reg", "-i", source)
     assert code == 0 and isinstance(json.loads(out)["score"], float)
     code, out, _ = cli("predict", "-m", tmp_path / "pairs", "-i", source)
@@ -218,10 +232,20 @@ def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch)
 def test_head_tail_and_frozen_layers_and_early_stopping(tiny_model, easy_data, cli, tmp_path):
     path = config(tmp_path, tiny_model, easy_data["train"])
     code, _, err = cli(
-        "train", "classify", "-c", path,
-        "--set", "classify.truncation=head+tail", "--set", "train.freeze_embeddings=true",
-        "--set", "train.freeze_layers=1", "--set", "train.early_stopping_patience=1",
-        "--set", "classify.class_weights=balanced",
+        "train",
+        "classify",
+        "-c",
+        path,
+        "--set",
+        "classify.truncation=head+tail",
+        "--set",
+        "train.freeze_embeddings=true",
+        "--set",
+        "train.freeze_layers=1",
+        "--set",
+        "train.early_stopping_patience=1",
+        "--set",
+        "classify.class_weights=balanced",
     )
     assert code == 0, err
     info = json.loads((tmp_path / "model" / "bertkit.json").read_text())

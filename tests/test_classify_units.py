@@ -125,7 +125,12 @@ def test_metric_modules_load_by_path():
     )
     assert result["accuracy"] == 0.75
     assert result["confusion_matrix"] == [[1, 0], [1, 2]]
-    assert result["per_class"]["pos"] == {"precision": 1.0, "recall": pytest.approx(2 / 3), "f1": pytest.approx(0.8), "support": 3}
+    assert result["per_class"]["pos"] == {
+        "precision": 1.0,
+        "recall": pytest.approx(2 / 3),
+        "f1": pytest.approx(0.8),
+        "support": 3,
+    }
     assert result["f1_macro"] == pytest.approx((2 / 3 + 0.8) / 2)
     multi = metrics.load("multilabel").compute(predictions=[[1, 0], [1, 1]], references=[[1, 0], [0, 1]])
     assert multi["f1_micro"] == pytest.approx(0.8) and multi["subset_accuracy"] == 0.5

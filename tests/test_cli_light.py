@@ -12,7 +12,8 @@ def test_help_imports_nothing_heavy():
     probe = (
         "import sys\n"
         "from bertkit.cli import main\n"
-        "for args in (['--help'], ['train', 'classify', '--help'], ['predict', '--help'], ['config', 'init', '--help']):\n"
+        "for args in (['--help'], ['train', 'classify', '--help'], ['predict', '--help'],\n"
+        "             ['config', 'init', '--help']):\n"
         "    try:\n"
         "        main(args)\n"
         "    except SystemExit:\n"

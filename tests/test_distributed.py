@@ -32,7 +32,10 @@ def test_two_process_training(launcher, tiny_model, easy_data, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     result = subprocess.run(
         [*launcher, "-m", "bertkit", "train", "classify", "-c", str(config)],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("model saved to") + result.stderr.count("model saved to") == 1

@@ -10,9 +10,13 @@ import pytest
 def run_config(tmp_path, tiny_model, easy_data, cli):
     def run(body: str | None = None, *args, **replace):
         values = {"model": tiny_model, "train": easy_data["train"], "out": tmp_path / "out", **replace}
-        text = body if body is not None else (
-            "task: classify\nmodel:\n  name: {model}\n  max_length: 32\n"
-            "data:\n  train: {train}\ntrain:\n  epochs: 1\noutput_dir: {out}\n"
+        text = (
+            body
+            if body is not None
+            else (
+                "task: classify\nmodel:\n  name: {model}\n  max_length: 32\n"
+                "data:\n  train: {train}\ntrain:\n  epochs: 1\noutput_dir: {out}\n"
+            )
         )
         path = tmp_path / "run.yaml"
         path.write_text(text.format(**values))
@@ -59,7 +63,9 @@ def test_data_file_missing(run_config, tmp_path):
 
 def test_text_column_missing_lists_columns(run_config, tmp_path):
     code, err = run_config(None, "--set", "data.text_column=review")
-    assert_clean_failure(code, err, "no column 'review'", "data.text_column", "Columns there: text, label", where=tmp_path)
+    assert_clean_failure(
+        code, err, "no column 'review'", "data.text_column", "Columns there: text, label", where=tmp_path
+    )
 
 
 def test_label_column_missing(run_config, tmp_path):
@@ -155,10 +161,7 @@ def test_hub_unreachable_fails_fast(run_config, tmp_path, monkeypatch):
 
 
 def test_hub_dataset_offline(run_config, tmp_path):
-    body = (
-        "task: classify\nmodel:\n  name: {model}\ndata:\n  train: {{hub: imdb, split: train}}\n"
-        "output_dir: {out}\n"
-    )
+    body = "task: classify\nmodel:\n  name: {model}\ndata:\n  train: {{hub: imdb, split: train}}\noutput_dir: {out}\n"
     code, err = run_config(body)
     assert_clean_failure(code, err, "data set 'imdb'", "local file", where=tmp_path)
 

@@ -18,9 +18,7 @@ def load_source(source: DataSource, cfg: Config):
         return _load_hub(source)
     from bertkit.data.readers import read_records
 
-    records = list(
-        read_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column)
-    )
+    records = list(read_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column))
     if not records:
         raise BertkitError(f"{source.describe()}: no examples in this file")
     try:
@@ -29,9 +27,7 @@ def load_source(source: DataSource, cfg: Config):
         raise BertkitError(f"{source.describe()}: records have inconsistent fields: {err}") from None
     except Exception as err:  # pyarrow's own type errors (mixed types in one column)
         if type(err).__module__.startswith("pyarrow"):
-            raise BertkitError(
-                f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}"
-            ) from None
+            raise BertkitError(f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}") from None
         raise
 
 
@@ -40,20 +36,29 @@ def _load_hub(source: DataSource):
 
     from bertkit import hub
 
-    hint = "Download the data to a local file and set its path instead."
-    if hub.offline() or not hub.reachable():
-        hub.require(f"data set '{source.hub}'", hint)
-    try:
-        ds = datasets.load_dataset(
-            source.hub, source.config, split=source.split, revision=source.revision
+    what = f"data set '{source.hub}'"
+    if not hub.offline() and not hub.reachable():
+        hub.require(
+            what,
+            "If it was downloaded before, add --offline to use the cached copy; otherwise "
+            "download it to a local file and set its path.",
         )
-    except (FileNotFoundError, ValueError, ConnectionError) as err:
+    try:
+        ds = datasets.load_dataset(source.hub, source.config, split=source.split, revision=source.revision)
+    except Exception as err:  # datasets raises many types for "not cached", "no such split", ...
+        if hub.offline():
+            raise BertkitError(
+                f"{what} is not in the local cache, and offline mode is on (HF_HUB_OFFLINE=1). Download it "
+                f"to a local file and set its path instead. ({type(err).__name__}: {err})"
+            ) from None
         raise BertkitError(f"{source.describe()}: {err}") from None
     # Class ids become their names, so labels look the same whatever the origin.
     for name, feature in ds.features.items():
         if isinstance(feature, datasets.ClassLabel):
             ds = ds.map(
-                lambda batch, n=name, f=feature: {n: [f.int2str(v) for v in batch[n]]},
+                lambda batch, n=name, f=feature: {
+                    n: [f.int2str(v) if v is not None and v >= 0 else None for v in batch[n]]
+                },
                 batched=True,
                 features=_with_string(ds.features, name),
             )
@@ -74,8 +79,7 @@ def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
         if column and column not in ds.column_names:
             hint = did_you_mean(column, ds.column_names)
             raise BertkitError(
-                f"{where}: no column '{column}' (set by data.{key}){hint}. "
-                f"Columns there: {', '.join(ds.column_names)}"
+                f"{where}: no column '{column}' (set by data.{key}){hint}. Columns there: {', '.join(ds.column_names)}"
             )
 
 

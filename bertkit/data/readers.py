@@ -47,9 +47,7 @@ def detect_format(path: str, explicit: str | None = None) -> str:
         suffixes = suffixes[:-1]
     fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
-        raise BertkitError(
-            f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})"
-        )
+        raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
     return fmt
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(name: str):
     """`evaluate.load` on one of the modules in this folder, kept in memory (safe with many processes)."""
     import evaluate

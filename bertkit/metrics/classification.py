@@ -19,9 +19,7 @@ class Classification(evaluate.Metric):
             description=_DESCRIPTION,
             citation="",
             inputs_description=_INPUTS,
-            features=datasets.Features(
-                {"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}
-            ),
+            features=datasets.Features({"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}),
         )
 
     def _compute(self, predictions, references, label_names=None):

@@ -33,15 +33,11 @@ class MultiLabel(evaluate.Metric):
         names = list(label_names) if label_names else [str(i) for i in range(references.shape[1])]
         result = {"subset_accuracy": float((predictions == references).all(axis=1).mean())}
         for average in ("micro", "macro"):
-            p, r, f, _ = precision_recall_fscore_support(
-                references, predictions, average=average, zero_division=0
-            )
+            p, r, f, _ = precision_recall_fscore_support(references, predictions, average=average, zero_division=0)
             result[f"precision_{average}"] = float(p)
             result[f"recall_{average}"] = float(r)
             result[f"f1_{average}"] = float(f)
-        p, r, f, support = precision_recall_fscore_support(
-            references, predictions, average=None, zero_division=0
-        )
+        p, r, f, support = precision_recall_fscore_support(references, predictions, average=None, zero_division=0)
         result["per_class"] = {
             name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]), "support": int(support[i])}
             for i, name in enumerate(names)

@@ -37,8 +37,7 @@ class ClassifyTask:
     def load(self, cfg: Config):
         if cfg.data.text_pair_column and cfg.classify.truncation == "head+tail":
             raise BertkitError(
-                "classify.truncation: head+tail works on single texts; with data.text_pair_column "
-                "use head or tail"
+                "classify.truncation: head+tail works on single texts; with data.text_pair_column use head or tail"
             )
         return data_mod.load_splits(cfg)
 
@@ -57,9 +56,7 @@ class ClassifyTask:
             flat = [v for group in seen for v in group] if problem == MULTI else list(seen)
             labels = _ordered_labels(flat, cfg.data.label_column)
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
-            raise BertkitError(
-                f"the training data has only one label ({labels}); classification needs at least two"
-            )
+            raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
         return {
             "task": self.name,
             "problem_type": problem,

