@@ -32,8 +32,11 @@ class ShuffledLengthGroups(Sampler[int]):
         for start in range(0, len(order), size):
             mega = sorted(order[start : start + size], key=self.lengths.__getitem__)
             batches += [mega[i : i + self.batch_size] for i in range(0, len(mega), self.batch_size)]
-        rng.shuffle(batches)
-        return batches
+        # The DataLoader cuts the index stream every batch_size: a short batch anywhere but
+        # last would shift every later batch off its group.
+        full = [b for b in batches if len(b) == self.batch_size]
+        rng.shuffle(full)
+        return full + [b for b in batches if len(b) < self.batch_size]
 
     def __iter__(self) -> Iterator[int]:
         batches = self.batches()

@@ -229,24 +229,30 @@ def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch)
     assert info["training"]["train_steps"] == 28 and not work.exists()
 
 
-def test_head_tail_and_frozen_layers_and_early_stopping(tiny_model, easy_data, cli, tmp_path):
-    path = config(tmp_path, tiny_model, easy_data["train"])
-    code, _, err = cli(
-        "train",
-        "classify",
-        "-c",
-        path,
-        "--set",
-        "classify.truncation=head+tail",
-        "--set",
-        "train.freeze_embeddings=true",
-        "--set",
-        "train.freeze_layers=1",
-        "--set",
-        "train.early_stopping_patience=1",
-        "--set",
-        "classify.class_weights=balanced",
-    )
+def test_frozen_layers_stay_fixed_with_grouping_and_options(tiny_model, easy_data, cli, tmp_path):
+    import torch
+    from transformers import AutoModel
+
+    options = {
+        "classify.truncation": "head+tail",
+        "train.freeze_embeddings": "true",
+        "train.freeze_layers": "1",
+        "train.early_stopping_patience": "1",
+        "classify.class_weights": "balanced",
+        "train.group_by_length": "true",
+    }
+    sets = [arg for key, value in options.items() for arg in ("--set", f"{key}={value}")]
+    code, _, err = cli("train", "classify", "-c", config(tmp_path, tiny_model, easy_data["train"]), *sets)
     assert code == 0, err
     info = json.loads((tmp_path / "model" / "bertkit.json").read_text())
-    assert info["truncation"] == "head+tail"
+    assert info["truncation"] == "head+tail" and info["config"]["train"]["group_by_length"] is True
+    before = AutoModel.from_pretrained(tiny_model).state_dict()
+    after = AutoModel.from_pretrained(tmp_path / "model").state_dict()
+    word = "embeddings.word_embeddings.weight"
+    assert torch.equal(before[word], after[word])
+    assert torch.equal(
+        before["encoder.layer.0.attention.self.query.weight"], after["encoder.layer.0.attention.self.query.weight"]
+    )
+    assert not torch.equal(
+        before["encoder.layer.1.attention.self.query.weight"], after["encoder.layer.1.attention.self.query.weight"]
+    )

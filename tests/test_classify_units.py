@@ -137,3 +137,27 @@ def test_metric_modules_load_by_path():
     reg = metrics.load("regression").compute(predictions=[1, 2, 3], references=[2, 4, 6.5])
     assert reg["spearman"] == pytest.approx(1.0) and reg["mae"] == pytest.approx(6.5 / 3)
     assert metrics.scalars(result)["accuracy"] == 0.75 and "per_class" not in metrics.scalars(result)
+
+
+def test_shuffled_length_groups():
+    import random
+
+    from bertkit.inference import chunks
+    from bertkit.sampling import ShuffledLengthGroups
+
+    rng = random.Random(0)
+    lengths = [rng.randint(3, 120) for _ in range(1000)]
+    sampler = ShuffledLengthGroups(lengths, batch_size=16, seed=1, group=20)
+    first = list(sampler)
+    second = list(sampler)
+    assert sorted(first) == list(range(1000)) and sorted(second) == list(range(1000))
+    assert first != second
+    batches = list(chunks(first, 16))
+    computed = sum(max(lengths[i] for i in b) * len(b) for b in batches)
+    assert sum(lengths) / computed > 0.9
+    # batch order stays random: long and short batches are interleaved, not sorted
+    means = [sum(lengths[i] for i in b) / len(b) for b in batches]
+    ups = sum(b > a for a, b in zip(means, means[1:], strict=False))
+    assert 0.3 < ups / (len(means) - 1) < 0.7
+    sampler.set_epoch(0)
+    assert list(sampler) == first
