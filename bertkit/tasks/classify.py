@@ -14,7 +14,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import metrics, tokenization
-from bertkit.config import Config
+from bertkit.config import Config, DataSource, load_config
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, forward, sigmoid, softmax
 
@@ -182,9 +182,25 @@ class ClassifyTask:
 
     # ------------------------------------------------------------ inference
 
-    def encode_for_scoring(self, tokenizer, split, info: dict) -> list[dict]:
-        """Model features for every row of a labelled data set, as `bertkit evaluate` scores it."""
-        return _rows(encode_texts(tokenizer, split, info))
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        """Full metrics of `model` on the labelled file `data` (`bertkit evaluate`)."""
+        info = {**info, **{k: v for k, v in options.items() if v and k.endswith("_column")}}
+        if not info.get("labels") and info.get("problem_type") != REGRESSION:
+            raise BertkitError("the model has no label names, so its predictions cannot be scored")
+        cfg = load_config(None, task=self.name)
+        cfg.data.text_column = info.get("text_column") or "text"
+        cfg.data.label_column = info.get("label_column") or "label"
+        ds = data_mod.load_source(DataSource(path=data, format=options.get("data_format")), cfg)
+        columns = {
+            "text_column": cfg.data.text_column,
+            "text_pair_column": info.get("text_pair_column"),
+            "label_column": cfg.data.label_column,
+        }
+        data_mod.require_columns(ds, columns, data)
+        references = self.encode_labels(ds[cfg.data.label_column], info, data)
+        features = _rows(encode_texts(tokenizer, ds, {**info, "text_column": cfg.data.text_column}))
+        logits = forward(model, tokenizer, features, options.get("batch_size", 32))
+        return self.score(np.stack(logits), references, info)
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """One output record per input record, in input order."""

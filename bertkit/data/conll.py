@@ -1,0 +1,51 @@
+"""CoNLL column files: one token a line with whitespace-separated columns, a blank line between
+sentences, `-DOCSTART-` lines between documents (skipped)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bertkit.data.readers import _lines
+from bertkit.errors import BertkitError
+
+
+def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) -> Iterator[dict]:
+    """Yield {"tokens", "tags", "line"} per sentence; tags are absent when tag_column is None.
+
+    Every line of a file must have the same number of columns as its first token line.
+    """
+    width = first_line = None
+    tokens: list[str] = []
+    tags: list[str] = []
+    start = 0
+    for number, line in _lines(path):
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            if tokens:
+                yield _sentence(tokens, tags, start, tag_column)
+                tokens, tags = [], []
+            continue
+        if width is None:
+            width, first_line = len(fields), number
+            for column in (token_column, tag_column):
+                if column is not None and not -width <= column < width:
+                    raise BertkitError(f"{path}:{number}: column {column} does not exist: the file has {width} columns")
+        elif len(fields) != width:
+            raise BertkitError(
+                f"{path}:{number}: expected {width} columns (as on line {first_line}), "
+                f"found {len(fields)}: {line.strip()!r}"
+            )
+        if not tokens:
+            start = number
+        tokens.append(fields[token_column])
+        if tag_column is not None:
+            tags.append(fields[tag_column])
+    if tokens:
+        yield _sentence(tokens, tags, start, tag_column)
+
+
+def _sentence(tokens, tags, start, tag_column) -> dict:
+    record = {"tokens": tokens, "line": start}
+    if tag_column is not None:
+        record["tags"] = tags
+    return record

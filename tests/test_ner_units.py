@@ -1,0 +1,74 @@
+import pytest
+
+from bertkit.data.conll import read_conll
+from bertkit.errors import BertkitError
+from bertkit.tags import detect_scheme, entities, label_list, to_iob2
+
+
+def test_detect_schemes():
+    assert detect_scheme([["I-PER", "I-PER", "O", "I-LOC"]]) == "IOB1"
+    assert detect_scheme([["B-PER", "I-PER", "O", "B-LOC"]]) == "IOB2"
+    assert detect_scheme([["S-PER", "O", "B-LOC", "E-LOC"]]) == "BIOES"
+    assert detect_scheme([["U-PER", "O", "B-LOC", "L-LOC"]]) == "BILOU"
+
+
+def test_iob1_to_iob2():
+    # CoNLL-2003: B- only between two adjacent entities of one type
+    tags = ["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG"]
+    result = to_iob2(tags, "IOB1")
+    assert result.tags == ["B-PER", "I-PER", "B-PER", "O", "B-LOC", "B-ORG"]
+    assert result.repaired == 0
+
+
+def test_bioes_and_bilou_to_iob2():
+    assert to_iob2(["S-PER", "B-LOC", "I-LOC", "E-LOC", "O"], "BIOES").tags == ["B-PER", "B-LOC", "I-LOC", "I-LOC", "O"]
+    assert to_iob2(["U-PER", "B-LOC", "L-LOC"], "BILOU").tags == ["B-PER", "B-LOC", "I-LOC"]
+
+
+def test_invalid_iob2_is_repaired_and_counted():
+    result = to_iob2(["B-LOC", "I-PER", "O", "I-PER"], "IOB2")
+    assert result.tags == ["B-LOC", "B-PER", "O", "B-PER"]
+    assert result.repaired == 2
+
+
+def test_entities_from_iob2():
+    assert entities(["B-PER", "I-PER", "B-PER", "O", "B-LOC"]) == [("PER", 0, 2), ("PER", 2, 3), ("LOC", 4, 5)]
+    assert entities(["O", "O"]) == []
+
+
+def test_label_list():
+    assert label_list(["PER", "LOC"]) == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+
+
+def test_read_conll(tmp_path):
+    path = tmp_path / "d.conll"
+    path.write_text("-DOCSTART- -X- -X- O\n\nEU NNP B-NP I-ORG\nrejects VBZ B-VP O\n\n\nPeter NNP B-NP I-PER\n")
+    records = list(read_conll(str(path)))
+    assert [r["tokens"] for r in records] == [["EU", "rejects"], ["Peter"]]
+    assert [r["tags"] for r in records] == [["I-ORG", "O"], ["I-PER"]]
+    assert records[1]["line"] == 7
+    assert [r["tokens"] for r in read_conll(str(path), tag_column=None)] == [["EU", "rejects"], ["Peter"]]
+    tabbed = tmp_path / "t.tsv"
+    tabbed.write_text("Paris\tB-LOC\nis\tO\n")
+    assert list(read_conll(str(tabbed), 0, 1))[0]["tags"] == ["B-LOC", "O"]
+
+
+def test_conll_wrong_column_count(tmp_path):
+    path = tmp_path / "d.conll"
+    path.write_text("EU NNP B-NP I-ORG\nrejects VBZ O\n")
+    with pytest.raises(BertkitError, match=rf"{path}:2: expected 4 columns \(as on line 1\), found 3"):
+        list(read_conll(str(path)))
+
+
+def test_ner_metric_strict():
+    from bertkit import metrics
+
+    result = metrics.load("ner").compute(
+        predictions=[["B-PER", "I-PER", "O", "B-LOC"], ["I-ORG", "O"]],
+        references=[["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "O"]],
+    )
+    # strict IOB2: the I-ORG without B- is not an entity; PER right; LOC wrong
+    assert result["precision"] == pytest.approx(1 / 2)
+    assert result["recall"] == pytest.approx(1 / 3)
+    assert result["per_type"]["PER"]["f1"] == 1.0 and result["per_type"]["ORG"]["recall"] == 0.0
+    assert result["token_accuracy"] == pytest.approx(4 / 6)
