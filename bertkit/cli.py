@@ -64,6 +64,20 @@ def train_classify(
     _train("classify", config, set_, output_dir, overwrite, resume)
 
 
+@train_app.command("ner")
+def train_ner(
+    config: Path = ConfigOption,
+    set_: list[str] | None = SetOption,
+    output_dir: str | None = typer.Option(
+        None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
+) -> None:
+    """Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data."""
+    _train("ner", config, set_, output_dir, overwrite, resume)
+
+
 def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool) -> None:
     from bertkit.config import load_config
 

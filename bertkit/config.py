@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bertkit.errors import BertkitError, did_you_mean
 
-TASKS = ("classify",)
+TASKS = ("classify", "ner")
 
 
 class Section(BaseModel):
@@ -141,12 +141,31 @@ class ClassifyConfig(Section):
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
 
 
+class NerConfig(Section):
+    scheme: Literal["auto", "IOB1", "IOB2", "BIOES", "BILOU"] = Field(
+        "auto", description="tagging scheme of the data (IOB1 is CoNLL-2003's); detected when auto"
+    )
+    token_column: int = Field(0, description="CoNLL files: column of the token (0 = first)")
+    tag_column: int = Field(-1, description="CoNLL files: column of the tag (-1 = last)")
+    tokens_field: str = Field("tokens", description="JSON data: field with the list of tokens")
+    tags_field: str = Field("tags", description="JSON data: field with the list of tags (or tag ids)")
+    entities_field: str = Field("entities", description="span data: field with the entities of data.text_column")
+    start_field: str = Field("start", description="span data: entity start (character offset)")
+    end_field: str = Field("end", description="span data: entity end (character offset, exclusive)")
+    type_field: str = Field("type", description="span data: entity type")
+    label_all_subwords: bool = Field(
+        False, description="label every sub-word of a word (B- becomes I-), not only the first"
+    )
+    stride: int = Field(32, ge=0, description="sub-word tokens shared by consecutive windows of a long sentence")
+
+
 class Config(Section):
     task: str = Field("classify", description="the job: " + ", ".join(TASKS))
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
     data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
     train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
     classify: ClassifyConfig = Field(default_factory=ClassifyConfig, description="settings of the classify task")
+    ner: NerConfig = Field(default_factory=NerConfig, description="settings of the ner task")
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @field_validator("task")

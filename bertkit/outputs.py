@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-OUTPUT_FORMATS = ("jsonl", "csv", "tsv")
+OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll")
 
 
 def check_output_dir(path: Path, overwrite: bool) -> None:
@@ -85,6 +85,12 @@ class RecordWriter:
         self._csv = None
 
     def write(self, record: dict) -> None:
+        if self.fmt == "conll":  # token rows with the predicted tag as a last column
+            rows = record.get("rows") or [[token] for token in record["tokens"]]
+            for row, tag in zip(rows, record["tags"], strict=True):
+                self.handle.write(" ".join([*row, tag]) + "\n")
+            self.handle.write("\n")
+            return
         if self.fmt == "jsonl":
             self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             return

@@ -12,9 +12,11 @@ from bertkit.progress import bar
 from bertkit.tasks import get_task
 
 
-def output_format(output: str | None, explicit: str | None) -> str:
+def output_format(output: str | None, explicit: str | None, input_format: str | None = None) -> str:
     if explicit:
         return explicit
+    if input_format == "conll":
+        return "conll"
     suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
     return suffix if suffix in OUTPUT_FORMATS else "jsonl"
 
@@ -34,11 +36,14 @@ def predict_file(
     network = bundle.load_model(task.auto_model, device)
     text_column = options.get("text_column") or bundle.info.get("text_column") or "text"
     options["text_column"] = text_column
+    from bertkit.data.readers import detect_format
+
+    input_format = detect_format(source, input_format)
     records = read_records(source, input_format, text_column=text_column)
     total = count_records(source, input_format) if source != "-" else None
     written = 0
     with atomic_text(output) as handle, bar("predicting", total) as progress:
-        writer = RecordWriter(handle, output_format(output, fmt))
+        writer = RecordWriter(handle, output_format(output, fmt, input_format))
         for record in task.predict(network, tokenizer, bundle.info, records, options):
             writer.write(record)
             written += 1

@@ -30,6 +30,11 @@ def _template(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
     raise RuntimeError(f"cannot find the special-token layout of {type(tokenizer).__name__}")
 
 
+def prefix_length(tokenizer) -> int:
+    """How many special tokens come before the text ([CLS] for BERT)."""
+    return len(_template(tokenizer)[0])
+
+
 def special_budget(tokenizer) -> int:
     prefix, suffix = _template(tokenizer)
     return len(prefix) + len(suffix)
@@ -58,14 +63,31 @@ def keep(ids: list[int], budget: int, mode: str, head_tokens: int | None = None)
     return ids[:head] + (ids[-tail:] if tail else [])
 
 
+def window_spans(length: int, budget: int, stride: int) -> list[tuple[int, int]]:
+    """(start, end) of overlapping windows over `length` items: each at most `budget` long,
+    consecutive ones sharing `stride` items, together covering everything."""
+    if length <= budget:
+        return [(0, length)]
+    step = max(1, budget - stride)
+    spans = []
+    for start in range(0, length, step):
+        spans.append((start, min(start + budget, length)))
+        if start + budget >= length:
+            break
+    return spans
+
+
 def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
     """Overlapping pieces of `ids`, each at most `budget` long, consecutive ones sharing `stride`."""
-    if len(ids) <= budget:
-        return [ids]
-    step = max(1, budget - stride)
-    pieces = []
-    for start in range(0, len(ids), step):
-        pieces.append(ids[start : start + budget])
-        if start + budget >= len(ids):
-            break
-    return pieces
+    return [ids[start:end] for start, end in window_spans(len(ids), budget, stride)]
+
+
+def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
+    """The words the tokenizer's pre-tokenizer sees in `text`, with character offsets into it."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    pre = getattr(backend, "pre_tokenizer", None) if backend else None
+    if pre is None:
+        import re
+
+        return [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+    return [(word, start, end) for word, (start, end) in pre.pre_tokenize_str(text)]

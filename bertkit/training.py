@@ -107,11 +107,7 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         raise
     train_seconds = time.perf_counter() - started
 
-    scores = {}
-    for role in ("validation", "test"):
-        if role in features:
-            out = trainer.predict(features[role])
-            scores[role] = task.score(out.predictions, out.label_ids, info)
+    scores = {role: task.scores(trainer, features[role], info) for role in ("validation", "test") if role in features}
     if trainer.is_world_process_zero():
         stats = {
             "train_seconds": round(train_seconds, 1),

@@ -13,13 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny import build_tiny_bert, sentence, write_easy_csv  # noqa: E402
+from tiny import build_tiny_bert, ner_sentence, sentence, write_conll, write_easy_csv, write_spans  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     rng = random.Random(0)
     texts = [sentence(rng, label) for label in ["positive", "negative"] * 200]
+    texts += [" ".join(ner_sentence(rng)[0]) for _ in range(200)]
     reviews = (ROOT / "examples" / "reviews" / "train.csv").read_text(encoding="utf-8").splitlines()
     return build_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert", texts + reviews)
 
@@ -48,6 +49,16 @@ def cli(capsys):
         return code, out, err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ner_data(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("ner")
+    return {
+        "train": write_conll(folder / "train.conll", 300, seed=1, long_every=25),
+        "test": write_conll(folder / "test.conll", 80, seed=2, long_every=10),
+        "spans": write_spans(folder / "spans.jsonl", 300, seed=3),
+    }
 
 
 def shared(*parts: str) -> Path:

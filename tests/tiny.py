@@ -64,3 +64,71 @@ def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Pa
     torch.manual_seed(0)  # the same tiny model every run: tests must not be flaky
     BertModel(config).save_pretrained(folder)
     return folder
+
+
+PEOPLE = ["alice", "bruno", "chiara", "dmitri", "emeka", "fatima", "gustav", "hana"]
+SURNAMES = ["smith", "rossi", "novak", "okafor", "tanaka"]
+PLACES = ["paris", "lagos", "kyoto", "lima", "oslo", "perth", "quito", "riga"]
+VERBS = "met visited left saw called praised flew to from near with about".split()
+
+
+def ner_sentence(rng: random.Random, length: int | None = None) -> tuple[list[str], list[str]]:
+    """Filler words with people (one or two words) and places; IOB2 tags."""
+    tokens, tags = [], []
+    target = length or rng.randint(5, 14)
+    while len(tokens) < target:
+        roll = rng.random()
+        if roll < 0.2:
+            tokens.append(rng.choice(PEOPLE))
+            tags.append("B-PER")
+            if rng.random() < 0.5:
+                tokens.append(rng.choice(SURNAMES))
+                tags.append("I-PER")
+        elif roll < 0.35:
+            tokens.append(rng.choice(PLACES))
+            tags.append("B-LOC")
+        else:
+            tokens.append(rng.choice(VERBS + FILLER[:10]))
+            tags.append("O")
+    return tokens, tags
+
+
+def to_iob1(tags: list[str]) -> list[str]:
+    """CoNLL-2003 style: I- everywhere, B- only right after an entity of the same type."""
+    out = []
+    for i, tag in enumerate(tags):
+        if tag.startswith("B-") and not (i and tags[i - 1] != "O" and tags[i - 1][2:] == tag[2:]):
+            out.append("I-" + tag[2:])
+        else:
+            out.append(tag)
+    return out
+
+
+def write_conll(path: Path, n: int, seed: int, long_every: int = 0) -> Path:
+    rng = random.Random(seed)
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for i in range(n):
+        tokens, tags = ner_sentence(rng, 60 if long_every and i % long_every == 0 else None)
+        lines += [f"{t} X X {g}" for t, g in zip(tokens, to_iob1(tags), strict=True)] + [""]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_spans(path: Path, n: int, seed: int) -> Path:
+    import json
+
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as handle:
+        for _ in range(n):
+            tokens, tags = ner_sentence(rng)
+            text, entities, position = "", [], 0
+            for token, tag in zip(tokens, tags, strict=True):
+                start = len(text) + (1 if text else 0)
+                text = f"{text} {token}" if text else token
+                if tag.startswith("B-"):
+                    entities.append({"start": start, "end": start + len(token), "type": tag[2:]})
+                elif tag.startswith("I-"):
+                    entities[-1]["end"] = start + len(token)
+                position += 1
+            handle.write(json.dumps({"text": text.capitalize(), "entities": entities}) + "\n")
+    return path

@@ -87,24 +87,33 @@ def clean_text(text: str) -> str:
     return " ".join(_HTML.sub(" ", text).split())
 
 
-def load_splits(cfg: Config, need_labels: bool = True):
-    """train / validation (/ test) for a training run, with limits and cleaning applied."""
+def load_splits(cfg: Config, read=None):
+    """train / validation (/ test) for a training run, with limits and cleaning applied.
+
+    `read(source, role)` returns one split as a Dataset; by default a table with the configured
+    text, pair and label columns.
+    """
     import datasets
 
     data = cfg.data
     if data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
-    columns = {"text_column": data.text_column, "text_pair_column": data.text_pair_column}
-    if need_labels:
-        columns["label_column"] = data.label_column
+    columns = {
+        "text_column": data.text_column,
+        "text_pair_column": data.text_pair_column,
+        "label_column": data.label_column,
+    }
+
+    def read_table(source, role):
+        ds = load_source(source, cfg)
+        require_columns(ds, columns, f"{source.describe()} ({role} data)")
+        return ds
+
     splits = {}
     for role in ("train", "validation", "test"):
         source = getattr(data, role)
-        if source is None:
-            continue
-        ds = load_source(source, cfg)
-        require_columns(ds, columns, f"{source.describe()} ({role} data)")
-        splits[role] = ds
+        if source is not None:
+            splits[role] = (read or read_table)(source, role)
     if "validation" not in splits:
         parts = splits["train"].train_test_split(test_size=data.validation_split, seed=cfg.train.seed)
         splits["train"], splits["validation"] = parts["train"], parts["test"]
@@ -117,7 +126,7 @@ def load_splits(cfg: Config, need_labels: bool = True):
             # a seeded sample, not the first rows: files are often sorted by label
             splits[role] = splits[role].shuffle(seed=cfg.train.seed).select(range(limit))
     if data.strip_html:
-        text_columns = [c for c in (data.text_column, data.text_pair_column) if c]
+        text_columns = [c for c in (data.text_column, data.text_pair_column) if c and c in splits["train"].column_names]
         for role, ds in splits.items():
             splits[role] = ds.map(
                 lambda batch: {c: [clean_text(t) for t in batch[c]] for c in text_columns},

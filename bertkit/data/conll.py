@@ -10,20 +10,22 @@ from bertkit.errors import BertkitError
 
 
 def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) -> Iterator[dict]:
-    """Yield {"tokens", "tags", "line"} per sentence; tags are absent when tag_column is None.
+    """Yield {"tokens", "tags", "rows", "line"} per sentence (rows: every column of every token
+    line, for writing predictions back); tags are absent when tag_column is None.
 
     Every line of a file must have the same number of columns as its first token line.
     """
     width = first_line = None
     tokens: list[str] = []
     tags: list[str] = []
+    rows: list[list[str]] = []
     start = 0
     for number, line in _lines(path):
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if tokens:
-                yield _sentence(tokens, tags, start, tag_column)
-                tokens, tags = [], []
+                yield _sentence(tokens, tags, rows, start, tag_column)
+                tokens, tags, rows = [], [], []
             continue
         if width is None:
             width, first_line = len(fields), number
@@ -38,14 +40,15 @@ def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) ->
         if not tokens:
             start = number
         tokens.append(fields[token_column])
+        rows.append(fields)
         if tag_column is not None:
             tags.append(fields[tag_column])
     if tokens:
-        yield _sentence(tokens, tags, start, tag_column)
+        yield _sentence(tokens, tags, rows, start, tag_column)
 
 
-def _sentence(tokens, tags, start, tag_column) -> dict:
-    record = {"tokens": tokens, "line": start}
+def _sentence(tokens, tags, rows, start, tag_column) -> dict:
+    record = {"tokens": tokens, "line": start, "rows": rows}
     if tag_column is not None:
         record["tags"] = tags
     return record

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-FORMATS = ("csv", "tsv", "jsonl", "json", "parquet", "text", "folder")
+FORMATS = ("csv", "tsv", "jsonl", "json", "parquet", "text", "folder", "conll")
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -28,6 +28,9 @@ EXTENSIONS = {
     ".pq": "parquet",
     ".txt": "text",
     ".text": "text",
+    ".conll": "conll",
+    ".iob": "conll",
+    ".bio": "conll",
 }
 STDIN = "-"
 
@@ -62,6 +65,10 @@ def read_records(
         yield from _read_folder(Path(path), text_column, label_column)
     elif fmt == "parquet":
         yield from _read_parquet(path)
+    elif fmt == "conll":
+        from bertkit.data.conll import read_conll
+
+        yield from read_conll(path, tag_column=None)
     elif fmt == "json":
         yield from _read_json(path)
     elif fmt == "jsonl":
@@ -78,7 +85,7 @@ def read_records(
 def count_records(path: str, fmt: str | None = None) -> int | None:
     """A cheap record count for progress bars (None when it would cost a full parse)."""
     fmt = detect_format(path, fmt)
-    if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):
+    if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):  # conll: sentences span lines
         return None
     with _open_binary(path) as handle:
         lines = sum(1 for line in handle if line.strip())

@@ -6,9 +6,9 @@ import importlib
 
 from bertkit.errors import BertkitError, did_you_mean
 
-MODULES = {"classify": "bertkit.tasks.classify"}
+MODULES = {"classify": "bertkit.tasks.classify", "ner": "bertkit.tasks.ner"}
 # Model architectures (config.json `architectures`) to the task that runs them, for plain HF models.
-ARCHITECTURES = {"ForSequenceClassification": "classify"}
+ARCHITECTURES = {"ForSequenceClassification": "classify", "ForTokenClassification": "ner"}
 
 
 def get_task(name: str):

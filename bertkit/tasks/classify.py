@@ -164,6 +164,11 @@ class ClassifyTask:
 
         return compute
 
+    def scores(self, trainer, features, info: dict) -> dict:
+        """Full metrics of the trained model on prepared `features` (after training)."""
+        out = trainer.predict(features)
+        return self.score(out.predictions, out.label_ids, info)
+
     def score(self, logits, references, info: dict) -> dict:
         """Full metrics (per class, confusion matrix) from logits and encoded references."""
         logits = np.asarray(logits[0] if isinstance(logits, tuple) else logits)
