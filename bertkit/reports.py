@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+PIPELINES = {"classify": "text-classification", "ner": "token-classification"}
+
 
 def _pyplot():
     import matplotlib
@@ -77,12 +79,38 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
     plt.close(fig)
 
 
+def per_type_f1(per_type: dict, path: Path) -> None:
+    """Horizontal bars of precision, recall and F1 for each entity type."""
+    import numpy as np
+
+    plt = _pyplot()
+    names = sorted(per_type, key=lambda n: per_type[n]["f1"])
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.5 * len(names)))
+    for shift, key, colour in (
+        (-0.25, "precision", "tab:blue"),
+        (0, "recall", "tab:orange"),
+        (0.25, "f1", "tab:green"),
+    ):
+        ax.barh(y + shift, [per_type[n][key] for n in names], height=0.25, label=key, color=colour)
+    ax.set_yticks(y, [f"{n} ({per_type[n]['support']})" for n in names])
+    ax.set_xlim(0, 1)
+    ax.set_title("Entity scores by type (support)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def task_plots(scores: dict, folder: Path) -> list[str]:
     """Whatever pictures a result supports; returns the file names written."""
     written = []
     if "confusion_matrix" in scores:
         confusion_matrix(scores["confusion_matrix"], scores["labels"], folder / "confusion_matrix.png")
         written.append("confusion_matrix.png")
+    if scores.get("per_type"):
+        per_type_f1(scores["per_type"], folder / "per_type_f1.png")
+        written.append("per_type_f1.png")
     return written
 
 
@@ -104,7 +132,7 @@ def card_text(info: dict) -> str:
         "---",
         "library_name: transformers",
         f"base_model: {info.get('base_model')}",
-        "tags: [bertkit, text-classification]" if info.get("task") == "classify" else "tags: [bertkit]",
+        f"tags: [bertkit, {PIPELINES.get(info.get('task'), 'feature-extraction')}]",
         "---",
         "",
         f"# {Path(cfg.get('output_dir', 'model')).name}",
@@ -126,9 +154,10 @@ def card_text(info: dict) -> str:
         lines += [f"**{role}**", "", "| metric | value |", "|---|---|"]
         lines += [f"| {k} | {v:.4f} |" for k, v in scores.items() if isinstance(v, float)]
         lines.append("")
-        per_class = scores.get("per_class")
+        per_class = scores.get("per_class") or scores.get("per_type")
         if per_class:
-            lines += ["| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+            kind = "class" if "per_class" in scores else "entity type"
+            lines += [f"| {kind} | precision | recall | F1 | support |", "|---|---|---|---|---|"]
             lines += [
                 f"| {name} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |"
                 for name, s in per_class.items()
@@ -149,6 +178,8 @@ def card_text(info: dict) -> str:
     ]
     if info.get("problem_type") == "single_label":
         lines += ["![confusion matrix](confusion_matrix.png)", ""]
+    if info.get("task") == "ner":
+        lines += ["![scores by entity type](per_type_f1.png)", ""]
     lines += [
         "## Use",
         "",
@@ -158,7 +189,7 @@ def card_text(info: dict) -> str:
         "",
         "```python",
         "from transformers import pipeline",
-        f'classifier = pipeline("text-classification", model="{where}")',
+        f'model = pipeline("{PIPELINES.get(info.get("task"), "feature-extraction")}", model="{where}")',
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),

@@ -52,6 +52,9 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()  # our own progress bar says what is happening
+    import datasets
+
+    datasets.disable_progress_bars()
     task = get_task(cfg.task)
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")

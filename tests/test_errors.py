@@ -169,3 +169,10 @@ def test_hub_dataset_offline(run_config, tmp_path):
 def test_config_without_training_data(run_config):
     code, err = run_config("task: classify\n")
     assert_clean_failure(code, err, "no data.train")
+
+
+def test_too_little_data_to_split(run_config, tmp_path):
+    tiny = tmp_path / "tiny.csv"
+    tiny.write_text("text,label\ngood,positive\nbad,negative\n")
+    code, err = run_config(None, train=tiny)
+    assert_clean_failure(code, err, "too few to split off a validation", "data.validation", where=tmp_path)

@@ -115,6 +115,11 @@ def load_splits(cfg: Config, read=None):
         if source is not None:
             splits[role] = (read or read_table)(source, role)
     if "validation" not in splits:
+        if len(splits["train"]) * data.validation_split < 1:
+            raise BertkitError(
+                f"only {len(splits['train'])} training example(s): too few to split off a validation "
+                f"share of {data.validation_split}. Add data, or give data.validation"
+            )
         parts = splits["train"].train_test_split(test_size=data.validation_split, seed=cfg.train.seed)
         splits["train"], splits["validation"] = parts["train"], parts["test"]
     for role, limit in (

@@ -38,11 +38,8 @@ class NerTask:
             return datasets.Dataset.from_list(records)
 
         splits = data_mod.load_splits(cfg, read)
-        word_tagged = [s for s in splits.values() if "tags" in s.column_names]
-        if word_tagged and scheme["value"] is None:
-            scheme["value"] = (
-                tags.detect_scheme(splits["train"]["tags"]) if "tags" in splits["train"].column_names else "IOB2"
-            )
+        if scheme["value"] is None and "tags" in splits["train"].column_names:
+            scheme["value"] = _detect(splits["train"]["tags"], "train")
         for role, split in splits.items():
             if "tags" in split.column_names:
                 splits[role] = _normalise(split, scheme["value"] or "IOB2", role)
@@ -151,9 +148,8 @@ class NerTask:
         records = read_examples(DataSource(path=data, format=options.get("data_format")), cfg, "evaluation")
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:
-            split = _normalise(
-                split, tags.detect_scheme(split["tags"]) if cfg.ner.scheme == "auto" else cfg.ner.scheme, data
-            )
+            scheme = _detect(split["tags"], data) if cfg.ner.scheme == "auto" else cfg.ner.scheme
+            split = _normalise(split, scheme, data)
         words, word_tags = _words_and_tags(split, tokenizer, data)
         features = encode_words(tokenizer, words, info, _tag_ids(word_tags, info, data))
         logits = forward(model, tokenizer, features, options.get("batch_size", 32))
@@ -273,6 +269,13 @@ def _spans(record: dict, ner, text: str, where: str) -> list[dict]:
         if b["start"] < a["end"]:
             raise BertkitError(f"{where}: entities overlap: {a} and {b}; keep one of them")
     return spans
+
+
+def _detect(sequences, role: str) -> str:
+    try:
+        return tags.detect_scheme([list(seq) for seq in sequences])
+    except ValueError as err:
+        raise BertkitError(f"{role} data: '{err}' is not a tag (expected O, B-X, I-X, E-X, S-X, ...)") from None
 
 
 def _normalise(split, scheme: str, role: str):

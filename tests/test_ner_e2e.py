@@ -1,0 +1,159 @@
+"""NER end to end through the CLI on a tiny random BERT: CoNLL (IOB1) and span data, long
+sentences through windows, every predict input, evaluate, and bad input."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def config(tmp_path, model, train, test=None, extra=""):
+    path = tmp_path / "ner.yaml"
+    test_line = f"  test: {test}\n" if test else ""
+    path.write_text(
+        "task: ner\n"
+        f"model:\n  name: {model}\n  max_length: 32\n"
+        f"data:\n  train: {train}\n{test_line}"
+        "train:\n  epochs: 5\n  batch_size: 16\n  learning_rate: 3.0e-3\n  warmup_ratio: 0.0\n  seed: 3\n"
+        f"output_dir: {tmp_path / 'ner'}\n" + extra
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_model, ner_data):
+    from bertkit.cli import main
+
+    tmp_path = tmp_path_factory.mktemp("ner-e2e")
+    try:
+        main(["train", "ner", "-c", str(config(tmp_path, tiny_model, ner_data["train"], ner_data["test"]))])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    return tmp_path / "ner"
+
+
+def test_conll_iob1_trains_and_learns(trained):
+    info = json.loads((trained / "bertkit.json").read_text())
+    assert info["task"] == "ner" and info["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    metrics = json.loads((trained / "metrics.json").read_text())
+    assert metrics["test"]["f1"] > 0.9, metrics["test"]
+    assert set(metrics["test"]["per_type"]) == {"LOC", "PER"}
+    assert "| PER |" in (trained / "README.md").read_text()
+
+
+def test_predict_text_gives_character_spans(trained, cli, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("Yesterday Alice Smith flew from Paris to Kyoto.\nNothing to see.\n")
+    code, out, err = cli("predict", "-m", trained, "-i", source)
+    assert code == 0, err
+    first, second = [json.loads(line) for line in out.splitlines()]
+    found = {(e["type"], e["text"]) for e in first["entities"]}
+    assert found == {("PER", "Alice Smith"), ("LOC", "Paris"), ("LOC", "Kyoto")}
+    for entity in first["entities"]:
+        assert first["text"][entity["start"] : entity["end"]] == entity["text"] and 0 < entity["score"] <= 1
+    assert second["entities"] == []
+
+
+def test_long_sentences_are_windowed_not_truncated(trained, cli, tmp_path):
+    words = ["the"] * 70 + ["hana", "rossi", "left", "oslo"]
+    source = tmp_path / "long.jsonl"
+    source.write_text(json.dumps({"tokens": words}) + "\n")
+    code, out, err = cli("predict", "-m", trained, "-i", source)
+    assert code == 0, err
+    tags = json.loads(out)["tags"]
+    assert len(tags) == len(words)
+    assert tags[-4:] == ["B-PER", "I-PER", "O", "B-LOC"]
+
+
+def test_predict_conll_adds_a_column(trained, cli, ner_data, tmp_path):
+    target = tmp_path / "pred.conll"
+    code, _, err = cli("predict", "-m", trained, "-i", ner_data["test"], "-o", target)
+    assert code == 0, err
+    source_rows = [
+        line.split() for line in ner_data["test"].read_text().splitlines() if line and not line.startswith("-DOC")
+    ]
+    rows = [line.split() for line in target.read_text().splitlines() if line]
+    assert len(rows) == len(source_rows)
+    assert all(r[:-1] == s for r, s in zip(rows, source_rows, strict=True))
+    # gold column is IOB1, predictions IOB2: same entities
+    assert sum(r[-1] != "O" for r in rows) == sum(s[-1] != "O" for s in source_rows)
+
+
+def test_evaluate_conll(trained, cli, ner_data, tmp_path):
+    code, _, err = cli("evaluate", "-m", trained, "-d", ner_data["test"], "-o", tmp_path / "eval")
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    assert metrics["f1"] > 0.9 and (tmp_path / "eval" / "per_type_f1.png").exists()
+
+
+def test_bundle_loads_in_transformers_pipeline(trained):
+    from transformers import pipeline
+
+    tagger = pipeline("token-classification", model=str(trained), aggregation_strategy="first")
+    groups = {(e["entity_group"], e["word"]) for e in tagger("bruno met hana rossi in lima")}
+    assert ("LOC", "lima") in groups
+
+
+def test_span_data_and_all_subwords(tiny_model, ner_data, cli, tmp_path):
+    path = config(tmp_path, tiny_model, ner_data["spans"], extra="ner:\n  label_all_subwords: true\n")
+    code, _, err = cli("train", "ner", "-c", path)
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "ner" / "metrics.json").read_text())
+    assert metrics["validation"]["f1"] > 0.8
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("cols.conll", "alice X I-PER\nleft X X O\n", ":2: expected 3 columns (as on line 1), found 4"),
+        (
+            "outside.jsonl",
+            '{"text": "alice", "entities": [{"start": 0, "end": 9, "type": "PER"}]}\n',
+            "lies outside the text",
+        ),
+        (
+            "overlap.jsonl",
+            '{"text": "alice smith", "entities": [{"start": 0, "end": 5, "type": "PER"}, '
+            '{"start": 3, "end": 11, "type": "PER"}]}\n',
+            "entities overlap",
+        ),
+        ("none.conll", "alice X O\nleft X O\n", "no entities at all"),
+        ("empty.jsonl", '{"tokens": [], "tags": []}\n', "empty sentence"),
+        ("badtag.conll", "alice X Q-PER\n", "'Q-PER' is not a tag"),
+    ],
+)
+def test_bad_ner_input(tiny_model, cli, tmp_path, name, text, message):
+    sentences = "\n".join([text] * 12)  # enough sentences to split off validation data
+    code, _, err = cli("train", "ner", "-c", config(tmp_path, tiny_model, write(tmp_path, name, sentences)))
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert not (tmp_path / "ner").exists()
+
+
+def test_invalid_iob2_is_repaired_with_a_warning(tiny_model, ner_data, cli, tmp_path):
+    import random
+
+    from tiny import ner_sentence
+
+    rng = random.Random(4)
+    sentences = [ner_sentence(rng) for _ in range(60)]
+    lines = [f"{t} {g}" for tokens, tags in sentences for t, g in [*zip(tokens, tags, strict=True), ("", "")]]
+    bad = tmp_path / "bad.conll"
+    bad.write_text("\n".join(line.strip() for line in lines) + "\nalice B-LOC\nsmith I-PER\n")
+    code, _, err = cli(
+        "train", "ner", "-c", config(tmp_path, tiny_model, bad), "--set", "ner.scheme=IOB2", "--set", "train.epochs=1"
+    )
+    assert code == 0, err
+    assert "1 tag(s) did not fit IOB2 and were repaired" in err
+
+
+def test_unknown_tag_at_evaluation(trained, cli, tmp_path):
+    data = write(tmp_path, "misc.conll", "alice X X B-MISC\n")
+    code, _, err = cli("evaluate", "-m", trained, "-d", data, "-o", tmp_path / "eval")
+    assert code == 2 and "tag 'B-MISC' is not one the model knows" in err
