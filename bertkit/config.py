@@ -81,6 +81,9 @@ class DataConfig(Section):
     )
     max_train_samples: int | None = Field(None, ge=1, description="use at most this many")
     max_eval_samples: int | None = Field(None, ge=1, description="evaluate on at most this many")
+    sample: Literal["random", "first"] = Field(
+        "random", description="how max_*_samples picks: a seeded random sample, or the first rows"
+    )
     strip_html: bool = Field(False, description="replace HTML tags such as IMDb's <br /> with spaces")
 
 

@@ -72,3 +72,21 @@ def test_ner_metric_strict():
     assert result["recall"] == pytest.approx(1 / 3)
     assert result["per_type"]["PER"]["f1"] == 1.0 and result["per_type"]["ORG"]["recall"] == 0.0
     assert result["token_accuracy"] == pytest.approx(4 / 6)
+
+
+def test_hub_layout_tag_ids_become_names():
+    import datasets
+
+    from bertkit.config import NerConfig
+    from bertkit.tasks.ner import _hub_tags
+
+    names = ["O", "B-PER", "I-PER"]
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            "ner_tags": datasets.Sequence(datasets.ClassLabel(names=names)),
+        }
+    )
+    ds = datasets.Dataset.from_dict({"tokens": [["ann", "lee", "ran"]], "ner_tags": [[1, 2, 0]]}, features=features)
+    rows = list(_hub_tags(ds, NerConfig(tags_field="ner_tags")))
+    assert rows == [{"tokens": ["ann", "lee", "ran"], "ner_tags": ["B-PER", "I-PER", "O"]}]

@@ -128,8 +128,9 @@ def load_splits(cfg: Config, read=None):
         ("test", data.max_eval_samples),
     ):
         if limit and role in splits and len(splits[role]) > limit:
-            # a seeded sample, not the first rows: files are often sorted by label
-            splits[role] = splits[role].shuffle(seed=cfg.train.seed).select(range(limit))
+            # by default a seeded sample, not the first rows: files are often sorted by label
+            chosen = splits[role] if data.sample == "first" else splits[role].shuffle(seed=cfg.train.seed)
+            splits[role] = chosen.select(range(limit))
     if data.strip_html:
         text_columns = [c for c in (data.text_column, data.text_pair_column) if c and c in splits["train"].column_names]
         for role, ds in splits.items():
