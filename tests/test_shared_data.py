@@ -89,3 +89,19 @@ def test_imdb_config_head_tail_runs(cli, tmp_path):
     assert code == 0, err
     info = json.loads((tmp_path / "imdb" / "bertkit.json").read_text())
     assert info["labels"] == ["0", "1"] and "test" in info["metrics"]
+
+
+@minilm
+def test_conll2003_minilm_learns(cli, tmp_path):
+    train = shared("en", "conll2003", "eng.train")
+    dev = shared("en", "conll2003", "eng.testa")
+    code, _, err = cli(
+        "train", "ner", "-c", ROOT / "configs" / "local" / "conll2003.yaml", "-o", tmp_path / "conll",
+        "--set", f"data.train.path={train}", "--set", f"data.validation.path={dev}",
+        "--set", "data.max_train_samples=400", "--set", "data.max_eval_samples=150", "--set", "data.sample=first",
+        "--set", "train.epochs=2", "--set", "train.learning_rate=1e-4",
+    )  # fmt: skip
+    assert code == 0, err
+    info = json.loads((tmp_path / "conll" / "bertkit.json").read_text())
+    assert set(info["labels"]) == {"O", *(f"{p}-{t}" for t in ("LOC", "MISC", "ORG", "PER") for p in "BI")}
+    assert info["metrics"]["validation"]["f1"] > 0.3, info["metrics"]["validation"]
