@@ -122,10 +122,13 @@ def predict(
     ),
     output: str | None = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
     format: str | None = typer.Option(
-        None, "--format", "-f", help="jsonl, csv or tsv (default: from --output's extension, else jsonl)."
+        None,
+        "--format",
+        "-f",
+        help="jsonl, csv, tsv or conll (default: from --output's extension; conll for CoNLL input; else jsonl).",
     ),
     input_format: str | None = typer.Option(
-        None, "--input-format", help="Format of --input when its extension does not say."
+        None, "--input-format", help="text, csv, tsv, jsonl, json, parquet or conll, when the extension does not say."
     ),
     text_column: str | None = typer.Option(
         None, "--text-column", help="Field holding the text (default: the one the model was trained on)."
@@ -185,7 +188,9 @@ def evaluate(
         None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
-    data_format: str | None = typer.Option(None, "--format", help="Format of --data when its extension does not say."),
+    data_format: str | None = typer.Option(
+        None, "--format", help="csv, tsv, jsonl, json, parquet, folder or conll, when the extension does not say."
+    ),
     text_column: str | None = typer.Option(
         None, "--text-column", help="Text field (default: the one the model was trained on)."
     ),

@@ -157,3 +157,15 @@ def test_unknown_tag_at_evaluation(trained, cli, tmp_path):
     data = write(tmp_path, "misc.conll", "alice X X B-MISC\n")
     code, _, err = cli("evaluate", "-m", trained, "-d", data, "-o", tmp_path / "eval")
     assert code == 2 and "tag 'B-MISC' is not one the model knows" in err
+
+
+def test_predict_on_plain_hf_token_classifier(trained, cli, tmp_path):
+    import shutil
+
+    plain = tmp_path / "plain"
+    shutil.copytree(trained, plain)
+    (plain / "bertkit.json").unlink()
+    source = write(tmp_path, "in.txt", "chiara novak visited riga\n")
+    code, out, err = cli("predict", "-m", plain, "-i", source)
+    assert code == 0, err
+    assert {(e["type"], e["text"]) for e in json.loads(out)["entities"]} == {("PER", "chiara novak"), ("LOC", "riga")}
