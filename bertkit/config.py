@@ -103,6 +103,13 @@ class TrainConfig(Section):
         "epoch", description="when to evaluate: every epoch, every eval_steps, or never"
     )
     eval_steps: int = Field(500, ge=1, description="steps between evaluations (eval_strategy: steps)")
+
+    @field_validator("eval_strategy", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: Any) -> Any:
+        # YAML 1.1 reads an unquoted `no` as false
+        return "no" if value is False else value
+
     logging_steps: int = Field(20, ge=1, description="steps between training-loss log lines")
     metric_for_best_model: str | None = Field(
         None, description="metric that picks the best checkpoint; task default when null"

@@ -14,12 +14,18 @@ import shutil
 import time
 from pathlib import Path
 
-from bertkit import __version__, models, outputs, reports
+from bertkit import __version__, metrics, models, outputs, reports
 from bertkit.config import Config
 from bertkit.errors import BertkitError
 from bertkit.tasks import get_task
 
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
+
+
+def _callback_base():
+    from transformers import TrainerCallback
+
+    return TrainerCallback
 
 
 def resolve_precision(choice: str) -> str:
@@ -82,7 +88,9 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
 
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     args = training_arguments(cfg, work, precision, best)
-    callbacks = [RichProgress()]
+    scorers = {role: task.metric_fn(info, features[role]) for role in ("validation", "test") if role in features}
+    remembered = RememberEvaluations(scorers["validation"])
+    callbacks = [RichProgress(), remembered]
     if cfg.train.early_stopping_patience:
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
@@ -94,7 +102,7 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         eval_dataset=features["validation"],
         processing_class=tokenizer,
         data_collator=task.collator(tokenizer, cfg) if hasattr(task, "collator") else _collator(tokenizer, cfg),
-        compute_metrics=task.compute_metrics(info),
+        compute_metrics=remembered.compute,
         compute_loss_func=task.loss(info, cfg, features["train"]["labels"]),
         callbacks=callbacks,
     )
@@ -110,7 +118,11 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         raise
     train_seconds = time.perf_counter() - started
 
-    scores = {role: task.scores(trainer, features[role], info) for role in ("validation", "test") if role in features}
+    scores = {}
+    trainer.compute_metrics = None  # each split below is scored by its own scorer
+    for role, scorer in scorers.items():
+        reused = remembered.best(trainer.state) if role == "validation" else None
+        scores[role] = reused or scorer(trainer.predict(features[role]))
     if trainer.is_world_process_zero():
         stats = {
             "train_seconds": round(train_seconds, 1),
@@ -122,6 +134,25 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite)
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+class RememberEvaluations(_callback_base()):
+    """Keeps the full validation metrics of every evaluation, so the best checkpoint's numbers
+    need not be computed a second time after training (the Trainer only logs plain numbers)."""
+
+    def __init__(self, scorer):
+        self.scorer, self.last, self.by_step = scorer, None, {}
+
+    def compute(self, prediction) -> dict:
+        self.last = self.scorer(prediction)
+        return metrics.scalars(self.last)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.by_step[state.global_step] = self.last
+
+    def best(self, state) -> dict | None:
+        """Full metrics of the checkpoint the Trainer kept (load_best_model_at_end), if evaluated."""
+        return self.by_step.get(state.best_global_step)
 
 
 def _trainer_class(cfg: Config):

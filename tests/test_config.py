@@ -133,3 +133,8 @@ def test_shipped_configs_validate(name):
 
     cfg = load_config(ROOT / "configs" / name)
     assert cfg.task in ("classify", "ner") and cfg.data.train is not None
+
+
+def test_unquoted_no_is_a_strategy(tmp_path):
+    assert load_config(write(tmp_path, "train:\n  eval_strategy: no\n")).train.eval_strategy == "no"
+    assert load_config(None, ["train.eval_strategy=no"]).train.eval_strategy == "no"

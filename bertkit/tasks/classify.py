@@ -158,16 +158,9 @@ class ClassifyTask:
 
         return weighted_loss
 
-    def compute_metrics(self, info: dict):
-        def compute(prediction) -> dict:
-            return metrics.scalars(self.score(prediction.predictions, prediction.label_ids, info))
-
-        return compute
-
-    def scores(self, trainer, features, info: dict) -> dict:
-        """Full metrics of the trained model on prepared `features` (after training)."""
-        out = trainer.predict(features)
-        return self.score(out.predictions, out.label_ids, info)
+    def metric_fn(self, info: dict, features):
+        """Full metrics (per class, confusion matrix) of a Trainer prediction on `features`."""
+        return lambda prediction: self.score(prediction.predictions, prediction.label_ids, info)
 
     def score(self, logits, references, info: dict) -> dict:
         """Full metrics (per class, confusion matrix) from logits and encoded references."""

@@ -106,26 +106,11 @@ class NerTask:
     def loss(self, info: dict, cfg: Config, train_labels):
         return None
 
-    def compute_metrics(self, info: dict):
-        names = info["labels"]
-
-        def compute(prediction) -> dict:
-            logits, label_ids = prediction.predictions, prediction.label_ids
-            predicted = np.asarray(logits).argmax(-1)
-            refs, preds = [], []
-            for row_pred, row_ref in zip(predicted, label_ids, strict=True):
-                keep = row_ref != IGNORE
-                refs.append([names[i] for i in row_ref[keep]])
-                preds.append([names[i] for i in row_pred[keep]])
-            return metrics.scalars(metrics.load("ner").compute(predictions=preds, references=refs))
-
-        return compute
-
-    def scores(self, trainer, features, info: dict) -> dict:
-        """Exact entity-level scores: window predictions merged back into whole sentences."""
-        out = trainer.predict(features)
-        rows = [np.asarray(row) for row in out.predictions]
-        return self.score_rows(rows, features, info)
+    def metric_fn(self, info: dict, features):
+        """Exact entity-level scores of a Trainer prediction on `features`: window predictions
+        merged back into whole sentences before seqeval sees them."""
+        columns = {k: features[k] for k in ("example", "word_index", "labels")}
+        return lambda prediction: self.score_rows([np.asarray(r) for r in prediction.predictions], columns, info)
 
     def score_rows(self, logits_rows: list, features, info: dict) -> dict:
         names = info["labels"]
