@@ -50,32 +50,29 @@ def root(
 # ---------------------------------------------------------------- train
 
 
-@train_app.command("classify")
-def train_classify(
-    config: Path = ConfigOption,
-    set_: list[str] | None = SetOption,
-    output_dir: str | None = typer.Option(
-        None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."
-    ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
-) -> None:
-    """Text classification: single texts or pairs; multi-class, multi-label or regression."""
-    _train("classify", config, set_, output_dir, overwrite, resume)
+TRAIN_COMMANDS = {
+    "classify": "Text classification: single texts or pairs; multi-class, multi-label or regression.",
+    "ner": "Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
+}
 
 
-@train_app.command("ner")
-def train_ner(
-    config: Path = ConfigOption,
-    set_: list[str] | None = SetOption,
-    output_dir: str | None = typer.Option(
-        None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."
-    ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
-) -> None:
-    """Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data."""
-    _train("ner", config, set_, output_dir, overwrite, resume)
+def _register_train_command(task: str, summary: str) -> None:
+    def command(
+        config: Path = ConfigOption,
+        set_: list[str] | None = SetOption,
+        output_dir: str | None = typer.Option(
+            None, "--output-dir", "-o", help="Where the model bundle goes (overrides output_dir)."
+        ),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+        resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
+    ) -> None:
+        _train(task, config, set_, output_dir, overwrite, resume)
+
+    train_app.command(task, help=summary)(command)
+
+
+for _task, _summary in TRAIN_COMMANDS.items():
+    _register_train_command(_task, _summary)
 
 
 def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool) -> None:
