@@ -14,7 +14,7 @@ _PREFIXES = {"B", "I", "E", "S", "L", "U"}
 
 
 def split_tag(tag: str) -> tuple[str, str | None]:
-    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', None). Also accepts 'PER-B'-free plain tags as I-."""
+    """'B-PER' -> ('B', 'PER'); 'O' -> ('O', None); anything else is a ValueError."""
     if tag == "O":
         return "O", None
     if len(tag) > 2 and tag[1] in "-_" and tag[0] in _PREFIXES:

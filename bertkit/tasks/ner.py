@@ -29,7 +29,7 @@ class NerTask:
     # ------------------------------------------------------------ data
 
     def load(self, cfg: Config):
-        scheme = {"value": None if cfg.ner.scheme == "auto" else cfg.ner.scheme}
+        scheme = None if cfg.ner.scheme == "auto" else cfg.ner.scheme
 
         def read(source: DataSource, role: str):
             import datasets
@@ -38,11 +38,11 @@ class NerTask:
             return datasets.Dataset.from_list(records)
 
         splits = data_mod.load_splits(cfg, read)
-        if scheme["value"] is None and "tags" in splits["train"].column_names:
-            scheme["value"] = _detect(splits["train"]["tags"], "train")
+        if scheme is None and "tags" in splits["train"].column_names:
+            scheme = _detect(splits["train"]["tags"], "train")
         for role, split in splits.items():
             if "tags" in split.column_names:
-                splits[role] = _normalise(split, scheme["value"] or "IOB2", role)
+                splits[role] = _normalise(split, scheme or "IOB2", role)
         return splits
 
     def setup(self, ds, cfg: Config) -> dict:
@@ -115,7 +115,7 @@ class NerTask:
     def score_rows(self, logits_rows: list, features, info: dict) -> dict:
         names = info["labels"]
         predicted = merge_windows(features, [row.argmax(-1) for row in logits_rows])
-        references = merge_windows(features, [np.asarray(r) for r in features["labels"]], from_labels=True)
+        references = merge_windows(features, [np.asarray(r) for r in features["labels"]])
         preds = [[names[i] for i in predicted[k]] for k in sorted(references)]
         refs = [[names[i] for i in references[k]] for k in sorted(references)]
         return metrics.load("ner").compute(predictions=preds, references=refs)
@@ -375,7 +375,7 @@ def _owning_window(spans: list[tuple[int, int]], pos: int) -> int:
     return max(range(len(spans)), key=margin)
 
 
-def merge_windows(features, rows: list, from_labels: bool = False, keep_rows: bool = False) -> dict[int, np.ndarray]:
+def merge_windows(features, rows: list, keep_rows: bool = False) -> dict[int, np.ndarray]:
     """Per example, the value at each word's owning position, in word order."""
     by_example: dict[int, dict[int, object]] = {}
     for example, word_index, row in zip(features["example"], features["word_index"], rows, strict=True):
