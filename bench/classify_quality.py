@@ -11,12 +11,9 @@ Writes bench/results/classify_quality.json and prints a table.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import time
 
-from common import DATA, ROOT, require, save, table
+from common import DATA, require, save, table, train_bundle
 
 RUNS = {
     "imdb": (
@@ -31,15 +28,7 @@ RUNS = {
 def run(name: str, extra: list[str]) -> dict:
     config, needed, reference = RUNS[name]
     require(needed)
-    out = ROOT / "outputs" / f"bench-{name}"
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "bertkit", "train", "classify", "-c", config, "-o", str(out), "--overwrite", *extra],
-        cwd=ROOT,
-        check=True,
-    )
-    wall = time.perf_counter() - started
-    info = json.loads((out / "bertkit.json").read_text())
+    info, wall = train_bundle("classify", config, name, [e for e in extra if e != "--set"])
     role = "test" if "test" in info["metrics"] else "validation"
     scores = info["metrics"][role]
     return {
@@ -49,7 +38,7 @@ def run(name: str, extra: list[str]) -> dict:
         "f1_macro": scores["f1_macro"],
         "train_seconds": info["training"]["train_seconds"],
         "train_examples_per_s": info["training"]["train_samples_per_second"],
-        "wall_seconds": round(wall, 1),
+        "wall_seconds": wall,
         **reference,
     }
 

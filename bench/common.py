@@ -54,3 +54,20 @@ def save(name: str, result: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def train_bundle(task: str, config: str, name: str, sets: list[str]) -> tuple[dict, float]:
+    """`bertkit train TASK -c CONFIG --set ...` in its own process, into outputs/bench-NAME.
+    Returns the bundle's bertkit.json and the wall time of the whole command."""
+    import subprocess
+
+    out = ROOT / "outputs" / f"bench-{name}"
+    args = [a for s in sets for a in ("--set", s)]
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "bertkit", "train", task, "-c", config, "-o", str(out), "--overwrite", *args],
+        cwd=ROOT,
+        check=True,
+    )
+    wall = time.perf_counter() - started
+    return json.loads((out / "bertkit.json").read_text()), round(wall, 1)

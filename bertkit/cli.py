@@ -53,6 +53,7 @@ def root(
 TRAIN_COMMANDS = {
     "classify": "Text classification: single texts or pairs; multi-class, multi-label or regression.",
     "ner": "Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
+    "qa": "Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
 }
 
 
@@ -114,8 +115,11 @@ def _print_metrics(path: Path) -> None:
 @app.command()
 def predict(
     model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
-    input: str = typer.Option(
-        ..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet file, or - for stdin."
+    input: str | None = typer.Option(
+        None,
+        "--input",
+        "-i",
+        help="Text lines, CSV/TSV/JSONL/JSON/Parquet, CoNLL or SQuAD JSON file, or - for stdin.",
     ),
     output: str | None = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
     format: str | None = typer.Option(
@@ -149,10 +153,27 @@ def predict(
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."
     ),
+    question: str | None = typer.Option(
+        None, "--question", "-q", help="QA: ask this question of --context-file (instead of --input)."
+    ),
+    context_file: Path | None = typer.Option(
+        None, "--context-file", help="QA: a UTF-8 text file of any length to find the --question's answer in."
+    ),
+    n_best: int = typer.Option(0, "--n-best", min=0, help="QA: also list this many alternative answers."),
 ) -> None:
     """Run a trained model on texts; one result per input line or record, in input order."""
     if long_text not in ("truncate", "windows"):
         raise BertkitError("--long-text: use truncate or windows")
+    records = None
+    if (question is None) != (context_file is None):
+        raise BertkitError("--question and --context-file go together: give both, or neither and --input")
+    if question is not None:
+        if input is not None:
+            raise BertkitError("give --input, or --question with --context-file, not both")
+        records = [{"question": question, "context": _read_text(context_file)}]
+        input = str(context_file)
+    elif input is None:
+        raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
     from bertkit.prediction import predict_file
 
     count = predict_file(
@@ -162,6 +183,8 @@ def predict(
         format,
         input_format,
         device,
+        records=records,
+        n_best=n_best,
         text_column=text_column,
         text_pair_column=text_pair_column,
         batch_size=batch_size,
@@ -175,11 +198,23 @@ def predict(
         console.print(f"[green]{count:,} predictions written to[/green] {output}")
 
 
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise BertkitError(f"--context-file {path}: no such file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+
+
 @app.command()
 def evaluate(
     model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
     data: str = typer.Option(
-        ..., "--data", "-d", help="Labelled file: CSV, TSV, JSONL, JSON, Parquet or a class-per-folder directory."
+        ...,
+        "--data",
+        "-d",
+        help="Labelled file: CSV, TSV, JSONL, JSON, Parquet, CoNLL, SQuAD JSON, or a class-per-folder directory.",
     ),
     output_dir: str | None = typer.Option(
         None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."

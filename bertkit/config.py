@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bertkit.errors import BertkitError, did_you_mean
 
-TASKS = ("classify", "ner")
+TASKS = ("classify", "ner", "qa")
 
 
 class Section(BaseModel):
@@ -169,6 +169,25 @@ class NerConfig(Section):
     stride: int = Field(32, ge=0, description="sub-word tokens shared by consecutive windows of a long sentence")
 
 
+class QaConfig(Section):
+    question_field: str = Field("question", description="JSON / table data: field with the question")
+    context_field: str = Field("context", description="JSON / table data: field with the context passage")
+    id_field: str = Field("id", description="JSON / table data: field with the question id")
+    answers_field: str = Field(
+        "answers", description="JSON / table data: {text: [...], answer_start: [...]} or a list of {text, answer_start}"
+    )
+    version_2: bool | None = Field(
+        None, description="questions may have no answer (SQuAD v2); detected from the training data when null"
+    )
+    doc_stride: int = Field(128, ge=0, description="tokens shared by consecutive windows of a long context")
+    max_question_length: int = Field(64, ge=1, description="questions are cut to this many tokens")
+    n_best: int = Field(20, ge=1, description="start and end candidates considered per window")
+    max_answer_length: int = Field(30, ge=1, description="longest answer in tokens")
+    null_score_diff_threshold: float = Field(
+        0.0, description="v2: answer nothing when the null score beats the best answer by more than this"
+    )
+
+
 class Config(Section):
     task: str = Field("classify", description="the job: " + ", ".join(TASKS))
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
@@ -176,6 +195,7 @@ class Config(Section):
     train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
     classify: ClassifyConfig = Field(default_factory=ClassifyConfig, description="settings of the classify task")
     ner: NerConfig = Field(default_factory=NerConfig, description="settings of the ner task")
+    qa: QaConfig = Field(default_factory=QaConfig, description="settings of the qa task")
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @field_validator("task")
@@ -350,6 +370,17 @@ def to_yaml(config: Config) -> str:
     return yaml.safe_dump(config.dump(), sort_keys=False, allow_unicode=True)
 
 
+STARTER_VALUES = {
+    "classify": {("data", "train"): "examples/reviews/train.csv", ("data", "test"): "examples/reviews/test.csv"},
+    "ner": {("data", "train"): "data/train.conll", ("data", "validation"): "data/dev.conll"},
+    "qa": {
+        ("model", "max_length"): 384,
+        ("data", "train"): "data/train-v1.1.json",
+        ("data", "validation"): "data/dev-v1.1.json",
+    },
+}
+
+
 def starter_yaml(task: str) -> str:
     """A complete, commented config for `task`: every key, its default and its help."""
     if task not in TASKS:
@@ -359,11 +390,7 @@ def starter_yaml(task: str) -> str:
     out = [f"# bertkit config for `bertkit train {task}`; every key below shows its default.", ""]
     out.append(f"task: {task}")
     sections = ["model", "data", "train", task]
-    examples = {
-        ("model", "name"): "sentence-transformers/all-MiniLM-L6-v2",
-        ("data", "train"): "examples/reviews/train.csv",
-        ("data", "test"): "examples/reviews/test.csv",
-    }
+    examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **STARTER_VALUES[task]}
     for name in sections:
         field = Config.model_fields[name]
         out += ["", f"# {field.description}", f"{name}:"]

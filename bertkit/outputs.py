@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll")
+OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
 
 
 def check_output_dir(path: Path, overwrite: bool) -> None:
@@ -76,15 +76,27 @@ def write_json(path: Path, data) -> None:
 
 
 class RecordWriter:
-    """Writes prediction records as JSON lines, or flattened into CSV / TSV columns."""
+    """Writes prediction records as JSON lines, flattened into CSV / TSV columns, as CoNLL token
+    rows, or (squad) as the one JSON object `{id: answer}` that the official SQuAD scripts read."""
 
     def __init__(self, handle, fmt: str):
         if fmt not in OUTPUT_FORMATS:
             raise BertkitError(f"unknown output format '{fmt}'; use one of {', '.join(OUTPUT_FORMATS)}")
         self.handle, self.fmt = handle, fmt
         self._csv = None
+        self._answers: dict[str, str] = {}
+
+    def finish(self) -> None:
+        if self.fmt == "squad":
+            json.dump(self._answers, self.handle, indent=1, ensure_ascii=False)
+            self.handle.write("\n")
 
     def write(self, record: dict) -> None:
+        if self.fmt == "squad":
+            if "id" not in record or "answer" not in record:
+                raise BertkitError("the squad output format needs question answers with ids; use jsonl")
+            self._answers[str(record["id"])] = record["answer"]
+            return
         if self.fmt == "conll":  # token rows with the predicted tag as a last column
             rows = record.get("rows") or [[token] for token in record["tokens"]]
             for row, tag in zip(rows, record["tags"], strict=True):

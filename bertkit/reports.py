@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PIPELINES = {"classify": "text-classification", "ner": "token-classification"}
+PIPELINES = {"classify": "text-classification", "ner": "token-classification", "qa": "question-answering"}
+# (the model card's tag; transformers 5 runs QA models without a pipeline, see _python_use)
 
 
 def _pyplot():
@@ -117,6 +118,12 @@ def task_plots(scores: dict, folder: Path) -> list[str]:
 # ---------------------------------------------------------------- model card
 
 
+def _kind(info: dict) -> str:
+    if info.get("task") == "qa":
+        return "SQuAD v2: may answer nothing" if info.get("version_2") else "SQuAD v1: always answers"
+    return info.get("problem_type") or "IOB2 tags"
+
+
 def model_card(info: dict, path: Path) -> None:
     from bertkit.outputs import atomic_text
 
@@ -137,7 +144,7 @@ def card_text(info: dict) -> str:
         "",
         f"# {Path(cfg.get('output_dir', 'model')).name}",
         "",
-        f"A `{info.get('task')}` model ({info.get('problem_type', '')}) fine-tuned from "
+        f"A `{info.get('task')}` model ({_kind(info)}) fine-tuned from "
         f"`{info.get('base_model')}` with bertkit {info.get('bertkit_version')}.",
         "",
         "## Data",
@@ -184,18 +191,28 @@ def card_text(info: dict) -> str:
         "## Use",
         "",
         "```bash",
-        f"bertkit predict --model {where} --input texts.txt --output predictions.jsonl",
+        f"bertkit predict --model {where} --input {'questions.jsonl' if info.get('task') == 'qa' else 'texts.txt'} "
+        "--output predictions.jsonl",
         "```",
         "",
         "```python",
-        "from transformers import pipeline",
-        f'model = pipeline("{PIPELINES.get(info.get("task"), "feature-extraction")}", model="{where}")',
+        *_python_use(info.get("task"), where),
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
         "",
     ]
     return "\n".join(lines)
+
+
+def _python_use(task: str | None, where: str) -> list[str]:
+    if task == "qa":  # transformers 5 has no question-answering pipeline
+        return [
+            "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",
+            f'model = AutoModelForQuestionAnswering.from_pretrained("{where}")',
+            f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
+        ]
+    return ["from transformers import pipeline", f'model = pipeline("{PIPELINES[task]}", model="{where}")']
 
 
 def _source(value) -> str:

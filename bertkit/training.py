@@ -81,6 +81,9 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         info = task.setup(raw, cfg)
     with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
         features = task.prepare(raw, tokenizer, info)
+        for role in ("validation", "test"):
+            if role in features:
+                features[role] = longest_first(features[role])
     model = task.build_model(source, info, cfg)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
@@ -88,7 +91,8 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
 
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     args = training_arguments(cfg, work, precision, best)
-    scorers = {role: task.metric_fn(info, features[role]) for role in ("validation", "test") if role in features}
+    roles = [role for role in ("validation", "test") if role in features]
+    scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
     callbacks = [RichProgress(), remembered]
     if cfg.train.early_stopping_patience:
@@ -103,7 +107,7 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         processing_class=tokenizer,
         data_collator=task.collator(tokenizer, cfg) if hasattr(task, "collator") else _collator(tokenizer, cfg),
         compute_metrics=remembered.compute,
-        compute_loss_func=task.loss(info, cfg, features["train"]["labels"]),
+        compute_loss_func=task.loss(info, cfg, features["train"]),
         callbacks=callbacks,
     )
     from transformers.trainer_callback import PrinterCallback
@@ -134,6 +138,13 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite)
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def longest_first(features):
+    """Evaluation features ordered by length, so evaluation batches carry little padding. Scores do
+    not depend on the order: every scorer reads its references from these same features."""
+    lengths = [len(ids) for ids in features["input_ids"]]
+    return features.select(sorted(range(len(lengths)), key=lambda i: -lengths[i]))
 
 
 class RememberEvaluations(_callback_base()):

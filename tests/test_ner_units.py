@@ -72,6 +72,9 @@ def test_ner_metric_strict():
     assert result["recall"] == pytest.approx(1 / 3)
     assert result["per_type"]["PER"]["f1"] == 1.0 and result["per_type"]["ORG"]["recall"] == 0.0
     assert result["token_accuracy"] == pytest.approx(4 / 6)
+    # lenient (conlleval): the stray I-ORG opens an ORG entity that matches the reference
+    assert result["lenient_precision"] == pytest.approx(2 / 3)
+    assert result["lenient_recall"] == pytest.approx(2 / 3)
 
 
 def test_hub_layout_tag_ids_become_names():

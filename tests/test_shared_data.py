@@ -106,3 +106,37 @@ def test_conll2003_minilm_learns(cli, tmp_path):
     assert set(info["labels"]) == {"O", *(f"{p}-{t}" for t in ("LOC", "MISC", "ORG", "PER") for p in "BI")}
     # 50 steps: an untrained head scores about 0; the bench's longer runs measure real quality
     assert info["metrics"]["validation"]["f1"] > 0.15, info["metrics"]["validation"]
+
+
+@minilm
+def test_squad_files_read_and_every_answer_aligns_to_tokens():
+    """The real SQuAD v1.1 dev and v2.0 dev files: counts as published in ../shared/data, and
+    for every answerable question some window's start/end tokens cover exactly its answer."""
+    from bertkit.config import DataSource, load_config
+    from bertkit.tasks.qa import encode, read_examples
+    from bertkit.tokenization import load_tokenizer
+
+    cfg = load_config(ROOT / "configs" / "local" / "squad.yaml", task="qa")
+    tok = load_tokenizer(cfg.model.name)
+    info = {"max_length": 384, "version_2": False, "qa": cfg.qa.model_dump()}
+    for name, count, unanswerable in (("dev-v1.1.json", 1058, 0), ("dev-v2.0.json", 1023, 515)):
+        records = read_examples(DataSource(path=str(shared("en", "squad", name))), cfg, name)
+        assert len(records) == count
+        assert sum(not r["answers"]["text"] for r in records) == unanswerable
+        answers = [r["answers"] for r in records]
+        features = encode(tok, [r["question"] for r in records], [r["context"] for r in records], info, answers)
+        found = {}
+        for f in features:
+            if f["start_positions"] != f["cls_index"]:
+                start, end = f["offset_mapping"][f["start_positions"]][0], f["offset_mapping"][f["end_positions"]][1]
+                found.setdefault(f["example"], set()).add((start, end))
+        for k, record in enumerate(records):
+            if record["answers"]["text"]:
+                first = record["answers"]["answer_start"][0]
+                span = (first, first + len(record["answers"]["text"][0]))
+                # the window's tokens start and end where the answer does, or cover it by a partial word
+                assert any(s <= span[0] and e >= span[1] and span[0] - s < 10 and e - span[1] < 10 for s, e in found[k]), (
+                    record["where"],
+                    span,
+                    found.get(k),
+                )

@@ -132,3 +132,43 @@ def write_spans(path: Path, n: int, seed: int) -> Path:
                 position += 1
             handle.write(json.dumps({"text": text.capitalize(), "entities": entities}) + "\n")
     return path
+
+
+def qa_paragraph(rng: random.Random, words: int, with_person: bool) -> tuple[str, str, str | None]:
+    """A context of filler words holding one place and (maybe) one person; returns (context,
+    place, person)."""
+    tokens = [rng.choice(VERBS + FILLER[:10]) for _ in range(words)]
+    place = rng.choice(PLACES)
+    tokens.insert(rng.randrange(len(tokens) + 1), place)
+    person = None
+    if with_person:
+        person = f"{rng.choice(PEOPLE)} {rng.choice(SURNAMES)}"
+        tokens.insert(rng.randrange(len(tokens) + 1), person)
+    return " ".join(tokens), place, person
+
+
+def write_squad(path: Path, n: int, seed: int, version_2: bool = False, long_every: int = 0) -> Path:
+    """Official SQuAD JSON: 'which place ?' (always answerable) and 'which person ?' (answerable
+    only when the context names one; without a person it is unanswerable, v2 only)."""
+    import json
+
+    rng = random.Random(seed)
+    paragraphs = []
+    for i in range(n):
+        words = 120 if long_every and i % long_every == 0 else rng.randint(6, 16)
+        has_person = not version_2 or rng.random() < 0.6
+        context, place, person = qa_paragraph(rng, words, has_person)
+        qas = [_qa(f"q{i}-place", "which place ?", context, place)]
+        if person:
+            qas.append(_qa(f"q{i}-person", "which person ?", context, person))
+        elif version_2:
+            qas.append({"id": f"q{i}-person", "question": "which person ?", "answers": [], "is_impossible": True})
+        paragraphs.append({"context": context, "qas": qas})
+    data = {"version": "v2.0" if version_2 else "1.1", "data": [{"title": "tiny", "paragraphs": paragraphs}]}
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return path
+
+
+def _qa(qid: str, question: str, context: str, answer: str) -> dict:
+    start = context.index(answer)
+    return {"id": qid, "question": question, "answers": [{"text": answer, "answer_start": start}]}

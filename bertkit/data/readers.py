@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-FORMATS = ("csv", "tsv", "jsonl", "json", "parquet", "text", "folder", "conll")
+FORMATS = ("csv", "tsv", "jsonl", "json", "squad", "parquet", "text", "folder", "conll")
 EXTENSIONS = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -51,6 +51,10 @@ def detect_format(path: str, explicit: str | None = None) -> str:
     fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
         raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
+    if fmt == "json" and p.is_file():
+        from bertkit.data.squad import looks_like_squad
+
+        fmt = "squad" if looks_like_squad(path) else fmt
     return fmt
 
 
@@ -71,6 +75,10 @@ def read_records(
         yield from read_conll(path, tag_column=None)
     elif fmt == "json":
         yield from _read_json(path)
+    elif fmt == "squad":
+        from bertkit.data.squad import read_squad
+
+        yield from read_squad(path)
     elif fmt == "jsonl":
         yield from _read_jsonl(path)
     elif fmt in ("csv", "tsv"):
@@ -173,12 +181,28 @@ def _read_jsonl(path: str) -> Iterator[dict]:
         yield record
 
 
-def _read_json(path: str) -> Iterator[dict]:
+def load_json(path: str):
+    """A whole JSON document; a syntax error names its line."""
     text = "".join(line for _, line in _lines(path))
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
+
+
+def read_head(path: str, size: int = 65536) -> str:
+    """The first `size` bytes of a file, decoded leniently (for sniffing a layout)."""
+    handle = _open_binary(path)
+    try:
+        return handle.read(size).decode("utf-8", errors="replace")
+    except (OSError, EOFError):
+        return ""
+    finally:
+        handle.close()
+
+
+def _read_json(path: str) -> Iterator[dict]:
+    data = load_json(path)
     if isinstance(data, dict):
         lists = [key for key, value in data.items() if isinstance(value, list)]
         if len(lists) != 1:

@@ -6,9 +6,13 @@ import importlib
 
 from bertkit.errors import BertkitError, did_you_mean
 
-MODULES = {"classify": "bertkit.tasks.classify", "ner": "bertkit.tasks.ner"}
+MODULES = {"classify": "bertkit.tasks.classify", "ner": "bertkit.tasks.ner", "qa": "bertkit.tasks.qa"}
 # Model architectures (config.json `architectures`) to the task that runs them, for plain HF models.
-ARCHITECTURES = {"ForSequenceClassification": "classify", "ForTokenClassification": "ner"}
+ARCHITECTURES = {
+    "ForSequenceClassification": "classify",
+    "ForTokenClassification": "ner",
+    "ForQuestionAnswering": "qa",
+}
 
 
 def get_task(name: str):

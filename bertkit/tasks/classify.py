@@ -133,7 +133,7 @@ class ClassifyTask:
     def best_metric(self, info: dict) -> str:
         return BEST_METRIC[info["problem_type"]]
 
-    def loss(self, info: dict, cfg: Config, train_labels: list):
+    def loss(self, info: dict, cfg: Config, train):
         """A class-weighted loss when the config asks for one (single-label only), else None."""
         weights = cfg.classify.class_weights
         if weights is None:
@@ -142,6 +142,7 @@ class ClassifyTask:
             raise BertkitError("classify.class_weights: only for single-label classification")
         n = len(info["labels"])
         if weights == "balanced":
+            train_labels = list(train["labels"])
             counts = Counter(train_labels)
             weights = [len(train_labels) / (n * counts[i]) if counts[i] else 0.0 for i in range(n)]
         elif len(weights) != n:
@@ -158,7 +159,7 @@ class ClassifyTask:
 
         return weighted_loss
 
-    def metric_fn(self, info: dict, features):
+    def metric_fn(self, info: dict, features, examples):
         """Full metrics (per class, confusion matrix) of a Trainer prediction on `features`."""
         return lambda prediction: self.score(prediction.predictions, prediction.label_ids, info)
 

@@ -103,10 +103,10 @@ class NerTask:
     def best_metric(self, info: dict) -> str:
         return "f1"
 
-    def loss(self, info: dict, cfg: Config, train_labels):
+    def loss(self, info: dict, cfg: Config, train):
         return None
 
-    def metric_fn(self, info: dict, features):
+    def metric_fn(self, info: dict, features, examples):
         """Exact entity-level scores of a Trainer prediction on `features`: window predictions
         merged back into whole sentences before seqeval sees them."""
         columns = {k: features[k] for k in ("example", "word_index", "labels")}

@@ -1,0 +1,459 @@
+"""Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines, the hub's squad(_v2).
+
+Question and context go in together. A context longer than the room the model leaves it is cut
+into overlapping windows (`qa.doc_stride` tokens shared), so a context of any length is read
+whole. Training points start and end at the answer's tokens, or at [CLS] when a window does not
+hold the answer or the question has none. Prediction takes the `n_best` starts and ends of every
+window, keeps the best valid pair, maps it back to the context's characters, and for SQuAD v2
+answers nothing when the null score beats it by more than `qa.null_score_diff_threshold`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bertkit import data as data_mod
+from bertkit import metrics
+from bertkit.config import Config, DataSource, QaConfig
+from bertkit.errors import BertkitError
+from bertkit.inference import chunks, forward, softmax
+from bertkit.progress import console
+
+NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
+
+
+class QaTask:
+    name = "qa"
+    auto_model = "AutoModelForQuestionAnswering"
+
+    # ------------------------------------------------------------ data
+
+    def load(self, cfg: Config):
+        def read(source: DataSource, role: str):
+            import datasets
+
+            return datasets.Dataset.from_list(read_examples(source, cfg, role))
+
+        return data_mod.load_splits(cfg, read)
+
+    def setup(self, ds, cfg: Config) -> dict:
+        unanswerable = _unanswerable(ds["train"])
+        version_2 = cfg.qa.version_2
+        if version_2 is None:
+            version_2 = bool(unanswerable)
+        elif not version_2 and unanswerable:
+            raise BertkitError(
+                f"{len(unanswerable)} training question(s) have no answer (first: {unanswerable[0]}), but "
+                "qa.version_2 is false (SQuAD v1: every question has an answer). Set qa.version_2: true "
+                "to learn to abstain, or remove those questions."
+            )
+        for role in ("validation", "test"):
+            missing = _unanswerable(ds[role]) if role in ds else []
+            if missing and not version_2:
+                console.print(
+                    f"[yellow]warning:[/yellow] {role} data: {len(missing)} question(s) have no answer (first: "
+                    f"{missing[0]}), but the model is trained as SQuAD v1 and always answers; they count as "
+                    "misses (see no_ans_* in the metrics). Set qa.version_2: true to learn to abstain."
+                )
+        return {
+            "task": self.name,
+            "max_length": cfg.model.max_length,
+            "version_2": version_2,
+            "qa": {**cfg.qa.model_dump(), "version_2": version_2},
+        }
+
+    def prepare(self, ds, tokenizer, info: dict):
+        import datasets
+
+        prepared = {}
+        for role, split in ds.items():
+            answers = list(split["answers"])
+            features = encode(tokenizer, list(split["question"]), list(split["context"]), info, answers)
+            prepared[role] = datasets.Dataset.from_list(features)
+        return datasets.DatasetDict(prepared)
+
+    # ------------------------------------------------------------ model and training
+
+    def build_model(self, source: str, info: dict, cfg: Config):
+        from transformers import AutoModelForQuestionAnswering
+
+        return AutoModelForQuestionAnswering.from_pretrained(
+            source, revision=cfg.model.revision, trust_remote_code=cfg.model.trust_remote_code
+        )
+
+    def best_metric(self, info: dict) -> str:
+        return "f1"
+
+    def loss(self, info: dict, cfg: Config, train):
+        return None
+
+    def metric_fn(self, info: dict, features, examples):
+        """Official SQuAD scores of a Trainer prediction on `features` (windows of `examples`)."""
+        columns = {k: list(features[k]) for k in ("example", "offset_mapping", "cls_index")}
+        records = examples.to_list()
+
+        def score(prediction):
+            starts, ends = prediction.predictions[:2]
+            rows = [np.stack([s, e], -1) for s, e in zip(starts, ends, strict=True)]
+            return self.score_rows(rows, columns, records, info)
+
+        return score
+
+    def score_rows(self, rows: list, features: dict, records: list[dict], info: dict) -> dict:
+        qa = info["qa"]
+        found = extract_answers(features, rows, [r["context"] for r in records], qa, info["version_2"])
+        predictions, references = [], []
+        for record, answer in zip(records, found, strict=True):
+            predictions.append(
+                {
+                    "id": record["id"],
+                    "prediction_text": answer["answer"],
+                    "no_answer_probability": answer["null_difference"],
+                    "best_answer": answer["best_answer"],
+                }
+            )
+            references.append({"id": record["id"], "answers": record["answers"]})
+        result = metrics.load("squad").compute(predictions=predictions, references=references)
+        if info["version_2"]:
+            result["null_score_diff_threshold"] = qa["null_score_diff_threshold"]
+        return result
+
+    # ------------------------------------------------------------ evaluate and predict
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        info = _complete(info)
+        cfg = _config_from(info)
+        records = read_examples(DataSource(path=data, format=options.get("data_format")), cfg, data)
+        features = encode(tokenizer, [r["question"] for r in records], [r["context"] for r in records], info)
+        rows = forward(model, tokenizer, features, options.get("batch_size", 32), output=_start_end)
+        columns = {k: [f[k] for f in features] for k in ("example", "offset_mapping", "cls_index")}
+        unanswerable = _unanswerable(records)
+        if unanswerable and not info["version_2"]:
+            console.print(
+                f"[yellow]warning:[/yellow] {data}: {len(unanswerable)} question(s) have no answer, and this "
+                "model always answers (SQuAD v1); they count as misses (see no_ans_* in the metrics)"
+            )
+        return self.score_rows(rows, columns, records, info)
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
+        info = _complete(info)
+        qa = info["qa"]
+        q_field, c_field, id_field = qa["question_field"], qa["context_field"], qa["id_field"]
+        alternatives = options.get("n_best") or 0
+        seen: dict[str, int] = {}
+        number = 0
+        for chunk in chunks(records, options.get("chunk_size", 256)):
+            questions, contexts, ids = [], [], []
+            for record in chunk:
+                number += 1
+                where = record.get("where") or f"input record {number}"
+                question = record.get(q_field, record.get("question"))
+                context = record.get(c_field, record.get("context"))
+                if question is None or context is None:
+                    raise BertkitError(
+                        f"{where}: a question needs '{q_field}' and '{c_field}' (fields: {', '.join(record)})"
+                    )
+                _check_texts(str(question), str(context), where)
+                key = record.get(id_field, record.get("id"))
+                if key is not None:
+                    key = str(key)
+                    if key in seen:
+                        raise BertkitError(f"{where}: question id '{key}' was used before, by record {seen[key]}")
+                    seen[key] = number
+                ids.append(key)
+                questions.append(str(question))
+                contexts.append(str(context))
+            features = encode(tokenizer, questions, contexts, info)
+            rows = forward(model, tokenizer, features, options.get("batch_size", 32), output=_start_end)
+            columns = {k: [f[k] for f in features] for k in ("example", "offset_mapping", "cls_index")}
+            found = extract_answers(columns, rows, contexts, qa, info["version_2"], keep=alternatives)
+            for key, answer in zip(ids, found, strict=True):
+                out = {} if key is None else {"id": key}
+                out.update({k: answer[k] for k in ("answer", "score", "start", "end")})
+                if alternatives:
+                    out["alternatives"] = answer["alternatives"]
+                yield out
+
+
+TASK = QaTask()
+
+
+def _start_end(out):
+    import torch
+
+    return torch.stack([out.start_logits, out.end_logits], -1)
+
+
+def _complete(info: dict) -> dict:
+    """A bundle's settings, with the defaults filled in for a plain Hugging Face QA model
+    (which answers every question, as SQuAD v1 models do)."""
+    qa = QaConfig().model_dump()
+    if "qa" in info:
+        qa.update(info["qa"])
+    else:  # windows in proportion to the model's length limit
+        quarter = info["max_length"] // 4
+        qa.update(doc_stride=min(qa["doc_stride"], quarter), max_question_length=min(qa["max_question_length"], quarter))
+    version_2 = bool(info.get("version_2", qa.get("version_2")))
+    return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
+
+
+def _config_from(info: dict) -> Config:
+    from bertkit.config import load_config
+
+    cfg = load_config(None, task="qa")
+    cfg.qa = QaConfig.model_validate(info.get("qa") or {})
+    return cfg
+
+
+def _unanswerable(examples) -> list[str]:
+    rows = examples if isinstance(examples, list) else examples.to_list()
+    return [r.get("where") or r["id"] for r in rows if not r["answers"]["text"]]
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
+    """Question records `{id, question, context, answers: {text, answer_start}, where}`, checked:
+    answer starts repaired where the answer text is elsewhere in the context, answers that are
+    nowhere in it dropped (with a warning), ids unique, no empty context."""
+    qa = cfg.qa
+    if source.hub:
+        ds = data_mod.load_source(source, cfg)
+        raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
+    else:
+        from bertkit.data.readers import detect_format, read_records
+
+        fmt = detect_format(source.path, source.format)
+        raw = (
+            (r.pop("where", None) or f"{source.path}, record {n}", r)
+            for n, r in enumerate(read_records(source.path, fmt), start=1)
+        )
+    examples, ids = [], {}
+    repaired = dropped_answers = 0
+    dropped_questions = []
+    for where, record in raw:
+        for field in (qa.question_field, qa.context_field):
+            if field not in record:
+                raise BertkitError(
+                    f"{where}: no '{field}' field (fields: {', '.join(record)}); set qa.question_field / "
+                    "qa.context_field if the data names them differently"
+                )
+        question, context = str(record[qa.question_field] or ""), str(record[qa.context_field] or "")
+        _check_texts(question, context, where)
+        key = str(record.get(qa.id_field, len(examples) + 1))
+        if key in ids:
+            raise BertkitError(f"{where}: question id '{key}' is used twice (first at {ids[key]}); ids must be unique")
+        ids[key] = where
+        texts, starts = _answers(record, qa.answers_field, where)
+        kept_texts, kept_starts = [], []
+        for text, start in zip(texts, starts, strict=True):
+            fixed = _locate(context, text, start)
+            if fixed is None:
+                dropped_answers += 1
+                continue
+            repaired += fixed != start
+            kept_texts.append(text)
+            kept_starts.append(fixed)
+        if texts and not kept_texts:
+            dropped_questions.append(where)
+            continue
+        examples.append(
+            {
+                "id": key,
+                "question": question,
+                "context": context,
+                "answers": {"text": kept_texts, "answer_start": kept_starts},
+                "where": where,
+            }
+        )
+    if repaired:
+        console.print(
+            f"[yellow]warning:[/yellow] {role} data: {repaired} answer_start value(s) did not match the answer "
+            "text and were moved to its nearest occurrence in the context"
+        )
+    if dropped_answers:
+        console.print(
+            f"[yellow]warning:[/yellow] {role} data: {dropped_answers} answer(s) do not occur in their context "
+            f"and were dropped; {len(dropped_questions)} question(s) were left with none and skipped"
+            + (f" (first: {dropped_questions[0]})" if dropped_questions else "")
+        )
+    if not examples:
+        raise BertkitError(f"{source.describe()}: no usable questions in the {role} data")
+    return examples
+
+
+def _answers(record: dict, field: str, where: str) -> tuple[list[str], list[int]]:
+    value = record.get(field)
+    if value is None:
+        return [], []
+    if isinstance(value, dict) and "text" in value and "answer_start" in value:
+        texts, starts = list(value["text"]), list(value["answer_start"])
+    elif isinstance(value, list) and all(isinstance(a, dict) and "text" in a and "answer_start" in a for a in value):
+        texts, starts = [a["text"] for a in value], [a["answer_start"] for a in value]
+    else:
+        raise BertkitError(
+            f"{where}: '{field}' should be {{text: [...], answer_start: [...]}} or a list of "
+            f"{{text, answer_start}}, found {value!r:.80}"
+        )
+    if len(texts) != len(starts):
+        raise BertkitError(f"{where}: '{field}' has {len(texts)} texts but {len(starts)} answer_start values")
+    try:
+        return [str(t) for t in texts], [int(s) for s in starts]
+    except (TypeError, ValueError):
+        raise BertkitError(f"{where}: '{field}': answer_start values must be integers, found {starts}") from None
+
+
+def _locate(context: str, text: str, start: int) -> int | None:
+    """`start` when the answer is there; else the start of its nearest occurrence; None if absent."""
+    if not text:
+        return None
+    if context[start : start + len(text)] == text:
+        return start
+    found, at = [], context.find(text)
+    while at >= 0:
+        found.append(at)
+        at = context.find(text, at + 1)
+    return min(found, key=lambda p: abs(p - start)) if found else None
+
+
+def _check_texts(question: str, context: str, where: str) -> None:
+    if not context.strip():
+        raise BertkitError(f"{where}: the context is empty; a question needs a passage to find its answer in")
+    if not question.strip():
+        raise BertkitError(f"{where}: the question is empty")
+
+
+# ---------------------------------------------------------------- windows
+
+
+def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, answers: list[dict] | None = None):
+    """Features for (question, context) pairs: one per window of each context, with the context
+    offsets of every token, and start/end positions when `answers` are given."""
+    qa, max_length = info["qa"], info["max_length"]
+    if not getattr(tokenizer, "is_fast", False):
+        raise BertkitError(f"qa needs a fast tokenizer (for character offsets); {type(tokenizer).__name__} is not one")
+    if not questions:
+        return []
+    questions, longest = _cut_questions(tokenizer, questions, qa["max_question_length"])
+    room = max_length - longest - tokenizer.num_special_tokens_to_add(pair=True)
+    if qa["doc_stride"] >= room:
+        raise BertkitError(
+            f"qa.doc_stride ({qa['doc_stride']}) must be below the context room of a window: model.max_length "
+            f"({max_length}) - the longest question ({longest} tokens; qa.max_question_length cuts them) - "
+            f"special tokens = {room}. Lower doc_stride or max_question_length, or raise max_length."
+        )
+    enc = tokenizer(
+        questions,
+        contexts,
+        truncation="only_second",
+        max_length=max_length,
+        stride=qa["doc_stride"],
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
+    names = [n for n in ("input_ids", "token_type_ids", "attention_mask") if n in enc]
+    cls_id = tokenizer.cls_token_id
+    features = []
+    for i, example in enumerate(enc["overflow_to_sample_mapping"]):
+        sequence = enc.sequence_ids(i)
+        offsets = [tuple(o) if s == 1 else NO_CONTEXT for o, s in zip(enc["offset_mapping"][i], sequence, strict=True)]
+        ids = enc["input_ids"][i]
+        feature = {n: enc[n][i] for n in names}
+        feature["example"] = example
+        feature["offset_mapping"] = offsets
+        feature["cls_index"] = ids.index(cls_id) if cls_id in ids else 0
+        if answers is not None:
+            feature["start_positions"], feature["end_positions"] = _positions(offsets, answers[example], feature)
+        features.append(feature)
+    return features
+
+
+def _cut_questions(tokenizer, questions: list[str], limit: int) -> tuple[list[str], int]:
+    """Questions cut to `limit` tokens, and the length in tokens of the longest one."""
+    enc = tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
+    cut = [
+        q if len(offsets) <= limit else q[: offsets[limit - 1][1]]
+        for q, offsets in zip(questions, enc["offset_mapping"], strict=True)
+    ]
+    return cut, min(limit, max(len(offsets) for offsets in enc["offset_mapping"]))
+
+
+def _positions(offsets: list[tuple[int, int]], answers: dict, feature: dict) -> tuple[int, int]:
+    """Token start and end of the (first) answer in this window; [CLS] when it is not inside."""
+    cls = feature["cls_index"]
+    if not answers["text"]:
+        return cls, cls
+    first_char = answers["answer_start"][0]
+    last_char = first_char + len(answers["text"][0])
+    context = [t for t, o in enumerate(offsets) if o != NO_CONTEXT]
+    if offsets[context[0]][0] > first_char or offsets[context[-1]][1] < last_char:
+        return cls, cls
+    start = max(t for t in context if offsets[t][0] <= first_char)
+    end = min(t for t in context if offsets[t][1] >= last_char)
+    return start, max(start, end)
+
+
+# ---------------------------------------------------------------- answers from logits
+
+
+def extract_answers(features: dict, rows: list, contexts: list[str], qa: dict, version_2: bool, keep: int = 0):
+    """One answer per context: the best start/end pair over all its windows.
+
+    Each result has `answer`, `start`, `end` (characters in the context), `score` (probability
+    among the candidates and, for v2, the null answer), `best_answer` (the best non-empty
+    answer), `null_difference` (null score minus the best answer's score) and, when `keep` > 0,
+    the `keep` best `alternatives`.
+    """
+    n_best, longest = qa["n_best"], qa["max_answer_length"]
+    per_example: dict[int, list] = {}
+    for example, offsets, cls, row in zip(
+        features["example"], features["offset_mapping"], features["cls_index"], rows, strict=True
+    ):
+        per_example.setdefault(example, []).append((np.asarray(offsets), cls, np.asarray(row)))
+    results = []
+    for example, context in enumerate(contexts):
+        candidates: dict[tuple[int, int], float] = {}
+        null = np.inf
+        for offsets, cls, row in per_example.get(example, []):
+            start_logits, end_logits = row[: len(offsets), 0], row[: len(offsets), 1]
+            null = min(null, float(start_logits[cls] + end_logits[cls]))
+            inside = np.flatnonzero(offsets[:, 0] >= 0)
+            if not len(inside):
+                continue
+            starts = inside[np.argsort(-start_logits[inside])[:n_best]]
+            ends = inside[np.argsort(-end_logits[inside])[:n_best]]
+            length = ends[None, :] - starts[:, None]
+            scores = start_logits[starts][:, None] + end_logits[ends][None, :]
+            valid = (length >= 0) & (length < longest)
+            for i, j in zip(*np.nonzero(valid), strict=True):
+                span = (int(offsets[starts[i], 0]), int(offsets[ends[j], 1]))
+                candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
+        ranked = sorted(candidates.items(), key=lambda item: -item[1])[: max(n_best, keep)]
+        results.append(_choose(ranked, null, context, qa, version_2, keep))
+    return results
+
+
+def _choose(ranked: list, null: float, context: str, qa: dict, version_2: bool, keep: int) -> dict:
+    scores = np.array([s for _, s in ranked] + ([null] if version_2 and np.isfinite(null) else []))
+    probs = softmax(scores) if len(scores) else scores
+    best_span, best_score = ranked[0] if ranked else ((None, None), -np.inf)
+    difference = null - best_score if ranked and np.isfinite(null) else 1e9
+    abstain = not ranked or (version_2 and difference > qa["null_score_diff_threshold"])
+    result = {
+        "answer": "" if abstain else context[best_span[0] : best_span[1]],
+        "score": round(float(probs[-1] if abstain and version_2 and len(probs) else probs[0] if ranked else 0.0), 6),
+        "start": None if abstain else best_span[0],
+        "end": None if abstain else best_span[1],
+        "best_answer": context[best_span[0] : best_span[1]] if ranked else "",
+        "null_difference": float(difference),
+    }
+    if keep:
+        result["alternatives"] = [
+            {"answer": context[s:e], "score": round(float(p), 6), "start": s, "end": e}
+            for ((s, e), _), p in zip(ranked[:keep], probs, strict=False)
+        ]
+    return result
