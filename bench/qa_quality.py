@@ -5,14 +5,17 @@
             run_qa.py example, which reached EM 6.7 / F1 12.1 here in 940 s of training
             (2.2 examples/s). Scored on all of dev-v1.1.json (1,058 questions).
   defaults: the same data and budget (1 epoch) with bertkit's QA settings
-            (configs/local/squad.yaml: lr 1e-4, 10% warmup, length-grouped batches).
+            (configs/local/squad.yaml: lr 3e-4 for the encoder and 3e-3 for the fresh QA head,
+            10% warmup, linear decay, length-grouped batches).
+  lr1e-4, head-lr: the steps in between, to see what each change is worth: lr 1e-4 with
+            warmup and length grouping; then the head at 3e-3 as well.
   peer:     training throughput of run_qa.py's recipe (every window padded to 384 tokens) over
             12 steps on the same windows, in its own process, against bertkit's in `same`.
   full:     configs/local/squad.yaml as it is: all 7,628 questions, 2 epochs.
   v2:       configs/local/squad_v2.yaml on the first 2,000 questions of train-v2.0.json, 1 epoch;
             HasAns / NoAns / overall F1 on dev-v2.0.json, and the best null threshold.
 
-Usage: python bench/qa_quality.py [same] [defaults] [peer] [full] [v2]
+Usage: python bench/qa_quality.py [same] [lr1e-4] [head-lr] [defaults] [peer] [full] [v2]
 Writes bench/results/qa_quality.json and prints a table.
 """
 
@@ -28,9 +31,17 @@ from common import DATA, ROOT, minilm_path, require, save, table, train_bundle
 SQUAD = DATA / "en/squad"
 CONFIG, CONFIG_V2 = "configs/local/squad.yaml", "configs/local/squad_v2.yaml"
 FIRST_2000 = ["data.max_train_samples=2000", "data.sample=first", "train.epochs=1"]
-RUN_QA = ["train.learning_rate=5e-5", "train.warmup_ratio=0", "train.weight_decay=0", "train.group_by_length=false"]
+RUN_QA = [
+    "train.learning_rate=5e-5",
+    "train.head_learning_rate=null",
+    "train.warmup_ratio=0",
+    "train.weight_decay=0",
+    "train.group_by_length=false",
+]
 RUNS = {
     "same": (CONFIG, FIRST_2000 + RUN_QA, {"reference_em": 6.7, "reference_f1": 12.1, "reference_train_seconds": 940}),
+    "lr1e-4": (CONFIG, FIRST_2000 + ["train.learning_rate=1e-4", "train.head_learning_rate=null"], {}),
+    "head-lr": (CONFIG, FIRST_2000 + ["train.learning_rate=1e-4"], {}),
     "defaults": (CONFIG, FIRST_2000, {"reference_em": 6.7, "reference_f1": 12.1}),
     "full": (CONFIG, [], {}),
     "v2": (CONFIG_V2, FIRST_2000, {}),

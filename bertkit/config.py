@@ -94,6 +94,9 @@ class TrainConfig(Section):
     eval_batch_size: int | None = Field(None, ge=1, description="defaults to 2 x batch_size")
     gradient_accumulation_steps: int = Field(1, ge=1, description="steps per optimiser update")
     learning_rate: float = Field(2.0e-5, gt=0, description="peak learning rate")
+    head_learning_rate: float | None = Field(
+        None, gt=0, description="peak learning rate of the task head (new weights); learning_rate when null"
+    )
     weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
     warmup_ratio: float = Field(0.06, ge=0, lt=1, description="share of steps spent warming up")
     lr_scheduler: str = Field("linear", description="linear, cosine, constant_with_warmup, ...")
@@ -170,11 +173,11 @@ class NerConfig(Section):
 
 
 class QaConfig(Section):
-    question_field: str = Field("question", description="JSON / table data: field with the question")
-    context_field: str = Field("context", description="JSON / table data: field with the context passage")
-    id_field: str = Field("id", description="JSON / table data: field with the question id")
+    question_field: str = Field("question", description="flat JSON data: field with the question")
+    context_field: str = Field("context", description="flat JSON data: field with the context passage")
+    id_field: str = Field("id", description="flat JSON data: field with the question id")
     answers_field: str = Field(
-        "answers", description="JSON / table data: {text: [...], answer_start: [...]} or a list of {text, answer_start}"
+        "answers", description="flat JSON data: {text: [...], answer_start: [...]} or a list of {text, answer_start}"
     )
     version_2: bool | None = Field(
         None, description="questions may have no answer (SQuAD v2); detected from the training data when null"
@@ -375,6 +378,8 @@ STARTER_VALUES = {
     "ner": {("data", "train"): "data/train.conll", ("data", "validation"): "data/dev.conll"},
     "qa": {
         ("model", "max_length"): 384,
+        ("train", "learning_rate"): 3.0e-4,  # measured best for MiniLM on a short budget (README)
+        ("train", "head_learning_rate"): 3.0e-3,
         ("data", "train"): "data/train-v1.1.json",
         ("data", "validation"): "data/dev-v1.1.json",
     },

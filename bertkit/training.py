@@ -167,14 +167,18 @@ class RememberEvaluations(_callback_base()):
 
 
 def _trainer_class(cfg: Config):
-    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on."""
+    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, and
+    the task head in its own optimizer group when train.head_learning_rate is set."""
     from transformers import Trainer
 
-    if not cfg.train.group_by_length:
+    grouped, head_lr = cfg.train.group_by_length, cfg.train.head_learning_rate
+    if not grouped and head_lr is None:
         return Trainer
 
-    class GroupedTrainer(Trainer):
+    class BertkitTrainer(Trainer):
         def _get_train_sampler(self, train_dataset=None):
+            if not grouped:
+                return super()._get_train_sampler(train_dataset)
             from bertkit.sampling import ShuffledLengthGroups
 
             data = train_dataset if train_dataset is not None else self.train_dataset
@@ -182,7 +186,34 @@ def _trainer_class(cfg: Config):
             batch = self.args.per_device_train_batch_size * max(1, self.args.world_size)
             return ShuffledLengthGroups(lengths, batch, self.args.seed)
 
-    return GroupedTrainer
+        def create_optimizer(self, model=None):
+            optimizer = super().create_optimizer(model)
+            if head_lr is not None and self.optimizer is optimizer:
+                split_head_groups(optimizer, head_parameters(model or self.model), head_lr)
+            return optimizer
+
+    return BertkitTrainer
+
+
+def head_parameters(model) -> set[int]:
+    """ids of the parameters outside the pretrained base model: the task head."""
+    prefix = model.base_model_prefix + "."
+    return {id(p) for name, p in model.named_parameters() if not name.startswith(prefix)}
+
+
+def split_head_groups(optimizer, head: set[int], lr: float) -> None:
+    """Move the head's parameters into groups of their own with learning rate `lr` (the
+    scheduler, created afterwards, scales every group's rate the same way)."""
+    groups = []
+    for group in optimizer.param_groups:
+        settings = {k: v for k, v in group.items() if k != "params"}
+        body = [p for p in group["params"] if id(p) not in head]
+        mine = [p for p in group["params"] if id(p) in head]
+        groups += [{**settings, "params": body}] if body else []
+        groups += [{**settings, "params": mine, "lr": lr}] if mine else []
+    optimizer.param_groups.clear()
+    for group in groups:
+        optimizer.add_param_group(group)
 
 
 def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool) -> None:

@@ -60,7 +60,7 @@ def test_balanced_class_weights():
 
     info = info_for(["a", "a", "a", "b"], **{"classify.class_weights": "balanced"})
     cfg = load_config(None, ["classify.class_weights=balanced"])
-    loss = TASK.loss(info, cfg, [0, 0, 0, 1])
+    loss = TASK.loss(info, cfg, {"labels": [0, 0, 0, 1]})
     logits = torch.zeros(2, 2)
 
     class Out:
@@ -72,7 +72,7 @@ def test_balanced_class_weights():
     value = loss(out, torch.tensor([0, 1]))
     assert value.item() == pytest.approx(np.log(2), rel=1e-5)
     with pytest.raises(BertkitError, match="3 weights for 2 labels"):
-        TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), [0, 1])
+        TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
 
 
 def test_keep_modes():
@@ -161,3 +161,24 @@ def test_shuffled_length_groups():
     assert 0.3 < ups / (len(means) - 1) < 0.7
     sampler.set_epoch(0)
     assert list(sampler) == first
+
+
+def test_head_learning_rate_gets_its_own_groups(tiny_model, tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    from bertkit.config import load_config
+    from bertkit.training import _trainer_class, head_parameters, training_arguments
+
+    cfg = load_config(None, ["train.learning_rate=1e-4", "train.head_learning_rate=3e-3", "train.eval_strategy=no"])
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2)
+    head = head_parameters(model)
+    assert head == {id(model.classifier.weight), id(model.classifier.bias)}
+    args = training_arguments(cfg, tmp_path, "fp32", None)
+    trainer = _trainer_class(cfg)(model=model, args=args)
+    optimizer = trainer.create_optimizer()
+    rates = {id(p): g["lr"] for g in optimizer.param_groups for p in g["params"]}
+    assert len(rates) == sum(1 for _ in model.parameters())  # every parameter, once
+    assert {rates[i] for i in head} == {3e-3}
+    assert {r for i, r in rates.items() if i not in head} == {1e-4}
+    decay = {id(p): g["weight_decay"] for g in optimizer.param_groups for p in g["params"]}
+    assert decay[id(model.classifier.weight)] == cfg.train.weight_decay and decay[id(model.classifier.bias)] == 0.0

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from bertkit.config import Config, load_config, starter_yaml, to_yaml
+from bertkit.config import TASKS, Config, load_config, starter_yaml, to_yaml
 from bertkit.errors import BertkitError
 
 
@@ -115,6 +115,15 @@ def test_starter_config_is_valid_and_commented():
     assert cfg.data.train.path == "examples/reviews/train.csv"
 
 
+@pytest.mark.parametrize("task", ["ner", "qa"])
+def test_starter_config_of_each_task(task):
+    cfg = Config.model_validate(yaml.safe_load(starter_yaml(task)))
+    assert cfg.task == task and cfg.data.train.path.startswith("data/")
+    assert f"\n{task}:\n" in starter_yaml(task)
+    if task == "qa":
+        assert cfg.model.max_length == 384 and cfg.qa.doc_stride == 128
+
+
 def test_show_round_trips(tmp_path):
     cfg = load_config(write(tmp_path, "train:\n  epochs: 2\n"))
     again = Config.model_validate(yaml.safe_load(to_yaml(cfg)))
@@ -132,7 +141,7 @@ def test_shipped_configs_validate(name):
     from conftest import ROOT
 
     cfg = load_config(ROOT / "configs" / name)
-    assert cfg.task in ("classify", "ner") and cfg.data.train is not None
+    assert cfg.task in TASKS and cfg.data.train is not None
 
 
 def test_unquoted_no_is_a_strategy(tmp_path):

@@ -195,7 +195,8 @@ def _complete(info: dict) -> dict:
         qa.update(info["qa"])
     else:  # windows in proportion to the model's length limit
         quarter = info["max_length"] // 4
-        qa.update(doc_stride=min(qa["doc_stride"], quarter), max_question_length=min(qa["max_question_length"], quarter))
+        qa["doc_stride"] = min(qa["doc_stride"], quarter)
+        qa["max_question_length"] = min(qa["max_question_length"], quarter)
     version_2 = bool(info.get("version_2", qa.get("version_2")))
     return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
 
