@@ -71,3 +71,13 @@ def train_bundle(task: str, config: str, name: str, sets: list[str]) -> tuple[di
     )
     wall = time.perf_counter() - started
     return json.loads((out / "bertkit.json").read_text()), round(wall, 1)
+
+
+def in_own_process(script: str, *args: str) -> dict:
+    """Run `python SCRIPT ARGS` (a peer recipe that prints one JSON line last), timed from outside."""
+    import subprocess
+
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, script, *args], cwd=ROOT, check=True, capture_output=True, text=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**row, "wall_seconds": round(time.perf_counter() - started, 1)}

@@ -16,11 +16,10 @@ Writes bench/results/ner_quality.json and prints a table.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 
-from common import DATA, ROOT, minilm_path, require, save, table, train_bundle
+from common import DATA, ROOT, in_own_process, minilm_path, require, save, table, train_bundle
 
 TRAIN, DEV = DATA / "en/conll2003/eng.train", DATA / "en/conll2003/eng.testa"
 CONFIG = "configs/local/conll2003.yaml"
@@ -51,12 +50,7 @@ def peer_run(kind: str, n: int) -> dict:
              trained on the first n sentences and scored on the first 1,000 of eng.testa.
     pad128:  the tutorial recipe, every sentence padded to 128 tokens; throughput only.
     """
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, __file__, "--peer", kind, str(n)], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**row, "wall_seconds": round(time.perf_counter() - started, 1)}
+    return in_own_process(__file__, "--peer", kind, str(n))
 
 
 def _peer(kind: str, n: int) -> dict:

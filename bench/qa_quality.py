@@ -22,11 +22,10 @@ Writes bench/results/qa_quality.json and prints a table.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 
-from common import DATA, ROOT, minilm_path, require, save, table, train_bundle
+from common import DATA, ROOT, in_own_process, minilm_path, require, save, table, train_bundle
 
 SQUAD = DATA / "en/squad"
 CONFIG, CONFIG_V2 = "configs/local/squad.yaml", "configs/local/squad_v2.yaml"
@@ -68,12 +67,7 @@ def bertkit_run(name: str) -> dict:
 
 
 def peer_run(steps: int = 12) -> dict:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, __file__, "--peer", str(steps)], cwd=ROOT, check=True, capture_output=True, text=True
-    )
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**row, "wall_seconds": round(time.perf_counter() - started, 1)}
+    return in_own_process(__file__, "--peer", str(steps))
 
 
 def _peer(steps: int) -> dict:

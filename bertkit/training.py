@@ -188,7 +188,7 @@ def _trainer_class(cfg: Config):
 
         def create_optimizer(self, model=None):
             optimizer = super().create_optimizer(model)
-            if head_lr is not None and self.optimizer is optimizer:
+            if head_lr is not None:
                 split_head_groups(optimizer, head_parameters(model or self.model), head_lr)
             return optimizer
 

@@ -94,11 +94,7 @@ class Squad(evaluate.Metric):
         missing = [qid for qid in golds if qid not in predicted]
         if missing:
             raise ValueError(f"{len(missing)} question(s) have no prediction, e.g. {missing[0]}")
-        em, f = {}, {}
-        for qid, answers in golds.items():
-            answers = answers or [""]
-            em[qid] = max(exact(a, predicted[qid]) for a in answers)
-            f[qid] = max(f1(a, predicted[qid]) for a in answers)
+        em, f = _scores(exact, golds, predicted), _scores(f1, golds, predicted)
         answerable = {qid: bool(a) for qid, a in golds.items()}
         result = {"exact_match": _mean(em, golds), "f1": _mean(f, golds), "total": len(golds)}
         if not all(answerable.values()):
@@ -115,13 +111,9 @@ class Squad(evaluate.Metric):
                 }
             )
             nulls = {p["id"]: p["no_answer_probability"] for p in predictions if p["id"] in golds}
-            best = {p["id"]: p["best_answer"] for p in predictions if p["id"] in golds}
-            best_em, em_threshold = _best_threshold(
-                {q: max(exact(a, best[q]) for a in golds[q] or [""]) for q in golds}, nulls, answerable
-            )
-            best_f1, f1_threshold = _best_threshold(
-                {q: max(f1(a, best[q]) for a in golds[q] or [""]) for q in golds}, nulls, answerable
-            )
+            best = {p["id"]: p["best_answer"] for p in predictions}
+            best_em, em_threshold = _best_threshold(_scores(exact, golds, best), nulls, answerable)
+            best_f1, f1_threshold = _best_threshold(_scores(f1, golds, best), nulls, answerable)
             result.update(
                 {
                     "best_exact_match": best_em,
@@ -131,6 +123,11 @@ class Squad(evaluate.Metric):
                 }
             )
         return result
+
+
+def _scores(measure, golds: dict, predicted: dict) -> dict:
+    """Per question, the best `measure` of its prediction against any gold answer ("" if none)."""
+    return {qid: max(measure(a, predicted[qid]) for a in answers or [""]) for qid, answers in golds.items()}
 
 
 def _mean(values: dict, keys) -> float:

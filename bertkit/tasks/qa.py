@@ -50,13 +50,8 @@ class QaTask:
                 "to learn to abstain, or remove those questions."
             )
         for role in ("validation", "test"):
-            missing = _unanswerable(ds[role]) if role in ds else []
-            if missing and not version_2:
-                console.print(
-                    f"[yellow]warning:[/yellow] {role} data: {len(missing)} question(s) have no answer (first: "
-                    f"{missing[0]}), but the model is trained as SQuAD v1 and always answers; they count as "
-                    "misses (see no_ans_* in the metrics). Set qa.version_2: true to learn to abstain."
-                )
+            if role in ds and not version_2:
+                _warn_unanswerable(f"{role} data", _unanswerable(ds[role]))
         return {
             "task": self.name,
             "max_length": cfg.model.max_length,
@@ -91,85 +86,47 @@ class QaTask:
 
     def metric_fn(self, info: dict, features, examples):
         """Official SQuAD scores of a Trainer prediction on `features` (windows of `examples`)."""
-        columns = {k: list(features[k]) for k in ("example", "offset_mapping", "cls_index")}
+        columns = _columns(features)
         records = examples.to_list()
+        contexts = [r["context"] for r in records]
 
         def score(prediction):
             starts, ends = prediction.predictions[:2]
             rows = [np.stack([s, e], -1) for s, e in zip(starts, ends, strict=True)]
-            return self.score_rows(rows, columns, records, info)
+            return score_answers(extract_answers(columns, rows, contexts, info["qa"], info["version_2"]), records, info)
 
         return score
-
-    def score_rows(self, rows: list, features: dict, records: list[dict], info: dict) -> dict:
-        qa = info["qa"]
-        found = extract_answers(features, rows, [r["context"] for r in records], qa, info["version_2"])
-        predictions, references = [], []
-        for record, answer in zip(records, found, strict=True):
-            predictions.append(
-                {
-                    "id": record["id"],
-                    "prediction_text": answer["answer"],
-                    "no_answer_probability": answer["null_difference"],
-                    "best_answer": answer["best_answer"],
-                }
-            )
-            references.append({"id": record["id"], "answers": record["answers"]})
-        result = metrics.load("squad").compute(predictions=predictions, references=references)
-        if info["version_2"]:
-            result["null_score_diff_threshold"] = qa["null_score_diff_threshold"]
-        return result
 
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
         info = _complete(info)
-        cfg = _config_from(info)
-        records = read_examples(DataSource(path=data, format=options.get("data_format")), cfg, data)
-        features = encode(tokenizer, [r["question"] for r in records], [r["context"] for r in records], info)
-        rows = forward(model, tokenizer, features, options.get("batch_size", 32), output=_start_end)
-        columns = {k: [f[k] for f in features] for k in ("example", "offset_mapping", "cls_index")}
-        unanswerable = _unanswerable(records)
-        if unanswerable and not info["version_2"]:
-            console.print(
-                f"[yellow]warning:[/yellow] {data}: {len(unanswerable)} question(s) have no answer, and this "
-                "model always answers (SQuAD v1); they count as misses (see no_ans_* in the metrics)"
-            )
-        return self.score_rows(rows, columns, records, info)
+        records = read_examples(DataSource(path=data, format=options.get("data_format")), _config_from(info), data)
+        if not info["version_2"]:
+            _warn_unanswerable(data, _unanswerable(records))
+        questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
+        found = answer_questions(model, tokenizer, info, questions, contexts, options.get("batch_size", 32))
+        return score_answers(found, records, info)
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
         info = _complete(info)
         qa = info["qa"]
-        q_field, c_field, id_field = qa["question_field"], qa["context_field"], qa["id_field"]
         alternatives = options.get("n_best") or 0
-        seen: dict[str, int] = {}
+        seen: dict[str, str] = {}
         number = 0
         for chunk in chunks(records, options.get("chunk_size", 256)):
-            questions, contexts, ids = [], [], []
+            checked = []
             for record in chunk:
                 number += 1
-                where = record.get("where") or f"input record {number}"
-                question = record.get(q_field, record.get("question"))
-                context = record.get(c_field, record.get("context"))
-                if question is None or context is None:
-                    raise BertkitError(
-                        f"{where}: a question needs '{q_field}' and '{c_field}' (fields: {', '.join(record)})"
-                    )
-                _check_texts(str(question), str(context), where)
-                key = record.get(id_field, record.get("id"))
-                if key is not None:
-                    key = str(key)
-                    if key in seen:
-                        raise BertkitError(f"{where}: question id '{key}' was used before, by record {seen[key]}")
-                    seen[key] = number
-                ids.append(key)
-                questions.append(str(question))
-                contexts.append(str(context))
-            features = encode(tokenizer, questions, contexts, info)
-            rows = forward(model, tokenizer, features, options.get("batch_size", 32), output=_start_end)
-            columns = {k: [f[k] for f in features] for k in ("example", "offset_mapping", "cls_index")}
-            found = extract_answers(columns, rows, contexts, qa, info["version_2"], keep=alternatives)
+                # records built by `--question` use the plain field names
+                fields = {
+                    k: qa[f"{k}_field"] if qa[f"{k}_field"] in record else k for k in ("question", "context", "id")
+                }
+                checked.append(_checked(record, fields, record.get("where") or f"input record {number}", seen))
+            ids, questions, contexts = (list(column) for column in zip(*checked, strict=True))
+            batch = options.get("batch_size", 32)
+            found = answer_questions(model, tokenizer, info, questions, contexts, batch, keep=alternatives)
             for key, answer in zip(ids, found, strict=True):
                 out = {} if key is None else {"id": key}
                 out.update({k: answer[k] for k in ("answer", "score", "start", "end")})
@@ -179,6 +136,39 @@ class QaTask:
 
 
 TASK = QaTask()
+
+
+def answer_questions(model, tokenizer, info: dict, questions, contexts, batch_size: int, keep: int = 0) -> list:
+    """The model's answer to each question about its context, through windows of the context."""
+    features = encode(tokenizer, questions, contexts, info)
+    rows = forward(model, tokenizer, features, batch_size, output=_start_end)
+    return extract_answers(_columns(features), rows, contexts, info["qa"], info["version_2"], keep=keep)
+
+
+def score_answers(found: list[dict], records: list[dict], info: dict) -> dict:
+    """The squad metric on answers (from `extract_answers`) to the questions of `records`."""
+    predictions = [
+        {
+            "id": record["id"],
+            "prediction_text": answer["answer"],
+            "no_answer_probability": answer["null_difference"],
+            "best_answer": answer["best_answer"],
+        }
+        for record, answer in zip(records, found, strict=True)
+    ]
+    references = [{"id": r["id"], "answers": r["answers"]} for r in records]
+    result = metrics.load("squad").compute(predictions=predictions, references=references)
+    if info["version_2"]:
+        result["null_score_diff_threshold"] = info["qa"]["null_score_diff_threshold"]
+    return result
+
+
+def _columns(features) -> dict:
+    """What answer extraction reads from the windows (a Dataset or a list of feature dicts)."""
+    names = ("example", "offset_mapping", "cls_index")
+    if isinstance(features, list):
+        return {k: [f[k] for f in features] for k in names}
+    return {k: list(features[k]) for k in names}
 
 
 def _start_end(out):
@@ -209,6 +199,15 @@ def _config_from(info: dict) -> Config:
     return cfg
 
 
+def _warn_unanswerable(where: str, missing: list[str]) -> None:
+    if missing:
+        console.print(
+            f"[yellow]warning:[/yellow] {where}: {len(missing)} question(s) have no answer (first: {missing[0]}), "
+            "but the model answers every question (SQuAD v1); they count as misses (see no_ans_* in the "
+            "metrics). Train with qa.version_2: true to learn to abstain."
+        )
+
+
 def _unanswerable(examples) -> list[str]:
     rows = examples if isinstance(examples, list) else examples.to_list()
     return [r.get("where") or r["id"] for r in rows if not r["answers"]["text"]]
@@ -236,19 +235,9 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
     examples, ids = [], {}
     repaired = dropped_answers = 0
     dropped_questions = []
+    fields = {"question": qa.question_field, "context": qa.context_field, "id": qa.id_field}
     for where, record in raw:
-        for field in (qa.question_field, qa.context_field):
-            if field not in record:
-                raise BertkitError(
-                    f"{where}: no '{field}' field (fields: {', '.join(record)}); set qa.question_field / "
-                    "qa.context_field if the data names them differently"
-                )
-        question, context = str(record[qa.question_field] or ""), str(record[qa.context_field] or "")
-        _check_texts(question, context, where)
-        key = str(record.get(qa.id_field, len(examples) + 1))
-        if key in ids:
-            raise BertkitError(f"{where}: question id '{key}' is used twice (first at {ids[key]}); ids must be unique")
-        ids[key] = where
+        key, question, context = _checked(record, fields, where, ids, default_id=str(len(examples) + 1))
         texts, starts = _answers(record, qa.answers_field, where)
         kept_texts, kept_starts = [], []
         for text, start in zip(texts, starts, strict=True):
@@ -321,11 +310,27 @@ def _locate(context: str, text: str, start: int) -> int | None:
     return min(found, key=lambda p: abs(p - start)) if found else None
 
 
-def _check_texts(question: str, context: str, where: str) -> None:
+def _checked(record: dict, fields: dict, where: str, ids: dict, default_id: str | None = None):
+    """(id, question, context) of a record, checked: both texts there and not empty, the id not
+    seen before (`ids` maps the ids seen so far to where they were)."""
+    for name in ("question", "context"):
+        if fields[name] not in record:
+            raise BertkitError(
+                f"{where}: no '{fields[name]}' field (fields: {', '.join(record)}); set qa.question_field / "
+                "qa.context_field if the data names them differently"
+            )
+    question, context = str(record[fields["question"]] or ""), str(record[fields["context"]] or "")
     if not context.strip():
         raise BertkitError(f"{where}: the context is empty; a question needs a passage to find its answer in")
     if not question.strip():
         raise BertkitError(f"{where}: the question is empty")
+    key = record.get(fields["id"], default_id)
+    if key is not None:
+        key = str(key)
+        if key in ids:
+            raise BertkitError(f"{where}: question id '{key}' is used twice (first at {ids[key]}); ids must be unique")
+        ids[key] = where
+    return key, question, context
 
 
 # ---------------------------------------------------------------- windows
