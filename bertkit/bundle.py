@@ -29,12 +29,11 @@ class Bundle:
 
     def load_model(self, auto_class: str, device=None):
         import transformers
-        from transformers.utils import logging as hf_logging
 
         from bertkit.inference import pick_device
+        from bertkit.models import quiet_transformers
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
+        quiet_transformers()
         loader = getattr(transformers, auto_class)
         try:
             model = loader.from_pretrained(str(self.path))

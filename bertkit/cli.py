@@ -21,8 +21,10 @@ app = typer.Typer(
 )
 train_app = typer.Typer(help="Fine-tune a model from a YAML config.", no_args_is_help=True)
 config_app = typer.Typer(help="Show or start a config file.", no_args_is_help=True)
+tokenizer_app = typer.Typer(help="Build a WordPiece tokenizer from your own text.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 app.add_typer(config_app, name="config")
+app.add_typer(tokenizer_app, name="tokenizer")
 
 ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
 SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
@@ -54,6 +56,8 @@ TRAIN_COMMANDS = {
     "classify": "Text classification: single texts or pairs; multi-class, multi-label or regression.",
     "ner": "Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
     "qa": "Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
+    "mlm-adapt": "Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
+    "embed": "Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
 }
 
 
@@ -160,6 +164,9 @@ def predict(
         None, "--context-file", help="QA: a UTF-8 text file of any length to find the --question's answer in."
     ),
     n_best: int = typer.Option(0, "--n-best", min=0, help="QA: also list this many alternative answers."),
+    top_k: int | None = typer.Option(
+        None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
+    ),
 ) -> None:
     """Run a trained model on texts; one result per input line or record, in input order."""
     if long_text not in ("truncate", "windows"):
@@ -185,6 +192,7 @@ def predict(
         device,
         records=records,
         n_best=n_best,
+        top_k=top_k,
         text_column=text_column,
         text_pair_column=text_pair_column,
         batch_size=batch_size,
@@ -254,6 +262,180 @@ def evaluate(
     from bertkit.progress import console
 
     console.print(f"[green]metrics written to[/green] {target / 'metrics.json'}")
+
+
+# ---------------------------------------------------------------- embeddings
+
+ModelOption = typer.Option(
+    ..., "--model", "-m", help="Any BERT-family model: a bertkit bundle, a HF model folder or a hub id."
+)
+PoolingOption = typer.Option(None, "--pooling", help="mean, cls, max or pooler (default: the model's own, else mean).")
+NormalizeOption = typer.Option(
+    None, "--normalize/--no-normalize", help="L2-normalise the vectors (default: as the model says, else no)."
+)
+MaxLengthOption = typer.Option(
+    None, "--max-length", min=8, help="Cut texts to this many tokens (default: the model's)."
+)
+BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
+DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
+TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")
+
+
+@app.command()
+def embed(
+    model: str = ModelOption,
+    input: str = typer.Option(..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet, or - for stdin."),
+    output: str = typer.Option(..., "--output", "-o", help="vectors.npy, vectors.parquet or vectors.jsonl."),
+    pooling: str | None = PoolingOption,
+    normalize: bool | None = NormalizeOption,
+    max_length: int | None = MaxLengthOption,
+    text_column: str = TextColumnOption,
+    input_format: str | None = typer.Option(None, "--input-format", help="When the extension does not say."),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+) -> None:
+    """Write one sentence vector per input text, in input order."""
+    from bertkit.embedding import load_encoder
+    from bertkit.progress import console
+    from bertkit.vectors import embed_file, vector_format
+
+    vector_format(output)  # a bad extension fails before the model loads
+    encoder = load_encoder(model, pooling, normalize, max_length, device)
+    count = embed_file(encoder, input, output, input_format, text_column, batch_size)
+    s = encoder.settings
+    console.print(
+        f"[green]{count:,} vectors of {encoder.dimension} written to[/green] {output} "
+        f"(pooling {s.pooling}, {'normalised' if s.normalize else 'not normalised'}, settings from {s.origin})"
+    )
+
+
+@app.command()
+def similarity(
+    model: str = ModelOption,
+    input: str = typer.Option(
+        ..., "--input", "-i", help="Pairs (CSV/TSV/JSONL with two text columns), or a list of texts with --matrix."
+    ),
+    output: str | None = typer.Option(None, "--output", "-o", help="Where the scores go (stdout when absent)."),
+    matrix: bool = typer.Option(False, "--matrix", help="Score every text of --input against every other."),
+    heatmap: Path | None = typer.Option(None, "--heatmap", help="With --matrix: also draw the matrix to this PNG."),
+    text_column: str = TextColumnOption,
+    text_pair_column: str = typer.Option("text_pair", "--text-pair-column", help="Field of the second text of a pair."),
+    pooling: str | None = PoolingOption,
+    max_length: int | None = MaxLengthOption,
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+) -> None:
+    """Cosine similarity of text pairs (one score each), or of all pairs in a list (a matrix)."""
+    from bertkit.data.readers import read_records
+    from bertkit.embedding import load_encoder
+    from bertkit.outputs import RecordWriter, atomic_text
+    from bertkit.search import heatmap as draw
+    from bertkit.search import matrix_scores, pair_scores
+
+    if heatmap is not None and not matrix:
+        raise BertkitError("--heatmap draws a --matrix; add --matrix")
+    records = list(read_records(input, text_column=text_column))
+    if not records:
+        raise BertkitError(f"{input}: no texts in it (the file is empty)")
+    needed = [text_column] if matrix else [text_column, text_pair_column]
+    for number, record in enumerate(records, start=1):
+        missing = [c for c in needed if c not in record]
+        if missing:
+            hint = "" if matrix else " (for a matrix of one list of texts, add --matrix)"
+            raise BertkitError(
+                f"{input}: record {number} has no '{missing[0]}' field (fields: {', '.join(record)}); "
+                f"set --text-column / --text-pair-column{hint}"
+            )
+    encoder = load_encoder(model, pooling, None, max_length, device)
+    texts = [str(r[text_column] or "") for r in records]
+    if matrix:
+        scores = matrix_scores(encoder, texts, batch_size)
+        rows = [
+            {"index": i, "text": t, "scores": [round(float(x), 6) for x in row]}
+            for i, (t, row) in enumerate(zip(texts, scores, strict=True))
+        ]
+        if heatmap is not None:
+            draw(scores, texts, heatmap)
+    else:
+        pairs = [str(r[text_pair_column] or "") for r in records]
+        values = pair_scores(encoder, texts, pairs, batch_size)
+        rows = [{**r, "score": round(float(v), 6)} for r, v in zip(records, values, strict=True)]
+    from bertkit.prediction import output_format
+
+    with atomic_text(output) as handle:
+        writer = RecordWriter(handle, output_format(output, None))
+        for row in rows:
+            writer.write(row)
+    encoder.report_truncation()
+
+
+@app.command()
+def search(
+    model: str = ModelOption,
+    corpus: str = typer.Option(
+        ..., "--corpus", help="The texts to search: a text file (one a line), a folder or glob of them, or JSONL/CSV."
+    ),
+    query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
+    queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
+    output: str | None = typer.Option(None, "--output", "-o", help="hits.jsonl (stdout when absent)."),
+    text_column: str = TextColumnOption,
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing."),
+    pooling: str | None = PoolingOption,
+    max_length: int | None = MaxLengthOption,
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+) -> None:
+    """Exact semantic search: the corpus texts closest (cosine) to each query."""
+    from bertkit import search as searching
+    from bertkit.data.corpus import read_lines
+    from bertkit.embedding import load_encoder
+    from bertkit.outputs import RecordWriter, atomic_text
+
+    if bool(query) == bool(queries):
+        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
+    asked = list(query) if query else list(read_lines(queries, text_column))
+    if not asked:
+        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
+    encoder = load_encoder(model, pooling, None, max_length, device)
+    cache = None if no_cache else (cache_dir or searching.default_cache_dir())
+    with atomic_text(output) as handle:
+        writer = RecordWriter(handle, "jsonl")
+        for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
+            writer.write(record)
+    encoder.report_truncation()
+
+
+@tokenizer_app.command("train")
+def tokenizer_train(
+    input: list[str] = typer.Option(
+        ..., "--input", "-i", help="Text files (one text a line), folders or globs; repeatable."
+    ),
+    output: Path = typer.Option(..., "--output", "-o", help="The tokenizer directory to write."),
+    vocab_size: int = typer.Option(
+        8000, "--vocab-size", min=16, help="Entries in the vocabulary, special tokens included."
+    ),
+    lowercase: bool = typer.Option(True, "--lowercase/--cased", help="Lowercase (and strip accents) before splitting."),
+    min_frequency: int = typer.Option(2, "--min-frequency", min=1, help="Drop pieces seen fewer times than this."),
+    max_length: int = typer.Option(512, "--max-length", min=8, help="The model_max_length the tokenizer records."),
+    text_column: str = TextColumnOption,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+) -> None:
+    """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it)."""
+    from bertkit.data.corpus import read_lines
+    from bertkit.outputs import check_output_dir
+    from bertkit.progress import console, status
+    from bertkit.vocab import save_tokenizer, train_wordpiece
+
+    check_output_dir(output, overwrite)
+    texts = (line for path in input for line in read_lines(path, text_column))
+    with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
+        tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, where=", ".join(input))
+    save_tokenizer(tokenizer, output, overwrite)
+    console.print(f"[green]tokenizer with {len(tokenizer):,} entries written to[/green] {output}")
 
 
 # ---------------------------------------------------------------- config / info

@@ -14,7 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bertkit.errors import BertkitError, did_you_mean
 
-TASKS = ("classify", "ner", "qa")
+TASKS = ("classify", "ner", "qa", "mlm-adapt", "embed")
+# the config section of each task's own settings
+SECTIONS = {"classify": "classify", "ner": "ner", "qa": "qa", "mlm-adapt": "mlm", "embed": "embed"}
+
+
+SECTION_NAMES = ("model", "data", "train", *SECTIONS.values())
 
 
 class Section(BaseModel):
@@ -191,6 +196,54 @@ class QaConfig(Section):
     )
 
 
+class MlmConfig(Section):
+    mode: Literal["blocks", "lines"] = Field(
+        "blocks", description="blocks: join all text and cut it into blocks of block_size; lines: one example a line"
+    )
+    block_size: int | None = Field(None, ge=8, description="tokens per block (blocks mode); model.max_length when null")
+    long_lines: Literal["truncate", "windows"] = Field(
+        "truncate", description="lines mode: cut a line longer than model.max_length, or split it into windows"
+    )
+    mlm_probability: float = Field(0.15, gt=0, lt=1, description="share of tokens (or words) chosen for prediction")
+    whole_word_masking: bool = Field(False, description="choose whole words: all of a word's pieces or none")
+    from_scratch: bool = Field(
+        False, description="pre-train a new BERT of the size below (model.name is then not used)"
+    )
+    vocab_size: int = Field(8000, ge=16, description="from scratch: WordPiece vocabulary learnt from the training text")
+    lowercase: bool = Field(True, description="from scratch: the new vocabulary lowercases text")
+    hidden_size: int = Field(256, ge=8, description="from scratch: width of the model")
+    num_layers: int = Field(4, ge=1, description="from scratch: encoder layers")
+    num_heads: int = Field(4, ge=1, description="from scratch: attention heads (must divide hidden_size)")
+    intermediate_size: int = Field(1024, ge=8, description="from scratch: feed-forward width")
+    top_k: int = Field(5, ge=1, description="fill-mask predictions: candidates listed per [MASK]")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> MlmConfig:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must divide hidden_size ({self.hidden_size})")
+        return self
+
+
+class EmbedConfig(Section):
+    pooling: Literal["mean", "cls", "max", "pooler"] = Field(
+        "mean", description="how token vectors become one sentence vector"
+    )
+    normalize: bool = Field(True, description="L2-normalise the sentence vectors the bundle produces")
+    loss: Literal["auto", "in_batch", "cosine", "cosent"] = Field(
+        "auto",
+        description="auto: in_batch for (anchor, positive) pairs, cosent for scored pairs; cosine: MSE on cosine",
+    )
+    scale: float = Field(20.0, gt=0, description="in_batch and cosent: similarity scale (inverse temperature)")
+    score_max: float | None = Field(
+        None,
+        gt=0,
+        description="scored pairs: the top of the score range (e.g. 5 for STS); the data's maximum when null",
+    )
+    pair_max_length: int | None = Field(
+        None, ge=8, description="longest second text (e.g. a passage) in tokens; model.max_length when null"
+    )
+
+
 class Config(Section):
     task: str = Field("classify", description="the job: " + ", ".join(TASKS))
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
@@ -199,7 +252,17 @@ class Config(Section):
     classify: ClassifyConfig = Field(default_factory=ClassifyConfig, description="settings of the classify task")
     ner: NerConfig = Field(default_factory=NerConfig, description="settings of the ner task")
     qa: QaConfig = Field(default_factory=QaConfig, description="settings of the qa task")
+    mlm: MlmConfig = Field(default_factory=MlmConfig, description="settings of the mlm-adapt task")
+    embed: EmbedConfig = Field(default_factory=EmbedConfig, description="settings of the embed task")
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections(cls, value: Any) -> Any:
+        # `mlm:` with nothing under it is an empty section in YAML terms, not an error
+        if isinstance(value, dict):
+            return {k: {} if v is None and k in SECTION_NAMES else v for k, v in value.items()}
+        return value
 
     @field_validator("task")
     @classmethod
@@ -383,6 +446,17 @@ STARTER_VALUES = {
         ("data", "train"): "data/train-v1.1.json",
         ("data", "validation"): "data/dev-v1.1.json",
     },
+    "mlm-adapt": {
+        ("data", "train"): "data/domain.txt",
+        ("model", "max_length"): 128,
+        ("train", "learning_rate"): 5.0e-5,
+    },
+    "embed": {
+        ("data", "train"): "data/pairs.jsonl",
+        ("data", "text_pair_column"): "positive",
+        ("model", "max_length"): 128,
+        ("train", "learning_rate"): 5.0e-5,
+    },
 }
 
 
@@ -394,7 +468,7 @@ def starter_yaml(task: str) -> str:
 
     out = [f"# bertkit config for `bertkit train {task}`; every key below shows its default.", ""]
     out.append(f"task: {task}")
-    sections = ["model", "data", "train", task]
+    sections = ["model", "data", "train", SECTIONS[task]]
     examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **STARTER_VALUES[task]}
     for name in sections:
         field = Config.model_fields[name]

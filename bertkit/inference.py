@@ -31,7 +31,9 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 def forward(model, tokenizer, features: list[dict], batch_size: int, output: Callable = None) -> list:
     """Run `model` over tokenized `features` (dicts of id lists); one result per feature, in order.
 
-    `output` turns the model's output for a batch into a numpy array (default: the logits).
+    `output(out, inputs, rows)` turns the model's output for a batch (with the padded inputs and
+    the batch's feature dicts) into a tensor with one row per feature, or a list of per-feature
+    results (default: the logits).
     """
     import torch
 
@@ -42,7 +44,7 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
     multiple = 8 if device.type == "cuda" else None
     order = sorted(range(len(features)), key=lambda i: -len(features[i]["input_ids"]))
     results: list = [None] * len(features)
-    get = output or (lambda out: out.logits)
+    get = output or (lambda out, inputs, rows: out.logits)
     with torch.inference_mode():
         for batch in chunks(order, batch_size):
             padded = tokenizer.pad(
@@ -50,8 +52,9 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
                 return_tensors="pt",
                 pad_to_multiple_of=multiple,
             )
-            out = get(model(**{k: v.to(device) for k, v in padded.items()}))
-            values = out.float().cpu().numpy()
+            inputs = {k: v.to(device) for k, v in padded.items()}
+            got = get(model(**inputs), inputs, [features[i] for i in batch])
+            values = got if isinstance(got, list) else got.float().cpu().numpy()
             for row, index in enumerate(batch):
                 results[index] = values[row]
     return results

@@ -59,3 +59,11 @@ def _in_cache(name: str, revision: str | None) -> bool:
     except Exception:  # a malformed id is simply not in the cache
         return False
     return isinstance(found, str)
+
+
+def quiet_transformers() -> None:
+    """No transformers warnings or progress bars: bertkit says what is happening itself."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PIPELINES = {"classify": "text-classification", "ner": "token-classification", "qa": "question-answering"}
+PIPELINES = {
+    "classify": "text-classification",
+    "ner": "token-classification",
+    "qa": "question-answering",
+    "mlm-adapt": "fill-mask",
+    "embed": "sentence-similarity",
+}
 # (the model card's tag; transformers 5 runs QA models without a pipeline, see _python_use)
 
 
@@ -119,6 +125,12 @@ def task_plots(scores: dict, folder: Path) -> list[str]:
 
 
 def _kind(info: dict) -> str:
+    if info.get("task") == "mlm-adapt":
+        masking = "whole-word masking" if info.get("whole_word_masking") else "token masking"
+        return f"masked LM, {info.get('mode')} of {info.get('block_size')} tokens, {masking}"
+    if info.get("task") == "embed":
+        norm = ", L2-normalised" if info.get("normalize") else ""
+        return f"sentence embeddings: {info.get('pooling')} pooling{norm}, {info.get('loss')} loss"
     if info.get("task") == "qa":
         return "SQuAD v2: may answer nothing" if info.get("version_2") else "SQuAD v1: always answers"
     return info.get("problem_type") or "IOB2 tags"
@@ -144,9 +156,11 @@ def card_text(info: dict) -> str:
         "",
         f"# {Path(cfg.get('output_dir', 'model')).name}",
         "",
-        f"A `{info.get('task')}` model ({_kind(info)}) fine-tuned from "
-        f"`{info.get('base_model')}` with bertkit {info.get('bertkit_version')}.",
+        f"A `{info.get('task')}` model ({_kind(info)}) "
+        + ("pre-trained from scratch" if info.get("from_scratch") else f"fine-tuned from `{info.get('base_model')}`")
+        + f" with bertkit {info.get('bertkit_version')}.",
         "",
+        *_headline(info),
         "## Data",
         "",
         f"- train: `{_source(data.get('train'))}` ({info.get('training', {}).get('train_examples', '?')} examples)",
@@ -191,8 +205,7 @@ def card_text(info: dict) -> str:
         "## Use",
         "",
         "```bash",
-        f"bertkit predict --model {where} --input {'questions.jsonl' if info.get('task') == 'qa' else 'texts.txt'} "
-        "--output predictions.jsonl",
+        _cli_use(info.get("task"), where),
         "```",
         "",
         "```python",
@@ -205,7 +218,33 @@ def card_text(info: dict) -> str:
     return "\n".join(lines)
 
 
+def _headline(info: dict) -> list[str]:
+    scores = info.get("metrics", {}).get("validation", {})
+    if "perplexity_before" not in scores:
+        return []
+    before, after = scores["perplexity_before"], scores["perplexity_after"]
+    return [f"Validation perplexity went from **{before:.2f}** before training to **{after:.2f}** after it.", ""]
+
+
+def _cli_use(task: str | None, where: str) -> str:
+    if task == "embed":
+        return f"bertkit embed --model {where} --input texts.txt --output vectors.npy"
+    example = {"qa": "questions.jsonl", "mlm-adapt": "masked.txt"}.get(task, "texts.txt")
+    return f"bertkit predict --model {where} --input {example} --output predictions.jsonl"
+
+
 def _python_use(task: str | None, where: str) -> list[str]:
+    if task == "embed":
+        return [
+            "import torch",
+            "from transformers import AutoModel, AutoTokenizer",
+            f'model, tokenizer = AutoModel.from_pretrained("{where}"), AutoTokenizer.from_pretrained("{where}")',
+            'batch = tokenizer(["a sentence"], padding=True, truncation=True, return_tensors="pt")',
+            "with torch.no_grad():",
+            "    tokens = model(**batch).last_hidden_state  # pool as bertkit.json's `pooling` says; mean:",
+            '    mask = batch["attention_mask"].unsqueeze(-1)',
+            "    vectors = (tokens * mask).sum(1) / mask.sum(1)",
+        ]
     if task == "qa":  # transformers 5 has no question-answering pipeline
         return [
             "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",

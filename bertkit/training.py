@@ -54,10 +54,8 @@ def is_main_process() -> bool:
 
 def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     from transformers import EarlyStoppingCallback, set_seed
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()  # our own progress bar says what is happening
+    models.quiet_transformers()
     import datasets
 
     datasets.disable_progress_bars()
@@ -70,15 +68,17 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     precision = resolve_precision(cfg.train.precision)
     set_seed(cfg.train.seed)
 
-    source = models.resolve(cfg.model.name, cfg.model.revision)
-    from bertkit.tokenization import load_tokenizer
-
-    tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    scratch = getattr(task, "starts_from_scratch", lambda _cfg: False)(cfg)
+    source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     from bertkit.progress import RichProgress, status
+    from bertkit.tokenization import load_tokenizer
 
     with status("reading data"):
         raw = task.load(cfg)
         info = task.setup(raw, cfg)
+    tokenizer = getattr(task, "new_tokenizer", lambda _raw, _cfg: None)(raw, cfg)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
     with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
         features = task.prepare(raw, tokenizer, info)
         for role in ("validation", "test"):
@@ -108,11 +108,16 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
         data_collator=task.collator(tokenizer, cfg) if hasattr(task, "collator") else _collator(tokenizer, cfg),
         compute_metrics=remembered.compute,
         compute_loss_func=task.loss(info, cfg, features["train"]),
+        preprocess_logits_for_metrics=getattr(task, "reduce_logits", None),
         callbacks=callbacks,
     )
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
+    compare = getattr(task, "compare_before_training", None)
+    if compare:  # the untrained model's score, for tasks whose point is the change (mlm-adapt)
+        with status("scoring the validation data before training"):
+            before = _score(trainer, scorers["validation"], features["validation"])
     started = time.perf_counter()
     try:
         result = trainer.train(resume_from_checkpoint=True if resume else None)
@@ -123,10 +128,11 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     train_seconds = time.perf_counter() - started
 
     scores = {}
-    trainer.compute_metrics = None  # each split below is scored by its own scorer
     for role, scorer in scorers.items():
         reused = remembered.best(trainer.state) if role == "validation" else None
-        scores[role] = reused or scorer(trainer.predict(features[role]))
+        scores[role] = reused or _score(trainer, scorer, features[role])
+    headline = compare(before, scores["validation"]) if compare else {}
+    scores["validation"] = {**headline, **scores["validation"]}
     if trainer.is_world_process_zero():
         stats = {
             "train_seconds": round(train_seconds, 1),
@@ -135,9 +141,18 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
             "train_examples": len(features["train"]),
             "precision": precision,
         }
-        write_bundle(trainer, cfg, info, scores, stats, best, overwrite)
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, getattr(task, "export", None))
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def _score(trainer, scorer, features) -> dict:
+    """Full metrics of the trainer's model on `features`, by the split's own scorer."""
+    kept, trainer.compute_metrics = trainer.compute_metrics, None
+    try:
+        return scorer(trainer.predict(features))
+    finally:
+        trainer.compute_metrics = kept
 
 
 def longest_first(features):
@@ -316,17 +331,25 @@ def library_versions() -> dict:
     return versions
 
 
-def write_bundle(trainer, cfg: Config, info: dict, scores: dict, stats: dict, best: str, overwrite: bool) -> None:
+def write_bundle(
+    trainer, cfg: Config, info: dict, scores: dict, stats: dict, best: str, overwrite: bool, headline=None, export=None
+) -> None:
+    """The bundle: the model (`export(model)` when the trained module is a wrapper around it),
+    tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
     final = Path(cfg.output_dir)
     staged = outputs.staging_dir(final)
     try:
-        trainer.save_model(str(staged))
+        if export:
+            export(trainer.model).save_pretrained(str(staged))
+            trainer.processing_class.save_pretrained(str(staged))
+        else:
+            trainer.save_model(str(staged))
         (staged / "training_args.bin").unlink(missing_ok=True)  # a pickle; the config says it all
         main_role = "test" if "test" in scores else "validation"
         bundle_info = {
             **info,
             "bertkit_version": __version__,
-            "base_model": cfg.model.name,
+            "base_model": info.get("base_model") or cfg.model.name,
             "metric_for_best_model": best,
             "metrics": scores,
             "training": stats,
@@ -335,7 +358,7 @@ def write_bundle(trainer, cfg: Config, info: dict, scores: dict, stats: dict, be
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         outputs.write_json(staged / "bertkit.json", bundle_info)
-        outputs.write_json(staged / "metrics.json", {**scores, "training": stats})
+        outputs.write_json(staged / "metrics.json", {**(headline or {}), **scores, "training": stats})
         reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
         reports.task_plots(scores.get(main_role, {}), staged)
         reports.model_card(bundle_info, staged / "README.md")

@@ -6,12 +6,19 @@ import importlib
 
 from bertkit.errors import BertkitError, did_you_mean
 
-MODULES = {"classify": "bertkit.tasks.classify", "ner": "bertkit.tasks.ner", "qa": "bertkit.tasks.qa"}
+MODULES = {
+    "classify": "bertkit.tasks.classify",
+    "ner": "bertkit.tasks.ner",
+    "qa": "bertkit.tasks.qa",
+    "mlm-adapt": "bertkit.tasks.mlm",
+    "embed": "bertkit.tasks.embed",
+}
 # Model architectures (config.json `architectures`) to the task that runs them, for plain HF models.
 ARCHITECTURES = {
     "ForSequenceClassification": "classify",
     "ForTokenClassification": "ner",
     "ForQuestionAnswering": "qa",
+    "ForMaskedLM": "mlm-adapt",
 }
 
 

@@ -171,7 +171,7 @@ def _columns(features) -> dict:
     return {k: list(features[k]) for k in names}
 
 
-def _start_end(out):
+def _start_end(out, inputs, rows):
     import torch
 
     return torch.stack([out.start_logits, out.end_logits], -1)

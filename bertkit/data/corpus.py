@@ -1,0 +1,68 @@
+"""Plain-text corpora for masked-LM training and vocabularies: one document or sentence a line,
+from one file, several files (a glob pattern), a folder of text files, JSON lines / CSV / Parquet
+with a text column, or a Hub data set."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterator
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+TEXT_SUFFIXES = (".txt", ".text", ".txt.gz")
+
+
+def corpus_files(path: str) -> list[str]:
+    """The files a corpus path names: itself, the text files under a folder, or a glob's matches."""
+    if any(c in path for c in "*?["):
+        found = sorted(p for p in glob.glob(path, recursive=True) if Path(p).is_file())
+        if not found:
+            raise BertkitError(f"{path}: no file matches this pattern")
+        return found
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES))
+        if not found:
+            raise BertkitError(f"{path}: a corpus folder needs .txt files inside, and it has none")
+        return found
+    if not p.exists():
+        raise BertkitError(f"data file not found: {path}")
+    return [path]
+
+
+def read_lines(path: str, text_column: str = "text", fmt: str | None = None) -> Iterator[str]:
+    """The non-empty texts of a corpus path, line by line (or record by record), in order."""
+    from bertkit.data.readers import detect_format, read_records
+
+    for file in corpus_files(path):
+        kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
+        if kind == "folder":
+            kind = "text"
+        for number, record in enumerate(read_records(file, kind, text_column=text_column), start=1):
+            if text_column not in record:
+                fields = ", ".join(record)
+                raise BertkitError(
+                    f"{file}: record {number} has no '{text_column}' field (fields: {fields}); set data.text_column"
+                )
+            text = record[text_column]
+            if text is not None and str(text).strip():
+                yield str(text).strip()
+
+
+def load_corpus(source, cfg):
+    """One split of a corpus as a Dataset with a single `text` column."""
+    import datasets
+
+    from bertkit.data import load_source, require_columns
+
+    column = cfg.data.text_column
+    if source.hub:
+        ds = load_source(source, cfg)
+        require_columns(ds, {"text_column": column}, source.describe())
+        texts = [str(t).strip() for t in ds[column] if t is not None and str(t).strip()]
+    else:
+        texts = list(read_lines(source.path, column, source.format))
+    if not texts:
+        raise BertkitError(f"{source.describe()}: no text in it (the file is empty, or every line is blank)")
+    return datasets.Dataset.from_dict({"text": texts})

@@ -1,0 +1,188 @@
+"""Sentence embeddings from any BERT-family encoder: pooling of token vectors, the settings a
+model comes with (a bertkit embed bundle, a sentence-transformers folder, or defaults), and
+batched, length-sorted encoding in input order. Shared by `bertkit embed`, `similarity`,
+`search` and the embed task's training and evaluation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bertkit.errors import BertkitError
+
+POOLINGS = ("mean", "cls", "max", "pooler")
+
+
+def pool(out, attention_mask, mode: str):
+    """One vector per sequence from a model output: the mean or max of its real tokens, the
+    first token ([CLS]), or BERT's pooler (dense + tanh over [CLS])."""
+    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    if mode == "cls":
+        return hidden[:, 0]
+    if mode == "pooler":
+        pooled = getattr(out, "pooler_output", None)
+        if pooled is None:
+            raise BertkitError("pooling 'pooler': this model has no pooler layer; use mean, cls or max")
+        return pooled
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    if mode == "max":
+        return hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+def l2_normalize(vectors):
+    import torch
+
+    return torch.nn.functional.normalize(vectors, p=2, dim=-1)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
+
+
+@dataclass
+class Settings:
+    pooling: str = "mean"
+    normalize: bool = False
+    max_length: int = 512
+    origin: str = "defaults"
+
+
+def model_settings(path: str, config) -> Settings:
+    """What a model folder says about making sentence vectors: bertkit.json of an embed bundle,
+    or the sentence-transformers files (pooling mode, Normalize module, max_seq_length)."""
+    root = Path(path)
+    limit = min(int(getattr(config, "max_position_embeddings", 512) or 512), 512)
+    settings = Settings(max_length=limit)
+    info_file = root / "bertkit.json"
+    if info_file.is_file():
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+        settings.max_length = int(info.get("max_length", limit))
+        if info.get("task") == "embed":
+            settings.pooling, settings.normalize = info["pooling"], bool(info.get("normalize"))
+            settings.origin = "bertkit.json"
+        return settings
+    modules_file = root / "modules.json"
+    if modules_file.is_file():
+        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+        settings.normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
+        for module in modules:
+            pooling_file = root / module.get("path", "") / "config.json"
+            if module.get("type", "").endswith("Pooling") and pooling_file.is_file():
+                settings.pooling = _sentence_transformers_pooling(json.loads(pooling_file.read_text()))
+        st_config = root / "sentence_bert_config.json"
+        if st_config.is_file():
+            settings.max_length = int(json.loads(st_config.read_text()).get("max_seq_length") or limit)
+        settings.origin = "sentence-transformers files"
+    return settings
+
+
+def _sentence_transformers_pooling(config: dict) -> str:
+    for key, mode in (
+        ("pooling_mode_mean_tokens", "mean"),
+        ("pooling_mode_cls_token", "cls"),
+        ("pooling_mode_max_tokens", "max"),
+    ):
+        if config.get(key):
+            return mode
+    raise BertkitError(f"the model's pooling ({config}) is not one bertkit knows; pass --pooling")
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder with its tokenizer and settings; `encode(texts)` gives one row per text."""
+
+    model: object
+    tokenizer: object
+    settings: Settings
+    name: str
+    path: str
+    truncated: int = 0
+    _warned: set = field(default_factory=set)
+
+    def features(self, texts: list[str]) -> list[dict]:
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.settings.max_length)
+        ids = encoded["input_ids"]
+        self.truncated += sum(1 for row in ids if len(row) >= self.settings.max_length)
+        return [dict(zip(encoded, values, strict=True)) for values in zip(*encoded.values(), strict=True)]
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        from bertkit.inference import forward
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        rows = forward(self.model, self.tokenizer, self.features(texts), batch_size, output=self._vectors)
+        return np.stack(rows).astype(np.float32)
+
+    def _vectors(self, out, inputs, rows):
+        vectors = pool(out, inputs["attention_mask"], self.settings.pooling)
+        return l2_normalize(vectors) if self.settings.normalize else vectors
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def report_truncation(self) -> None:
+        if self.truncated:
+            from bertkit.progress import console
+
+            console.print(
+                f"[yellow]note:[/yellow] {self.truncated:,} texts were longer than {self.settings.max_length} "
+                "tokens and were cut to that length (--max-length sets it, up to the model's limit)"
+            )
+
+    def identity(self) -> str:
+        """A string that changes when the model's weights or the encoding settings change."""
+        parts = [self.path, self.settings.pooling, str(self.settings.normalize), str(self.settings.max_length)]
+        for weights in sorted(Path(self.path).glob("*.safetensors")) + sorted(Path(self.path).glob("*.bin")):
+            stat = weights.stat()
+            parts.append(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}")
+        return "|".join(parts)
+
+
+def load_encoder(
+    name: str,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    max_length: int | None = None,
+    device: str | None = None,
+) -> Encoder:
+    """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
+    explicit options win over what the model folder says, which wins over defaults."""
+    from transformers import AutoConfig, AutoModel
+
+    from bertkit import models
+    from bertkit.inference import pick_device
+    from bertkit.tokenization import load_tokenizer
+
+    models.quiet_transformers()
+    path = models.resolve(name)
+    try:
+        config = AutoConfig.from_pretrained(path)
+        model, loading = AutoModel.from_pretrained(path, output_loading_info=True)
+    except (OSError, ValueError) as err:
+        raise BertkitError(f"{name}: cannot load the model: {err}") from None
+    settings = model_settings(path, config) if Path(path).is_dir() else Settings(max_length=_limit(config))
+    if pooling is not None:
+        if pooling not in POOLINGS:
+            raise BertkitError(f"--pooling {pooling}: use one of {', '.join(POOLINGS)}")
+        settings.pooling = pooling
+    if settings.pooling == "pooler" and any(k.startswith("pooler.") for k in loading.get("missing_keys", [])):
+        raise BertkitError(
+            f"{name} has no trained pooler layer (its checkpoint lacks the pooler weights): "
+            "use pooling mean, cls or max"
+        )
+    if normalize is not None:
+        settings.normalize = normalize
+    if max_length is not None:
+        settings.max_length = min(max_length, _limit(config))
+    tokenizer = load_tokenizer(path)
+    return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
+
+
+def _limit(config) -> int:
+    return min(int(getattr(config, "max_position_embeddings", 512) or 512), 512)

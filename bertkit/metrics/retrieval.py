@@ -1,0 +1,26 @@
+"""Retrieval metrics from the rank of the right item for each query (1 = first): recall at 1,
+5 and 10, and mean reciprocal rank. An `evaluate` module written for bertkit, loaded by path."""
+
+import datasets
+import evaluate
+import numpy as np
+
+_DESCRIPTION = "Recall@k (share of queries whose right item ranks in the top k) and MRR."
+_INPUTS = "ranks: the 1-based rank of the right item for each query."
+
+
+class Retrieval(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation="",
+            inputs_description=_INPUTS,
+            features=datasets.Features({"ranks": datasets.Value("int64")}),
+        )
+
+    def _compute(self, ranks):
+        ranks = np.asarray(ranks, dtype=float)
+        result = {f"recall_at_{k}": float(np.mean(ranks <= k)) for k in (1, 5, 10)}
+        result["mrr"] = float(np.mean(1.0 / ranks))
+        result["queries"] = int(ranks.size)
+        return result

@@ -1,0 +1,145 @@
+"""`bertkit embed`: stream texts through an encoder and write one vector per text, in input
+order, as .npy (a float32 matrix), .parquet (text + embedding columns) or .jsonl. Inputs of any
+size are read and encoded chunk by chunk; the output appears only when complete."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bertkit.errors import BertkitError
+
+VECTOR_FORMATS = {".npy": "npy", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl"}
+
+
+def vector_format(output: str) -> str:
+    suffix = Path(output).suffix.lower()
+    if suffix not in VECTOR_FORMATS:
+        raise BertkitError(f"--output {output}: write vectors to a .npy, .parquet or .jsonl file")
+    return VECTOR_FORMATS[suffix]
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path):
+    """A temporary path beside `path` that is renamed to it when the block ends without error."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class VectorWriter:
+    """Appends (records, vectors) chunks; `close()` completes the file."""
+
+    def __init__(self, target: Path, fmt: str, text_column: str):
+        self.target, self.fmt, self.column = target, fmt, text_column
+        self.rows, self.width = 0, None
+        self._handle = None
+        self._parquet = None
+        if fmt in ("npy", "jsonl"):
+            self._handle = open(target, "wb")
+
+    def write(self, records: list[dict], vectors: np.ndarray) -> None:
+        self.rows += len(records)
+        self.width = vectors.shape[1]
+        if self.fmt == "npy":  # raw rows now; the header, which needs the row count, at close
+            self._handle.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+        elif self.fmt == "jsonl":
+            for record, vector in zip(records, vectors, strict=True):
+                row = {k: record[k] for k in ("id",) if k in record}
+                row["text"] = record.get(self.column)
+                row["embedding"] = [round(float(x), 7) for x in vector]
+                self._handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+        else:
+            self._write_parquet(records, vectors)
+
+    def _write_parquet(self, records: list[dict], vectors: np.ndarray) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+        columns = {"text": pa.array([_text(r.get(self.column)) for r in records], pa.string())}
+        if "id" in records[0]:
+            columns = {"id": pa.array([str(r.get("id")) for r in records], pa.string()), **columns}
+        columns["embedding"] = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
+        table = pa.table(columns)
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(str(self.target), table.schema)
+        self._parquet.write_table(table)
+
+    def close(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._handle is not None:
+            self._handle.close()
+        if self.fmt == "npy":
+            _add_npy_header(self.target, self.rows, self.width or 0)
+
+
+def _add_npy_header(path: Path, rows: int, width: int) -> None:
+    raw = path.with_name(path.name + ".raw")
+    path.rename(raw)
+    try:
+        with open(path, "wb") as out, open(raw, "rb") as body:
+            np.lib.format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False, "shape": (rows, width)})
+            shutil.copyfileobj(body, out, 1 << 20)
+    finally:
+        raw.unlink(missing_ok=True)
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def embed_file(
+    encoder,
+    source: str,
+    output: str,
+    input_format: str | None = None,
+    text_column: str = "text",
+    batch_size: int = 32,
+    chunk_size: int = 4096,
+) -> int:
+    """Encode every record of `source` and write the vectors to `output`; returns the count."""
+    from bertkit.data.readers import count_records, detect_format, read_records
+    from bertkit.inference import chunks
+    from bertkit.progress import bar
+
+    fmt = vector_format(output)
+    input_format = detect_format(source, input_format)
+    total = count_records(source, input_format) if source != "-" else None
+    written = 0
+    with atomic_path(Path(output)) as tmp, bar("embedding", total) as progress:
+        writer = VectorWriter(tmp, fmt, text_column)
+        try:
+            for chunk in chunks(read_records(source, input_format, text_column=text_column), chunk_size):
+                texts = [_checked_text(record, text_column, written + i + 1, source) for i, record in enumerate(chunk)]
+                writer.write(chunk, encoder.encode(texts, batch_size))
+                written += len(chunk)
+                progress.update(progress.task_ids[0], completed=written)
+        finally:
+            writer.close()
+        if written == 0:
+            raise BertkitError(f"{source}: no texts to embed (the file is empty)")
+    encoder.report_truncation()
+    return written
+
+
+def _checked_text(record: dict, column: str, number: int, source: str) -> str:
+    if column not in record:
+        raise BertkitError(
+            f"{source}: record {number} has no '{column}' field (fields: {', '.join(record)}); set --text-column"
+        )
+    return _text(record[column])

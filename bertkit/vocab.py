@@ -1,0 +1,83 @@
+"""Training a WordPiece vocabulary on a corpus: `bertkit tokenizer train`, and the tokenizer of a
+model pre-trained from scratch (`mlm.from_scratch`). The result is a BERT fast tokenizer that
+`AutoTokenizer.from_pretrained` loads like any other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def train_wordpiece(
+    texts: Iterable[str],
+    vocab_size: int,
+    lowercase: bool = True,
+    min_frequency: int = 2,
+    max_length: int = 512,
+    where: str = "the corpus",
+):
+    """A BertTokenizerFast whose WordPiece vocabulary of exactly `vocab_size` entries is learnt
+    from `texts`; a corpus too small for that many entries is an error that says how many fit."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertTokenizerFast
+
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise BertkitError(
+            f"vocabulary size {vocab_size}: it must be larger than the {len(SPECIAL_TOKENS)} special tokens"
+        )
+    counted = _Counted(texts)
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase or None)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
+    )
+    tok.train_from_iterator(counted, trainer)
+    if counted.lines == 0:
+        raise BertkitError(f"{where}: no text to learn a vocabulary from (the input is empty)")
+    found = tok.get_vocab_size()
+    if found < vocab_size:
+        raise BertkitError(
+            f"{where}: {counted.lines:,} lines support a vocabulary of only {found:,} entries (with "
+            f"min_frequency {min_frequency}), fewer than the {vocab_size:,} asked for. Ask for at most "
+            f"{found:,}, lower the minimum frequency, or add text."
+        )
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return BertTokenizerFast(tokenizer_object=tok, model_max_length=max_length, do_lower_case=lowercase)
+
+
+class _Counted:
+    """Iterates over the non-empty lines of `texts`, counting them."""
+
+    def __init__(self, texts: Iterable[str]):
+        self.texts, self.lines = texts, 0
+
+    def __iter__(self):
+        for text in self.texts:
+            if text and text.strip():
+                self.lines += 1
+                yield text
+
+
+def save_tokenizer(tokenizer, output: Path, overwrite: bool = False) -> None:
+    """Write the tokenizer directory in one step (staged, then renamed)."""
+    import shutil
+
+    from bertkit import outputs
+
+    outputs.check_output_dir(output, overwrite)
+    staged = outputs.staging_dir(output)
+    try:
+        tokenizer.save_pretrained(str(staged))
+        outputs.publish_dir(staged, output, overwrite)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise

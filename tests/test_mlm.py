@@ -1,0 +1,227 @@
+"""Masked-LM: masking rules, corpus reading, vocabularies, and mlm-adapt end to end (adapt a tiny
+model, pre-train one from scratch, fine-tune a classifier from the result, fill in masks)."""
+
+import json
+import random
+
+import pytest
+from tiny import sentence
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = random.Random(3)
+    path = tmp_path_factory.mktemp("corpus") / "domain.txt"
+    path.write_text("\n".join(sentence(rng, label) for label in ["positive", "negative"] * 300) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------- masking
+
+
+def test_masking_follows_the_bert_rule(tokenizer):
+    import torch
+
+    from bertkit.masking import IGNORE, mask_tokens, special_positions
+
+    ids = torch.tensor([tokenizer("the film was great and the hotel was lovely")["input_ids"]] * 4000)
+    special = special_positions(ids, tokenizer)
+    generator = torch.Generator().manual_seed(0)
+    masked, labels = mask_tokens(ids, special, tokenizer, 0.15, False, generator)
+    chosen = labels != IGNORE
+    assert not chosen[special].any()  # [CLS] and [SEP] are never chosen
+    share = chosen.sum().item() / (~special).sum().item()
+    assert 0.14 < share < 0.16
+    assert torch.equal(labels[chosen], ids[chosen])
+    as_mask = (masked[chosen] == tokenizer.mask_token_id).float().mean().item()
+    kept = (masked[chosen] == ids[chosen]).float().mean().item()
+    assert 0.77 < as_mask < 0.83 and 0.08 < kept < 0.12  # the rest (~10%) are random tokens
+    assert torch.equal(masked[~chosen], ids[~chosen])
+
+
+def test_whole_word_masking_takes_every_piece_of_a_word(tokenizer):
+    import torch
+
+    from bertkit.masking import IGNORE, mask_tokens, special_positions
+
+    text = "unbelievably wonderful superb delightful hotel"
+    tokens = tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
+    assert any(t.startswith("##") for t in tokens), tokens  # the test needs words cut into pieces
+    ids = torch.tensor([tokenizer(text)["input_ids"]] * 2000)
+    special = special_positions(ids, tokenizer)
+    _, labels = mask_tokens(ids, special, tokenizer, 0.3, True, torch.Generator().manual_seed(1))
+    chosen = (labels != IGNORE).numpy()
+    word = -1
+    words = []
+    for token in tokens:
+        word += 0 if token.startswith("##") else 1
+        words.append(word)
+    for row in chosen:
+        for w in set(words[1:-1]):
+            positions = [i for i, x in enumerate(words) if x == w and 0 < i < len(tokens) - 1]
+            assert len({bool(row[i]) for i in positions}) == 1  # all pieces or none
+    assert 0.2 < chosen.mean() < 0.4
+
+
+def test_fixed_masks_are_reproducible(tokenizer):
+    from bertkit.masking import fixed_masks
+
+    features = {"input_ids": [tokenizer("the film was great " * 5)["input_ids"]] * 20}
+    first = fixed_masks(features, tokenizer, 0.15, False, seed=5)
+    again = fixed_masks(features, tokenizer, 0.15, False, seed=5)
+    other = fixed_masks(features, tokenizer, 0.15, False, seed=6)
+    assert first["labels"] == again["labels"] and first["input_ids"] == again["input_ids"]
+    assert first["labels"] != other["labels"]
+
+
+# ---------------------------------------------------------------- corpus and examples
+
+
+def test_corpus_paths_folders_globs_and_json(tmp_path):
+    from bertkit.data.corpus import read_lines
+    from bertkit.errors import BertkitError
+
+    (tmp_path / "docs" / "more").mkdir(parents=True)
+    (tmp_path / "docs" / "a.txt").write_text("first line\n\n  second line  \n")
+    (tmp_path / "docs" / "more" / "b.txt").write_text("third\n")
+    (tmp_path / "docs" / "notes.md").write_text("ignored\n")
+    assert list(read_lines(str(tmp_path / "docs"))) == ["first line", "second line", "third"]
+    assert list(read_lines(str(tmp_path / "docs" / "*.txt"))) == ["first line", "second line"]
+    (tmp_path / "c.jsonl").write_text('{"body": "one"}\n{"body": "two"}\n')
+    assert list(read_lines(str(tmp_path / "c.jsonl"), "body")) == ["one", "two"]
+    with pytest.raises(BertkitError, match="record 1 has no 'text' field"):
+        list(read_lines(str(tmp_path / "c.jsonl")))
+    with pytest.raises(BertkitError, match="no file matches"):
+        list(read_lines(str(tmp_path / "*.nothing")))
+
+
+def test_blocks_and_lines(tokenizer):
+    from bertkit.errors import BertkitError
+    from bertkit.tasks.mlm import examples
+
+    texts = ["the film was great and the hotel was lovely"] * 10
+    info = {"mode": "blocks", "block_size": 16, "max_length": 16, "long_lines": "truncate"}
+    train = examples(tokenizer, texts, info, "train")
+    assert all(len(row["input_ids"]) == 16 for row in train)  # the ragged end is dropped
+    assert train[0]["input_ids"][0] == tokenizer.cls_token_id and train[0]["input_ids"][-1] == tokenizer.sep_token_id
+    validation = examples(tokenizer, texts, info, "validation")
+    assert len(validation) >= len(train) and len(validation[-1]["input_ids"]) <= 16  # nothing dropped
+    with pytest.raises(BertkitError, match="too few for one block of 16"):
+        examples(tokenizer, ["short"], info, "train")
+    long = ["word " * 40]
+    lines = {**info, "mode": "lines"}
+    assert [len(r["input_ids"]) for r in examples(tokenizer, long, lines, "train")] == [16]
+    windows = examples(tokenizer, long, {**lines, "long_lines": "windows"}, "train")
+    pieces = tokenizer("word " * 40, add_special_tokens=False)["input_ids"]
+    assert sum(len(r["input_ids"]) - 2 for r in windows) == len(pieces)
+
+
+def test_wordpiece_vocabulary(tmp_path, corpus, cli):
+    from transformers import AutoTokenizer
+
+    code, _, err = cli("tokenizer", "train", "-i", corpus, "-o", tmp_path / "tok", "--vocab-size", "120")
+    assert code == 0, err
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    assert len(tok) == 120 and tok.mask_token == "[MASK]"
+    assert tok.convert_ids_to_tokens(tok("The Hotel")["input_ids"]) == ["[CLS]", "the", "hotel", "[SEP]"]
+    code, _, err = cli("tokenizer", "train", "-i", corpus, "-o", tmp_path / "big", "--vocab-size", "50000")
+    assert code == 2 and "support a vocabulary of only" in err and "fewer than the 50,000 asked for" in err
+    assert not (tmp_path / "big").exists()
+    (tmp_path / "empty.txt").write_text("\n\n")
+    code, _, err = cli("tokenizer", "train", "-i", tmp_path / "empty.txt", "-o", tmp_path / "e", "--vocab-size", "50")
+    assert code == 2 and "input is empty" in err
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def mlm_config(tmp_path, model, train, extra="  block_size: 32\n"):
+    path = tmp_path / "mlm.yaml"
+    path.write_text(
+        f"task: mlm-adapt\nmodel:\n  name: {model}\n  max_length: 64\n"
+        f"data:\n  train: {train}\n"
+        "train:\n  epochs: 3\n  batch_size: 16\n  learning_rate: 1.0e-3\n  logging_steps: 5\n"
+        f"mlm:\n{extra}"
+        f"output_dir: {tmp_path / 'adapted'}\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+def test_adapt_then_fill_masks_then_classify(tmp_path, tiny_model, corpus, easy_data, cli):
+    code, out, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, tiny_model, corpus))
+    assert code == 0, err
+    bundle = tmp_path / "adapted"
+    scores = json.loads((bundle / "metrics.json").read_text())
+    assert scores["perplexity_after"] < 0.8 * scores["perplexity_before"]
+    assert scores["validation"]["perplexity"] == scores["perplexity_after"]
+    assert "perplexity went from" in (bundle / "README.md").read_text()
+    assert (bundle / "training_curves.png").is_file()
+    assert json.loads((bundle / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
+
+    (tmp_path / "masked.txt").write_text("the hotel was [MASK] and the film was [MASK]\nthe [MASK] was boring\n")
+    code, out, err = cli("predict", "-m", bundle, "-i", tmp_path / "masked.txt", "--top-k", "3")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [len(r["masks"]) for r in rows] == [2, 1]
+    assert all(len(m["candidates"]) == 3 for r in rows for m in r["masks"])
+    assert "[MASK]" not in rows[0]["filled"] and rows[1]["filled"].endswith("was boring")
+    (tmp_path / "plain.txt").write_text("the [MASK] was fine\nno mask in this line\n")
+    code, _, err = cli("predict", "-m", bundle, "-i", tmp_path / "plain.txt", "-o", tmp_path / "p.jsonl")
+    assert code == 2 and "input record 2: no [MASK]" in err and not (tmp_path / "p.jsonl").exists()
+
+    code, out, err = cli("evaluate", "-m", bundle, "-d", corpus, "-o", tmp_path / "eval")
+    assert code == 0, err
+    assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["perplexity"] < scores["perplexity_before"]
+
+    # the bundle is a base model for the other tasks
+    cls = tmp_path / "cls.yaml"
+    cls.write_text(
+        f"task: classify\nmodel:\n  name: {bundle}\n  max_length: 32\ndata:\n  train: {easy_data['train']}\n"
+        f"  test: {easy_data['test']}\ntrain:\n  epochs: 6\n  batch_size: 16\n  learning_rate: 3.0e-3\n"
+        f"  warmup_ratio: 0.0\n  seed: 7\noutput_dir: {tmp_path / 'cls'}\n"
+    )
+    code, _, err = cli("train", "classify", "-c", cls)
+    assert code == 0, err
+    assert json.loads((tmp_path / "cls" / "metrics.json").read_text())["test"]["accuracy"] >= 0.9
+
+
+@pytest.mark.slow
+def test_from_scratch_with_whole_words(tmp_path, corpus, cli):
+    extra = (
+        "  block_size: 32\n  from_scratch: true\n  vocab_size: 150\n  hidden_size: 32\n  num_layers: 1\n"
+        "  num_heads: 2\n  intermediate_size: 64\n  whole_word_masking: true\n"
+    )
+    code, _, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, "unused-name", corpus, extra))
+    assert code == 0, err
+    bundle = tmp_path / "adapted"
+    info = json.loads((bundle / "bertkit.json").read_text())
+    assert info["base_model"] == "scratch" and info["whole_word_masking"]
+    config = json.loads((bundle / "config.json").read_text())
+    assert config["vocab_size"] == 150 and config["hidden_size"] == 32 and config["num_hidden_layers"] == 1
+    scores = json.loads((bundle / "metrics.json").read_text())
+    assert scores["perplexity_after"] < 0.8 * scores["perplexity_before"]
+    assert "pre-trained from scratch" in (bundle / "README.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "content, extra, message",
+    [
+        ("\n\n", "", "no text in it"),
+        ("tiny\n" * 10, "  block_size: 64\n", "too few for one block of 64"),
+        ("the film\n" * 20, "  from_scratch: true\n  vocab_size: 9000\n", "support a vocabulary of only"),
+    ],
+)
+def test_bad_mlm_input(tmp_path, tiny_model, cli, content, extra, message):
+    data = tmp_path / "text.txt"
+    data.write_text(content)
+    code, _, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, tiny_model, data, extra))
+    assert code == 2 and message in " ".join(err.split()), err
+    assert not (tmp_path / "adapted").exists()
