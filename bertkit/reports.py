@@ -219,11 +219,14 @@ def card_text(info: dict) -> str:
 
 
 def _headline(info: dict) -> list[str]:
+    """'metric went from X before training to Y after it' for tasks that measure the change."""
     scores = info.get("metrics", {}).get("validation", {})
-    if "perplexity_before" not in scores:
-        return []
-    before, after = scores["perplexity_before"], scores["perplexity_after"]
-    return [f"Validation perplexity went from **{before:.2f}** before training to **{after:.2f}** after it.", ""]
+    names = [k.removesuffix("_before") for k in scores if k.endswith("_before") and k[:-7] + "_after" in scores]
+    return [
+        f"Validation {name} went from **{scores[name + '_before']:.4g}** before training to "
+        f"**{scores[name + '_after']:.4g}** after it."
+        for name in names
+    ] + ([""] if names else [])
 
 
 def _cli_use(task: str | None, where: str) -> str:

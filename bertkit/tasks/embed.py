@@ -106,6 +106,11 @@ class EmbedTask:
     def loss(self, info: dict, cfg: Config, train):
         return None  # the model computes its own
 
+    def compare_before_training(self, before: dict, after: dict) -> dict:
+        """The starting model's numbers next to the trained one's: what the training bought."""
+        names = ("spearman",) if "spearman" in after else ("recall_at_1", "recall_at_5", "mrr")
+        return {f"{n}_{when}": scores[n] for n in names for when, scores in (("before", before), ("after", after))}
+
     def metric_fn(self, info: dict, features, examples):
         groups = list(features["pair_group"])
 

@@ -141,6 +141,7 @@ class MlmTask:
         return lambda prediction: score(prediction.predictions, prediction.label_ids)
 
     def compare_before_training(self, before: dict, after: dict) -> dict:
+        """Validation perplexity before and after: the point of the job."""
         return {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
 
     # ------------------------------------------------------------ inference
