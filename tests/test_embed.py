@@ -250,6 +250,8 @@ def test_train_on_pairs_improves_retrieval(tmp_path, tiny_model, cli):
     (tmp_path / "one.txt").write_text("about alpha bravo\n")
     code, _, err = cli("embed", "-m", bundle, "-i", tmp_path / "one.txt", "-o", tmp_path / "v.npy")
     assert code == 0 and "pooling mean, normalised, settings from bertkit.json" in " ".join(err.split())
+    code, out, err = cli("predict", "-m", bundle, "-i", tmp_path / "one.txt")
+    assert code == 0 and len(json.loads(out)["embedding"]) == 64
     code, out, err = cli("evaluate", "-m", bundle, "-d", dev, "-o", tmp_path / "eval")
     assert code == 0, err
     again = json.loads((tmp_path / "eval" / "metrics.json").read_text())

@@ -158,6 +158,7 @@ def mlm_config(tmp_path, model, train, extra="  block_size: 32\n"):
 def test_adapt_then_fill_masks_then_classify(tmp_path, tiny_model, corpus, easy_data, cli):
     code, out, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, tiny_model, corpus))
     assert code == 0, err
+    assert "has no masked-LM head; a new one is trained" in " ".join(err.split())  # a bare BertModel
     bundle = tmp_path / "adapted"
     scores = json.loads((bundle / "metrics.json").read_text())
     assert scores["perplexity_after"] < 0.8 * scores["perplexity_before"]

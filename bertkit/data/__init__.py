@@ -83,6 +83,17 @@ def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
             )
 
 
+def as_numbers(values, where: str, what: str = "label") -> list[float]:
+    """Labels or scores as floats; one that is not a number is an error naming its example."""
+    out = []
+    for i, value in enumerate(values):
+        try:
+            out.append(float(value))
+        except (TypeError, ValueError):
+            raise BertkitError(f"{where} data, example {i + 1}: {what} {value!r} is not a number") from None
+    return out
+
+
 def clean_text(text: str) -> str:
     return " ".join(_HTML.sub(" ", text).split())
 

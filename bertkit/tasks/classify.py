@@ -86,13 +86,7 @@ class ClassifyTask:
     def encode_labels(self, values: list, info: dict, where: str) -> list:
         problem, labels = info["problem_type"], info["labels"]
         if problem == REGRESSION:
-            out = []
-            for i, v in enumerate(values):
-                try:
-                    out.append(float(v))
-                except (TypeError, ValueError):
-                    raise BertkitError(f"{where} data, example {i + 1}: label {v!r} is not a number") from None
-            return out
+            return data_mod.as_numbers(values, where)
         index = {name: i for i, name in enumerate(labels)}
         if problem == MULTI:
             out = []

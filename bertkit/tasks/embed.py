@@ -177,13 +177,7 @@ def group_ids(texts: list[str]) -> list[int]:
 
 
 def scores_of(values, where: str) -> list[float]:
-    out = []
-    for i, value in enumerate(values):
-        try:
-            out.append(float(value))
-        except (TypeError, ValueError):
-            raise BertkitError(f"{where} data, pair {i + 1}: score {value!r} is not a number") from None
-    return out
+    return data_mod.as_numbers(values, where, "score")
 
 
 def _text(value) -> str:
