@@ -140,6 +140,22 @@ def test_embed_files_keep_input_order(tmp_path, tiny_model, texts, cli):
     assert np.allclose(expected.numpy(), vectors[3], atol=1e-5)
 
 
+def test_embed_streams_in_chunks(tmp_path, tiny_model, texts):
+    from bertkit.embedding import load_encoder
+    from bertkit.vectors import embed_file
+
+    source = tmp_path / "texts.txt"
+    source.write_text("\n".join(texts) + "\n")
+    encoder = load_encoder(str(tiny_model))
+    for name in ("a.npy", "a.jsonl"):
+        assert embed_file(encoder, str(source), str(tmp_path / name), chunk_size=16, batch_size=5) == 70
+    whole = encoder.encode(texts)
+    assert np.allclose(np.load(tmp_path / "a.npy"), whole, atol=1e-5)
+    rows = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in rows] == texts and np.allclose([r["embedding"] for r in rows], whole, atol=1e-5)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
 def test_embed_errors(tmp_path, tiny_model, cli):
     (tmp_path / "empty.txt").write_text("")
     code, _, err = cli("embed", "-m", tiny_model, "-i", tmp_path / "empty.txt", "-o", tmp_path / "v.npy")
