@@ -66,6 +66,10 @@ class ModelConfig(Section):
     max_length: int = Field(256, ge=8, le=8192, description="longest input in tokens")
     revision: str | None = Field(None, description="hub revision of the model")
     trust_remote_code: bool = Field(False, description="run code shipped with a hub model (only for models you trust)")
+    random_init: bool = Field(
+        False,
+        description="keep the architecture and tokenizer, start from random weights (what pre-training buys)",
+    )
 
 
 class DataConfig(Section):
@@ -171,6 +175,9 @@ class NerConfig(Section):
     start_field: str = Field("start", description="span data: entity start (character offset)")
     end_field: str = Field("end", description="span data: entity end (character offset, exclusive)")
     type_field: str = Field("type", description="span data: entity type")
+    span_field: str | None = Field(
+        None, description="span data: field with [start, end] in one list (Stockmark's 'span'), instead of the two"
+    )
     label_all_subwords: bool = Field(
         False, description="label every sub-word of a word (B- becomes I-), not only the first"
     )
@@ -194,6 +201,11 @@ class QaConfig(Section):
     null_score_diff_threshold: float = Field(
         0.0, description="v2: answer nothing when the null score beats the best answer by more than this"
     )
+    f1_unit: Literal["auto", "word", "char"] = Field(
+        "auto",
+        description="F1 over words (SQuAD) or characters (JSQuAD); auto: characters when the contexts are "
+        "mostly Chinese / Japanese characters",
+    )
 
 
 class MlmConfig(Section):
@@ -211,6 +223,10 @@ class MlmConfig(Section):
     )
     vocab_size: int = Field(8000, ge=16, description="from scratch: WordPiece vocabulary learnt from the training text")
     lowercase: bool = Field(True, description="from scratch: the new vocabulary lowercases text")
+    japanese: bool = Field(
+        False,
+        description="from scratch: cut text into MeCab words first (a BertJapaneseTokenizer, as the Tohoku models)",
+    )
     hidden_size: int = Field(256, ge=8, description="from scratch: width of the model")
     num_layers: int = Field(4, ge=1, description="from scratch: encoder layers")
     num_heads: int = Field(4, ge=1, description="from scratch: attention heads (must divide hidden_size)")

@@ -20,14 +20,20 @@ HINT = (
 )
 
 
-def resolve(name: str, revision: str | None = None) -> str:
-    """Return a local directory or a Hub id that loads without surprises, or raise a clear error."""
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.txt")
+
+
+def resolve(name: str, revision: str | None = None, tokenizer_only: bool = False) -> str:
+    """Return a local directory or a Hub id that loads without surprises, or raise a clear error.
+    `tokenizer_only`: a directory with just a tokenizer (`bertkit tokenizer train`) will do."""
     path = Path(name).expanduser()
     if path.exists():
-        if not path.is_dir() or not (path / "config.json").is_file():
+        wanted = ("config.json", *TOKENIZER_FILES) if tokenizer_only else ("config.json",)
+        if not path.is_dir() or not any((path / f).is_file() for f in wanted):
+            what = "tokenizer" if tokenizer_only else "model"
             raise BertkitError(
-                f"{name} is not a model directory: it has no config.json. Give a directory "
-                "written by `bertkit train` or by `save_pretrained`, or a Hub id."
+                f"{name} is not a {what} directory: it has no {' or '.join(wanted)}. Give a directory "
+                "written by `bertkit train`, `bertkit tokenizer train` or `save_pretrained`, or a Hub id."
             )
         return str(path)
     packaged = _packaged_path(name)
@@ -67,3 +73,19 @@ def quiet_transformers() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+
+
+def load_weights(auto_class, source: str, cfg, **kwargs):
+    """`auto_class.from_pretrained(source)` with the config's revision and remote-code settings;
+    with `model.random_init` the same architecture with new random weights instead (the
+    no-pre-training baseline). Config keyword arguments (num_labels, ...) apply either way."""
+    common = {"revision": cfg.model.revision, "trust_remote_code": cfg.model.trust_remote_code}
+    if not cfg.model.random_init:
+        return auto_class.from_pretrained(source, **common, **kwargs)
+    from transformers import AutoConfig
+
+    wants_info = kwargs.pop("output_loading_info", False)
+    kwargs.pop("ignore_mismatched_sizes", None)
+    config = AutoConfig.from_pretrained(source, **common, **kwargs)
+    model = auto_class.from_config(config, trust_remote_code=cfg.model.trust_remote_code)
+    return (model, {"missing_keys": []}) if wants_info else model

@@ -1,4 +1,6 @@
-"""Loading tokenizers, and wrapping token ids we cut ourselves with the model's special tokens."""
+"""Loading tokenizers; token ids with character offsets and words for every tokenizer (fast
+ones report them, Japanese ones get them from `bertkit.japanese`); wrapping token ids we cut
+ourselves with the model's special tokens."""
 
 from __future__ import annotations
 
@@ -12,11 +14,77 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
 
     from bertkit import models
 
-    source = models.resolve(name, revision)
+    source = models.resolve(name, revision, tokenizer_only=True)
+    from bertkit import japanese
+
     try:
-        return AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
         raise BertkitError(f"could not load a tokenizer from {name}: {err}") from None
+    except (ImportError, RuntimeError) as err:
+        explained = japanese.explain_load_error(name, err)
+        if explained is None:
+            raise
+        raise explained from None
+    return japanese.with_token_types(tokenizer)
+
+
+def check_offsets(tokenizer, job: str) -> None:
+    """Stop early, and clearly, when a job needs character offsets this tokenizer cannot give."""
+    from bertkit import japanese
+
+    if not getattr(tokenizer, "is_fast", False) and not japanese.is_japanese(tokenizer):
+        raise BertkitError(
+            f"{job} needs character offsets, which {type(tokenizer).__name__} does not give: use a model "
+            "with a fast tokenizer (tokenizer.json) or a BertJapaneseTokenizer"
+        )
+
+
+def tokens_with_offsets(tokenizer, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+    """For each text, its token ids (no special tokens) and each token's (start, end) in the text."""
+    from bertkit import japanese
+
+    if not texts:
+        return []
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+        pairs = zip(enc["input_ids"], enc["offset_mapping"], strict=True)
+        return [(ids, [tuple(o) for o in offsets]) for ids, offsets in pairs]
+    check_offsets(tokenizer, "this job")
+    out = []
+    for text in texts:
+        found = japanese.pieces(tokenizer, text)
+        out.append((tokenizer.convert_tokens_to_ids([t for t, *_ in found]), [(s, e) for _, s, e, _ in found]))
+    return out
+
+
+def describe_tokens(tokenizer, text: str) -> list[dict]:
+    """Each token of `text` with its id and the characters of `text` it covers (`bertkit tokenize`)."""
+    check_offsets(tokenizer, "bertkit tokenize")
+    ((ids, offsets),) = tokens_with_offsets(tokenizer, [text])
+    tokens = tokenizer.convert_ids_to_tokens(ids)
+    return [
+        {"token": token, "id": i, "start": s, "end": e, "text": text[s:e]}
+        for token, i, (s, e) in zip(tokens, ids, offsets, strict=True)
+    ]
+
+
+def subwords_of_words(tokenizer, words: list[list[str]]) -> list[tuple[list[int], list[int | None]]]:
+    """For each word sequence, its sub-word ids (no special tokens) and the word of each."""
+    if not words:
+        return []
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+        return [(enc["input_ids"][i], enc.word_ids(i)) for i in range(len(words))]
+    out = []
+    for sequence in words:  # slow tokenizers (Japanese: MeCab may cut a given word further)
+        ids, owners = [], []
+        for w, word in enumerate(sequence):
+            found = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word)) if word.strip() else []
+            ids += found
+            owners += [w] * len(found)
+        out.append((ids, owners))
+    return out
 
 
 @functools.lru_cache(maxsize=8)
@@ -28,6 +96,34 @@ def _template(tokenizer) -> tuple[tuple[int, ...], tuple[int, ...]]:
         if full[start : start + len(plain)] == plain:
             return tuple(full[:start]), tuple(full[start + len(plain) :])
     raise RuntimeError(f"cannot find the special-token layout of {type(tokenizer).__name__}")
+
+
+@functools.lru_cache(maxsize=8)
+def _pair_template(tokenizer) -> tuple:
+    """(before a, between a and b, after b) special ids, and the token type of a's and b's parts."""
+    probe_a, probe_b = "hello", "world"
+    a = tokenizer(probe_a, add_special_tokens=False)["input_ids"]
+    b = tokenizer(probe_b, add_special_tokens=False)["input_ids"]
+    full = tokenizer(probe_a, probe_b, return_token_type_ids=True)
+    ids, types = full["input_ids"], full.get("token_type_ids") or [0] * len(full["input_ids"])
+    for i in range(len(ids) - len(a) + 1):
+        if ids[i : i + len(a)] != a:
+            continue
+        for j in range(i + len(a), len(ids) - len(b) + 1):
+            if ids[j : j + len(b)] == b:
+                return tuple(ids[:i]), tuple(ids[i + len(a) : j]), tuple(ids[j + len(b) :]), types[i], types[j]
+    raise RuntimeError(f"cannot find the pair layout of {type(tokenizer).__name__}")
+
+
+def wrap_pair(tokenizer, a: list[int], b: list[int]) -> tuple[dict, int]:
+    """Features for a text pair whose content ids were chosen by us, and where b starts."""
+    before, between, after, type_a, type_b = _pair_template(tokenizer)
+    head = [*before, *a, *between]
+    input_ids = [*head, *b, *after]
+    features = {"input_ids": input_ids, "attention_mask": [1] * len(input_ids)}
+    if "token_type_ids" in tokenizer.model_input_names:
+        features["token_type_ids"] = [type_a] * len(head) + [type_b] * (len(input_ids) - len(head))
+    return features, len(head)
 
 
 def prefix_length(tokenizer) -> int:
@@ -83,7 +179,12 @@ def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
 
 
 def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
-    """The words the tokenizer's pre-tokenizer sees in `text`, with character offsets into it."""
+    """The words the tokenizer's pre-tokenizer (or MeCab) sees in `text`, with character offsets
+    into it."""
+    from bertkit import japanese
+
+    if japanese.is_japanese(tokenizer):
+        return japanese.words(tokenizer, text)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     pre = getattr(backend, "pre_tokenizer", None) if backend else None
     if pre is None:

@@ -182,3 +182,31 @@ def test_head_learning_rate_gets_its_own_groups(tiny_model, tmp_path):
     assert {r for i, r in rates.items() if i not in head} == {1e-4}
     decay = {id(p): g["weight_decay"] for g in optimizer.param_groups for p in g["params"]}
     assert decay[id(model.classifier.weight)] == cfg.train.weight_decay and decay[id(model.classifier.bias)] == 0.0
+
+
+def test_random_init_keeps_the_architecture_but_not_the_weights(tiny_model):
+    """model.random_init: the no-pre-training baseline of the Japanese benchmark."""
+    from transformers import AutoModel
+
+    from bertkit import models
+
+    trained = models.load_weights(AutoModel, str(tiny_model), load_config(None, []))
+    fresh = models.load_weights(AutoModel, str(tiny_model), load_config(None, ["model.random_init=true"]))
+    assert fresh.config.hidden_size == trained.config.hidden_size
+    a, b = trained.embeddings.word_embeddings.weight, fresh.embeddings.word_embeddings.weight
+    assert a.shape == b.shape and not np.allclose(a.detach().numpy(), b.detach().numpy())
+
+
+def test_a_tokenizer_only_directory_loads_as_a_tokenizer(tiny_model, tmp_path):
+    """`bertkit tokenizer train` writes no config.json; model.tokenizer may still point at it."""
+    import shutil
+
+    from bertkit import models
+
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_model / name, folder / name)
+    assert len(tokenization.load_tokenizer(str(folder))) > 10
+    with pytest.raises(BertkitError, match="no config.json"):
+        models.resolve(str(folder))

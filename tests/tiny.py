@@ -66,6 +66,30 @@ def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Pa
     return folder
 
 
+def build_tiny_japanese_bert(folder: Path, texts: list[str], vocab_size: int = 600) -> Path:
+    """A 2-layer, 64-wide random BERT with a MeCab + WordPiece vocabulary (BertJapaneseTokenizer)
+    learnt from `texts`, the layout of the Tohoku Japanese models."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from bertkit.vocab import train_wordpiece
+
+    tokenizer = train_wordpiece(texts, vocab_size, min_frequency=1, max_length=128, japanese=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(folder)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
 PEOPLE = ["alice", "bruno", "chiara", "dmitri", "emeka", "fatima", "gustav", "hana"]
 SURNAMES = ["smith", "rossi", "novak", "okafor", "tanaka"]
 PLACES = ["paris", "lagos", "kyoto", "lima", "oslo", "perth", "quito", "riga"]

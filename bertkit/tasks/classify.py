@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, tokenization
+from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, forward, sigmoid, softmax
@@ -116,12 +116,8 @@ class ClassifyTask:
         if info["problem_type"] != REGRESSION:
             kwargs["id2label"] = dict(enumerate(labels))
             kwargs["label2id"] = {name: i for i, name in enumerate(labels)}
-        return AutoModelForSequenceClassification.from_pretrained(
-            source,
-            revision=cfg.model.revision,
-            trust_remote_code=cfg.model.trust_remote_code,
-            ignore_mismatched_sizes=True,
-            **kwargs,
+        return models.load_weights(
+            AutoModelForSequenceClassification, source, cfg, ignore_mismatched_sizes=True, **kwargs
         )
 
     def best_metric(self, info: dict) -> str:

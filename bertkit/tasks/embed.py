@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics
+from bertkit import metrics, models
 from bertkit.config import Config, DataSource, load_config
 from bertkit.embedding import Encoder, Settings, l2_normalize, pool, unit_rows
 from bertkit.errors import BertkitError
@@ -87,9 +87,7 @@ class EmbedTask:
     def build_model(self, source: str, info: dict, cfg: Config):
         from transformers import AutoModel
 
-        encoder = AutoModel.from_pretrained(
-            source, revision=cfg.model.revision, trust_remote_code=cfg.model.trust_remote_code
-        )
+        encoder = models.load_weights(AutoModel, source, cfg)
         return pair_encoder_class()(encoder, info["pooling"], info["loss"], info["scale"])
 
     def collator(self, tokenizer, cfg: Config):
