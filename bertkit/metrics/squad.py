@@ -16,6 +16,7 @@ match).
 import collections
 import re
 import string
+import unicodedata
 
 import datasets
 import evaluate
@@ -34,12 +35,31 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def exact(gold: str, predicted: str) -> int:
+def normalize_chars(text: str) -> str:
+    """Character-level normalisation (JSQuAD): the official one, then no spaces and no Unicode
+    punctuation (、。「」 ...)."""
+    return "".join(
+        ch for ch in normalize_answer(text) if not ch.isspace() and not unicodedata.category(ch).startswith("P")
+    )
+
+
+def exact_words(gold: str, predicted: str) -> int:
     return int(normalize_answer(gold) == normalize_answer(predicted))
 
 
-def f1(gold: str, predicted: str) -> float:
-    gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(predicted).split()
+def exact_chars(gold: str, predicted: str) -> int:
+    return int(normalize_chars(gold) == normalize_chars(predicted))
+
+
+def f1_words(gold: str, predicted: str) -> float:
+    return _overlap(normalize_answer(gold).split(), normalize_answer(predicted).split())
+
+
+def f1_chars(gold: str, predicted: str) -> float:
+    return _overlap(list(normalize_chars(gold)), list(normalize_chars(predicted)))
+
+
+def _overlap(gold_tokens: list[str], predicted_tokens: list[str]) -> float:
     if not gold_tokens or not predicted_tokens:
         return float(gold_tokens == predicted_tokens)
     shared = sum((collections.Counter(gold_tokens) & collections.Counter(predicted_tokens)).values())
@@ -88,7 +108,9 @@ class Squad(evaluate.Metric):
             features=_FEATURES,
         )
 
-    def _compute(self, predictions, references):
+    def _compute(self, predictions, references, unit: str = "word"):
+        """`unit`: 'word' (SQuAD's F1 over words) or 'char' (F1 over characters, as JSQuAD is scored)."""
+        exact, f1 = (exact_chars, f1_chars) if unit == "char" else (exact_words, f1_words)
         golds = {r["id"]: [t for t in r["answers"]["text"] if normalize_answer(t)] for r in references}
         predicted = {p["id"]: p["prediction_text"] for p in predictions}
         missing = [qid for qid in golds if qid not in predicted]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, tags, tokenization
+from bertkit import metrics, models, tags, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, forward, softmax
@@ -83,10 +83,10 @@ class NerTask:
         from transformers import AutoModelForTokenClassification
 
         labels = info["labels"]
-        return AutoModelForTokenClassification.from_pretrained(
+        return models.load_weights(
+            AutoModelForTokenClassification,
             source,
-            revision=cfg.model.revision,
-            trust_remote_code=cfg.model.trust_remote_code,
+            cfg,
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={name: i for i, name in enumerate(labels)},
@@ -240,12 +240,16 @@ def _spans(record: dict, ner, text: str, where: str) -> list[dict]:
     spans = []
     for entity in record.get(ner.entities_field) or []:
         try:
-            start, end, kind = int(entity[ner.start_field]), int(entity[ner.end_field]), str(entity[ner.type_field])
+            if ner.span_field:
+                start, end = (int(x) for x in entity[ner.span_field])
+            else:
+                start, end = int(entity[ner.start_field]), int(entity[ner.end_field])
+            kind = str(entity[ner.type_field])
         except (KeyError, TypeError, ValueError):
-            raise BertkitError(
-                f"{where}: each entity needs '{ner.start_field}', '{ner.end_field}' and "
-                f"'{ner.type_field}' (got {entity})"
-            ) from None
+            needs = f"'{ner.start_field}', '{ner.end_field}'"
+            if ner.span_field:
+                needs = f"'{ner.span_field}' ([start, end])"
+            raise BertkitError(f"{where}: each entity needs {needs} and '{ner.type_field}' (got {entity})") from None
         if not 0 <= start < end <= len(text):
             raise BertkitError(f"{where}: entity {entity} lies outside the text ({len(text)} characters)")
         spans.append({"type": kind, "start": start, "end": end})
@@ -328,13 +332,10 @@ def encode_words(tokenizer, words: list[list[str]], info: dict, labels: list[lis
     budget = info["max_length"] - tokenization.special_budget(tokenizer)
     stride = min(info.get("stride", 32), budget // 2)
     prefix = tokenization.prefix_length(tokenizer)
-    encoded = tokenizer(words, is_split_into_words=True, add_special_tokens=False) if words else None
     all_subwords = info.get("label_all_subwords", False)
     names = info["labels"]
     features = []
-    for example in range(len(words)):
-        ids = encoded["input_ids"][example]
-        word_ids = encoded.word_ids(example)
+    for example, (ids, word_ids) in enumerate(tokenization.subwords_of_words(tokenizer, words)):
         first: dict[int, int] = {}
         for pos, w in enumerate(word_ids):
             if w is not None and w not in first:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics
+from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, QaConfig
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, forward, softmax
@@ -74,9 +74,7 @@ class QaTask:
     def build_model(self, source: str, info: dict, cfg: Config):
         from transformers import AutoModelForQuestionAnswering
 
-        return AutoModelForQuestionAnswering.from_pretrained(
-            source, revision=cfg.model.revision, trust_remote_code=cfg.model.trust_remote_code
-        )
+        return models.load_weights(AutoModelForQuestionAnswering, source, cfg)
 
     def best_metric(self, info: dict) -> str:
         return "f1"
@@ -157,10 +155,21 @@ def score_answers(found: list[dict], records: list[dict], info: dict) -> dict:
         for record, answer in zip(records, found, strict=True)
     ]
     references = [{"id": r["id"], "answers": r["answers"]} for r in records]
-    result = metrics.load("squad").compute(predictions=predictions, references=references)
+    unit = _f1_unit(info["qa"].get("f1_unit", "auto"), [r["context"] for r in records])
+    result = metrics.load("squad").compute(predictions=predictions, references=references, unit=unit)
     if info["version_2"]:
         result["null_score_diff_threshold"] = info["qa"]["null_score_diff_threshold"]
     return result
+
+
+def _f1_unit(unit: str, contexts: list[str]) -> str:
+    """'char' for text written without spaces between words (Japanese, Chinese), as JSQuAD is
+    scored; 'word' otherwise, as SQuAD is."""
+    if unit != "auto":
+        return unit
+    sample = "".join(contexts[:200])
+    cjk = sum(1 for ch in sample if "\u3040" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff")
+    return "char" if sample and cjk / len(sample) > 0.3 else "word"
 
 
 def _columns(features) -> dict:
@@ -338,54 +347,39 @@ def _checked(record: dict, fields: dict, where: str, ids: dict, default_id: str 
 
 def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, answers: list[dict] | None = None):
     """Features for (question, context) pairs: one per window of each context, with the context
-    offsets of every token, and start/end positions when `answers` are given."""
+    offsets of every token, and start/end positions when `answers` are given. Offsets come from
+    the tokenizer when it is fast and from `bertkit.japanese` when it is a Japanese one, so both
+    are windowed here the same way."""
     qa, max_length = info["qa"], info["max_length"]
-    if not getattr(tokenizer, "is_fast", False):
-        raise BertkitError(f"qa needs a fast tokenizer (for character offsets); {type(tokenizer).__name__} is not one")
+    tokenization.check_offsets(tokenizer, "qa")
     if not questions:
         return []
-    questions, longest = _cut_questions(tokenizer, questions, qa["max_question_length"])
-    room = max_length - longest - tokenizer.num_special_tokens_to_add(pair=True)
+    asked = [ids[: qa["max_question_length"]] for ids, _ in tokenization.tokens_with_offsets(tokenizer, questions)]
+    longest = max(len(ids) for ids in asked)
+    specials = tokenizer.num_special_tokens_to_add(pair=True)
+    room = max_length - longest - specials
     if qa["doc_stride"] >= room:
         raise BertkitError(
             f"qa.doc_stride ({qa['doc_stride']}) must be below the context room of a window: model.max_length "
             f"({max_length}) - the longest question ({longest} tokens; qa.max_question_length cuts them) - "
             f"special tokens = {room}. Lower doc_stride or max_question_length, or raise max_length."
         )
-    enc = tokenizer(
-        questions,
-        contexts,
-        truncation="only_second",
-        max_length=max_length,
-        stride=qa["doc_stride"],
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-    )
-    names = [n for n in ("input_ids", "token_type_ids", "attention_mask") if n in enc]
     cls_id = tokenizer.cls_token_id
     features = []
-    for i, example in enumerate(enc["overflow_to_sample_mapping"]):
-        sequence = enc.sequence_ids(i)
-        offsets = [tuple(o) if s == 1 else NO_CONTEXT for o, s in zip(enc["offset_mapping"][i], sequence, strict=True)]
-        ids = enc["input_ids"][i]
-        feature = {n: enc[n][i] for n in names}
-        feature["example"] = example
-        feature["offset_mapping"] = offsets
-        feature["cls_index"] = ids.index(cls_id) if cls_id in ids else 0
-        if answers is not None:
-            feature["start_positions"], feature["end_positions"] = _positions(offsets, answers[example], feature)
-        features.append(feature)
+    read = tokenization.tokens_with_offsets(tokenizer, contexts)
+    for example, (question, (ids, offsets)) in enumerate(zip(asked, read, strict=True)):
+        budget = max_length - len(question) - specials
+        for start, end in tokenization.window_spans(len(ids), budget, qa["doc_stride"]):
+            feature, at = tokenization.wrap_pair(tokenizer, question, ids[start:end])
+            window = [NO_CONTEXT] * len(feature["input_ids"])
+            window[at : at + end - start] = offsets[start:end]
+            feature["example"] = example
+            feature["offset_mapping"] = window
+            feature["cls_index"] = feature["input_ids"].index(cls_id) if cls_id in feature["input_ids"] else 0
+            if answers is not None:
+                feature["start_positions"], feature["end_positions"] = _positions(window, answers[example], feature)
+            features.append(feature)
     return features
-
-
-def _cut_questions(tokenizer, questions: list[str], limit: int) -> tuple[list[str], int]:
-    """Questions cut to `limit` tokens, and the length in tokens of the longest one."""
-    enc = tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
-    cut = [
-        q if len(offsets) <= limit else q[: offsets[limit - 1][1]]
-        for q, offsets in zip(questions, enc["offset_mapping"], strict=True)
-    ]
-    return cut, min(limit, max(len(offsets) for offsets in enc["offset_mapping"]))
 
 
 def _positions(offsets: list[tuple[int, int]], answers: dict, feature: dict) -> tuple[int, int]:
