@@ -419,12 +419,18 @@ def tokenizer_train(
         8000, "--vocab-size", min=16, help="Entries in the vocabulary, special tokens included."
     ),
     lowercase: bool = typer.Option(True, "--lowercase/--cased", help="Lowercase (and strip accents) before splitting."),
+    japanese: bool = typer.Option(
+        False,
+        "--japanese",
+        help="Cut text into MeCab words (unidic-lite) first and save a BertJapaneseTokenizer (needs bertkit[ja]).",
+    ),
     min_frequency: int = typer.Option(2, "--min-frequency", min=1, help="Drop pieces seen fewer times than this."),
     max_length: int = typer.Option(512, "--max-length", min=8, help="The model_max_length the tokenizer records."),
     text_column: str = TextColumnOption,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
 ) -> None:
-    """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it)."""
+    """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it).
+    With --japanese: MeCab words, then WordPiece, as the Tohoku Japanese BERT models do."""
     from bertkit.data.corpus import read_lines
     from bertkit.outputs import check_output_dir
     from bertkit.progress import console, status
@@ -433,9 +439,46 @@ def tokenizer_train(
     check_output_dir(output, overwrite)
     texts = (line for path in input for line in read_lines(path, text_column))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
-        tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, where=", ".join(input))
+        tokenizer = train_wordpiece(
+            texts, vocab_size, lowercase and not japanese, min_frequency, max_length, ", ".join(input), japanese
+        )
     save_tokenizer(tokenizer, output, overwrite)
     console.print(f"[green]tokenizer with {len(tokenizer):,} entries written to[/green] {output}")
+
+
+@app.command()
+def tokenize(
+    text: list[str] = typer.Argument(None, help="Texts to cut into tokens (or use --input)."),
+    model: str = typer.Option(..., "--model", "-m", help="A model or tokenizer: bundle, HF folder or hub id."),
+    input: str | None = typer.Option(None, "--input", "-i", help="A file of texts, one a line (or CSV/JSONL)."),
+    text_column: str = TextColumnOption,
+    as_json: bool = typer.Option(False, "--json", help="One JSON line per text instead of tables."),
+) -> None:
+    """Show how the model's tokenizer cuts text: each token, its id, and the characters it covers."""
+    import json
+
+    from bertkit.data.corpus import read_lines
+    from bertkit.tokenization import describe_tokens, load_tokenizer
+
+    texts = list(text or []) + (list(read_lines(input, text_column)) if input else [])
+    if not texts:
+        raise BertkitError("give texts to tokenize as arguments, or a file with --input")
+    tokenizer = load_tokenizer(model)
+    for one in texts:
+        tokens = describe_tokens(tokenizer, one)
+        if as_json:
+            typer.echo(json.dumps({"text": one, "tokens": tokens}, ensure_ascii=False))
+            continue
+        from rich.table import Table
+
+        from bertkit.progress import console
+
+        table = Table(title=f"{one[:60]}{'…' if len(one) > 60 else ''}  ({len(tokens)} tokens)", title_justify="left")
+        for column in ("#", "token", "id", "characters", "text"):
+            table.add_column(column, justify="right" if column in ("#", "id") else "left")
+        for i, t in enumerate(tokens):
+            table.add_row(str(i), t["token"], str(t["id"]), f"{t['start']}-{t['end']}", t["text"])
+        console.print(table)
 
 
 # ---------------------------------------------------------------- config / info

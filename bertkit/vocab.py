@@ -1,6 +1,8 @@
 """Training a WordPiece vocabulary on a corpus: `bertkit tokenizer train`, and the tokenizer of a
 model pre-trained from scratch (`mlm.from_scratch`). The result is a BERT fast tokenizer that
-`AutoTokenizer.from_pretrained` loads like any other."""
+`AutoTokenizer.from_pretrained` loads like any other, or, for Japanese, a `BertJapaneseTokenizer`
+in the layout of the Tohoku models: MeCab (unidic-lite) words, then WordPiece pieces learnt on
+those words."""
 
 from __future__ import annotations
 
@@ -19,9 +21,14 @@ def train_wordpiece(
     min_frequency: int = 2,
     max_length: int = 512,
     where: str = "the corpus",
+    japanese: bool = False,
 ):
     """A BertTokenizerFast whose WordPiece vocabulary of exactly `vocab_size` entries is learnt
-    from `texts`; a corpus too small for that many entries is an error that says how many fit."""
+    from `texts`; a corpus too small for that many entries is an error that says how many fit.
+    (The trainer keeps every character it sees, with its ## form, so with many distinct
+    characters, as in Japanese, the vocabulary can come out larger than asked.)
+    `japanese`: the text is cut into MeCab words first (NFKC, case kept), and the result is a
+    BertJapaneseTokenizer that does the same at run time."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertTokenizerFast
 
@@ -31,8 +38,14 @@ def train_wordpiece(
         )
     counted = _Counted(texts)
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase or None)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    if japanese:
+        from bertkit.japanese import split_words
+
+        counted = _Counted(" ".join(split_words(text)) for text in counted)
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    else:
+        tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase or None)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
@@ -47,11 +60,36 @@ def train_wordpiece(
             f"min_frequency {min_frequency}), fewer than the {vocab_size:,} asked for. Ask for at most "
             f"{found:,}, lower the minimum frequency, or add text."
         )
+    if japanese:
+        return _japanese_tokenizer(tok, max_length)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
     return BertTokenizerFast(tokenizer_object=tok, model_max_length=max_length, do_lower_case=lowercase)
+
+
+def _japanese_tokenizer(tok, max_length: int):
+    """A BertJapaneseTokenizer (MeCab with unidic-lite, then WordPiece) over the learnt pieces."""
+    import tempfile
+
+    from transformers import BertJapaneseTokenizer
+
+    from bertkit.japanese import with_token_types
+
+    vocab = sorted(tok.get_vocab().items(), key=lambda item: item[1])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "vocab.txt"
+        path.write_text("".join(f"{token}\n" for token, _ in vocab), encoding="utf-8")
+        tokenizer = BertJapaneseTokenizer(
+            str(path),
+            do_lower_case=False,
+            word_tokenizer_type="mecab",
+            subword_tokenizer_type="wordpiece",
+            mecab_kwargs={"mecab_dic": "unidic_lite"},
+            model_max_length=max_length,
+        )
+    return with_token_types(tokenizer)
 
 
 class _Counted:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, tokenization
+from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.data.corpus import load_corpus
 from bertkit.errors import BertkitError
@@ -66,8 +66,9 @@ class MlmTask:
             return train_wordpiece(
                 ds["train"]["text"],
                 cfg.mlm.vocab_size,
-                lowercase=cfg.mlm.lowercase,
+                lowercase=cfg.mlm.lowercase and not cfg.mlm.japanese,
                 max_length=cfg.model.max_length,
+                japanese=cfg.mlm.japanese,
                 where=f"{cfg.data.train.describe()} (training data)",
             )
 
@@ -108,9 +109,7 @@ class MlmTask:
                 pad_token_id=info["pad_token_id"],
             )
             return BertForMaskedLM(config)
-        model, loading = AutoModelForMaskedLM.from_pretrained(
-            source, revision=cfg.model.revision, trust_remote_code=cfg.model.trust_remote_code, output_loading_info=True
-        )
+        model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
         prefix = model.base_model_prefix + "."
         if any(not key.startswith(prefix) for key in loading.get("missing_keys", [])):
             info["fresh_head"] = True
