@@ -14,12 +14,28 @@ PIPELINES = {
 # (the model card's tag; transformers 5 runs QA models without a pipeline, see _python_use)
 
 
+# Fonts with Japanese and Chinese glyphs, tried after the default for labels such as 人名 or 地名.
+CJK_FONTS = ["Noto Sans CJK JP", "IPAexGothic", "IPAGothic", "TakaoGothic", "Hiragino Sans", "Yu Gothic", "MS Gothic"]
+
+
 def _pyplot():
+    import warnings
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import font_manager
 
+    try:  # bertkit[ja] brings IPAexGothic with it
+        import matplotlib_fontja  # noqa: F401
+    except ImportError:
+        pass
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    plt.rcParams["font.family"] = ["sans-serif"]
+    plt.rcParams["font.sans-serif"] = ["DejaVu Sans", *(f for f in CJK_FONTS if f in installed)]
+    # without such a font CJK labels are drawn as boxes: say so in the docs, not once per glyph
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font")
     return plt
 
 
