@@ -137,3 +137,51 @@ def test_squad_files_read_and_every_answer_aligns_to_tokens():
                 # the window's tokens start and end where the answer does, or cover it by a partial word
                 covering = [(s, e) for s, e in found[k] if s <= span[0] and e >= span[1]]
                 assert any(span[0] - s < 10 and e - span[1] < 10 for s, e in covering), (record["where"], span)
+
+
+def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
+    """JSQuAD dev and the Wikipedia NER dev file through a MeCab + WordPiece vocabulary learnt
+    here from the NER training text: every JSQuAD answer is exactly some window's start/end
+    tokens, the literal [SEP] between title and paragraph becomes the separator token, and every
+    NER span becomes one B- tag on MeCab words."""
+    pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
+    import datasets
+
+    from bertkit.config import DataSource, load_config
+    from bertkit.tasks import ner, qa
+    from bertkit.tokenization import load_tokenizer
+    from bertkit.vocab import train_wordpiece
+
+    train_text = json.loads(shared("ja", "ner_wikipedia", "train.json").read_text(encoding="utf-8"))
+    vocab = train_wordpiece([r["text"] for r in train_text], 3000, min_frequency=1, max_length=128, japanese=True)
+    vocab.save_pretrained(tmp_path / "tok")
+    tok = load_tokenizer(str(tmp_path / "tok"))
+
+    cfg = load_config(ROOT / "configs" / "ja" / "local" / "jsquad.yaml", task="qa")
+    records = qa.read_examples(DataSource(path=str(shared("ja", "jsquad", "dev.json"))), cfg, "validation")
+    assert len(records) == 545
+    info = {"max_length": 128, "version_2": False, "qa": cfg.qa.model_dump()}
+    questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
+    features = qa.encode(tok, questions, contexts, info, [r["answers"] for r in records])
+    found, separated = {}, set()
+    for f in features:
+        if f["start_positions"] != f["cls_index"]:
+            span = (f["offset_mapping"][f["start_positions"]][0], f["offset_mapping"][f["end_positions"]][1])
+            found.setdefault(f["example"], set()).add(span)
+        marker = contexts[f["example"]].index(" [SEP] ") + 1  # where the literal [SEP] starts
+        for t, offsets in enumerate(f["offset_mapping"]):
+            if tuple(offsets) == (marker, marker + 5):
+                assert f["input_ids"][t] == tok.sep_token_id, records[f["example"]]["where"]
+                separated.add(f["example"])
+    assert len(separated) == len(records)
+    for k, record in enumerate(records):
+        start = record["answers"]["answer_start"][0]
+        assert (start, start + len(record["answers"]["text"][0])) in found.get(k, set()), record["where"]
+
+    cfg = load_config(ROOT / "configs" / "ja" / "local" / "ner.yaml", task="ner")
+    records = ner.read_examples(DataSource(path=str(shared("ja", "ner_wikipedia", "dev.json"))), cfg, "validation")
+    split = datasets.Dataset.from_list([{"text": r["text"], "entities": r["entities"]} for r in records])
+    words, word_tags = ner._words_and_tags(split, tok, "validation")
+    assert len(records) == 534 and sum(len(r["entities"]) for r in records) == 1336
+    assert sum(tag.startswith("B-") for seq in word_tags for tag in seq) == 1336
+    assert all(len(w) == len(t) for w, t in zip(words, word_tags, strict=True))
