@@ -5,14 +5,12 @@
              NER sentences) gathered into outputs/ja/corpus.txt, one paragraph a line (no dev
              text: the fine-tuning scores below are on dev)
   pretrain:  configs/ja/local/pretrain.yaml: a MeCab + WordPiece vocabulary learnt from that text,
-             then masked-LM pre-training of a 4-layer, 256-wide BERT from scratch (800 steps)
-  pretrain-more: configs/ja/local/pretrain_more.yaml: 600 more steps of the same
+             then masked-LM pre-training of a 4-layer, 256-wide BERT from scratch
   finetune:  each of configs/ja/local/{livedoor,jnli,jsts,ner,jsquad}.yaml twice, from the
              pre-trained model and from the same architecture and tokenizer with random weights
              (model.random_init: true); scores on dev
 
-Usage: python bench/ja_quality.py [corpus] [pretrain] [pretrain-more] [finetune] [TASK ...]
-                                  [--only=pre-trained | --only='random init']
+Usage: python bench/ja_quality.py [corpus] [pretrain] [finetune] [TASK ...]
 Writes bench/results/ja_quality.json and prints a table.
 """
 
@@ -26,6 +24,7 @@ from common import DATA, RESULTS, ROOT, require, save, table, train_bundle
 
 JA = DATA / "ja"
 CORPUS = ROOT / "outputs" / "ja" / "corpus.txt"
+BASE = "outputs/bench-ja-pretrain"
 TASKS = {
     "livedoor": ("classify", "accuracy"),
     "jnli": ("classify", "accuracy"),
@@ -48,21 +47,14 @@ def corpus() -> dict:
     return {"lines": len(lines), "characters": sum(map(len, lines))}
 
 
-STAGES = {  # config, bundle name, the link that configs/ja/local/*.yaml read
-    "pretrain": ("configs/ja/local/pretrain.yaml", "ja-pretrain", "bert-small"),
-    "pretrain-more": ("configs/ja/local/pretrain_more.yaml", "ja-pretrain-more", "bert-small-2"),
-}
-
-
-def pretrain(stage: str) -> dict:
+def pretrain() -> dict:
     if not CORPUS.exists():
         corpus()
-    config, name, link_name = STAGES[stage]
-    info, wall = train_bundle("mlm-adapt", config, name, [])
-    link = ROOT / "outputs" / "ja" / link_name
+    info, wall = train_bundle("mlm-adapt", "configs/ja/local/pretrain.yaml", "ja-pretrain", [])
+    link = ROOT / "outputs" / "ja" / "bert-small"  # where configs/ja/local/*.yaml look for it
     if link.is_symlink() or link.exists():
         link.unlink()
-    link.symlink_to(ROOT / "outputs" / f"bench-{name}")
+    link.symlink_to(ROOT / BASE)
     scores = info["metrics"]["validation"]
     return {
         "perplexity_before": scores.get("perplexity_before"),
@@ -72,27 +64,18 @@ def pretrain(stage: str) -> dict:
     }
 
 
-STARTS = {"pre-trained": [], "random init": ["model.random_init=true"]}
-
-
-def finetune(name: str, starts: list[str]) -> list[dict]:
-    task = TASKS[name][0]
+def finetune(name: str) -> list[dict]:
+    task, metric = TASKS[name]
     rows = []
-    for start in starts:
-        info, wall = train_bundle(task, f"configs/ja/local/{name}.yaml", f"ja-{name}-{start[:6]}", STARTS[start])
-        rows.append({**summary(name, start, info), "wall_seconds": wall})
+    for start, sets in (("pre-trained", []), ("random init", ["model.random_init=true"])):
+        info, wall = train_bundle(task, f"configs/ja/local/{name}.yaml", f"ja-{name}-{start[:6]}", sets)
+        scores = info["metrics"]["validation"]
+        row = {"task": name, "start": start, metric: scores[metric], "train_seconds": info["training"]["train_seconds"]}
+        for extra in ("exact_match", "accuracy", "pearson"):
+            if extra in scores and extra != metric:
+                row[extra] = scores[extra]
+        rows.append({**row, "wall_seconds": wall})
     return rows
-
-
-def summary(name: str, start: str, info: dict) -> dict:
-    """One result row from a fine-tuned bundle's bertkit.json."""
-    metric = TASKS[name][1]
-    scores = info["metrics"]["validation"]
-    row = {"task": name, "start": start, metric: scores[metric], "train_seconds": info["training"]["train_seconds"]}
-    for extra in ("exact_match", "accuracy", "pearson"):
-        if extra in scores and extra != metric:
-            row[extra] = scores[extra]
-    return row
 
 
 def main(argv: list[str]) -> None:
@@ -100,13 +83,11 @@ def main(argv: list[str]) -> None:
     if "corpus" in argv:
         result["corpus"] = corpus()
         print(result["corpus"])
-    for stage in STAGES:
-        if stage in argv:
-            result[stage] = pretrain(stage)
-            print(result[stage])
+    if "pretrain" in argv:
+        result["pretrain"] = pretrain()
+        print(result["pretrain"])
     chosen = [a for a in argv if a in TASKS] or (list(TASKS) if "finetune" in argv else [])
-    starts = [s for s in STARTS if f"--only={s}" in argv] or list(STARTS)
-    rows = [row for name in chosen for row in finetune(name, starts)]
+    rows = [row for name in chosen for row in finetune(name)]
     if rows:
         result["finetune"] = rows
         print(table(rows, ["task", "start", *sorted({k for r in rows for k in r} - {"task", "start"})]))
