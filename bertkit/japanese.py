@@ -15,7 +15,7 @@ import unicodedata
 
 from bertkit.errors import BertkitError
 
-INSTALL = "pip install 'bertkit[ja]'  (fugashi and unidic-lite)"
+INSTALL = "pip install fugashi unidic-lite  (the bertkit[ja] extra)"
 
 
 def is_japanese(tokenizer) -> bool:
