@@ -439,9 +439,7 @@ def tokenizer_train(
     check_output_dir(output, overwrite)
     texts = (line for path in input for line in read_lines(path, text_column))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
-        tokenizer = train_wordpiece(
-            texts, vocab_size, lowercase and not japanese, min_frequency, max_length, ", ".join(input), japanese
-        )
+        tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, ", ".join(input), japanese)
     save_tokenizer(tokenizer, output, overwrite)
     console.print(f"[green]tokenizer with {len(tokenizer):,} entries written to[/green] {output}")
 
@@ -457,7 +455,10 @@ def tokenize(
     """Show how the model's tokenizer cuts text: each token, its id, and the characters it covers."""
     import json
 
+    from rich.table import Table
+
     from bertkit.data.corpus import read_lines
+    from bertkit.progress import console
     from bertkit.tokenization import describe_tokens, load_tokenizer
 
     texts = list(text or []) + (list(read_lines(input, text_column)) if input else [])
@@ -469,10 +470,6 @@ def tokenize(
         if as_json:
             typer.echo(json.dumps({"text": one, "tokens": tokens}, ensure_ascii=False))
             continue
-        from rich.table import Table
-
-        from bertkit.progress import console
-
         table = Table(title=f"{one[:60]}{'…' if len(one) > 60 else ''}  ({len(tokens)} tokens)", title_justify="left")
         for column in ("#", "token", "id", "characters", "text"):
             table.add_column(column, justify="right" if column in ("#", "id") else "left")

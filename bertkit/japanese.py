@@ -103,14 +103,14 @@ def _clusters(text: str) -> list[tuple[int, int]]:
 
 def _spans_by_prefix(text: str, whole: str) -> list[tuple[int, int]]:
     """Slow but sure: cut where the normalised prefix is a stable prefix of the whole."""
-    cuts = [0]
+    cuts, done = [0], 0  # done: length of the normalised text before the last cut
     for j in range(1, len(text) + 1):
         head = unicodedata.normalize("NFKC", text[cuts[-1] : j])
-        done = len(unicodedata.normalize("NFKC", text[: cuts[-1]]))
         if whole.startswith(head, done) and (
             j == len(text) or unicodedata.normalize("NFKC", text[:j]) + unicodedata.normalize("NFKC", text[j:]) == whole
         ):
             cuts.append(j)
+            done = len(unicodedata.normalize("NFKC", text[:j]))
     spans: list[tuple[int, int]] = []
     for start, end in zip(cuts, cuts[1:], strict=False):
         spans.extend([(start, end)] * len(unicodedata.normalize("NFKC", text[start:end])))

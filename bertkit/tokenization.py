@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 
+from bertkit import japanese
 from bertkit.errors import BertkitError
 
 
@@ -15,8 +16,6 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
     from bertkit import models
 
     source = models.resolve(name, revision, tokenizer_only=True)
-    from bertkit import japanese
-
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
@@ -31,8 +30,6 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
 
 def check_offsets(tokenizer, job: str) -> None:
     """Stop early, and clearly, when a job needs character offsets this tokenizer cannot give."""
-    from bertkit import japanese
-
     if not getattr(tokenizer, "is_fast", False) and not japanese.is_japanese(tokenizer):
         raise BertkitError(
             f"{job} needs character offsets, which {type(tokenizer).__name__} does not give: use a model "
@@ -42,8 +39,6 @@ def check_offsets(tokenizer, job: str) -> None:
 
 def tokens_with_offsets(tokenizer, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
     """For each text, its token ids (no special tokens) and each token's (start, end) in the text."""
-    from bertkit import japanese
-
     if not texts:
         return []
     if getattr(tokenizer, "is_fast", False):
@@ -181,8 +176,6 @@ def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
 def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
     """The words the tokenizer's pre-tokenizer (or MeCab) sees in `text`, with character offsets
     into it."""
-    from bertkit import japanese
-
     if japanese.is_japanese(tokenizer):
         return japanese.words(tokenizer, text)
     backend = getattr(tokenizer, "backend_tokenizer", None)

@@ -27,8 +27,8 @@ def train_wordpiece(
     from `texts`; a corpus too small for that many entries is an error that says how many fit.
     (The trainer keeps every character it sees, with its ## form, so with many distinct
     characters, as in Japanese, the vocabulary can come out larger than asked.)
-    `japanese`: the text is cut into MeCab words first (NFKC, case kept), and the result is a
-    BertJapaneseTokenizer that does the same at run time."""
+    `japanese`: the text is cut into MeCab words first (NFKC, case always kept: `lowercase` does
+    not apply), and the result is a BertJapaneseTokenizer that does the same at run time."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import BertTokenizerFast
 

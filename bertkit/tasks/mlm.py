@@ -66,7 +66,7 @@ class MlmTask:
             return train_wordpiece(
                 ds["train"]["text"],
                 cfg.mlm.vocab_size,
-                lowercase=cfg.mlm.lowercase and not cfg.mlm.japanese,
+                lowercase=cfg.mlm.lowercase,
                 max_length=cfg.model.max_length,
                 japanese=cfg.mlm.japanese,
                 where=f"{cfg.data.train.describe()} (training data)",
