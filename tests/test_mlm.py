@@ -81,6 +81,55 @@ def test_fixed_masks_are_reproducible(tokenizer):
     assert first["labels"] != other["labels"]
 
 
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_training_scores_only_masked_positions_with_the_same_loss_and_gradients(family):
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
+
+    from bertkit.masked_positions import predict_masked_only
+
+    size = {"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2}
+    size["intermediate_size"] = 64
+    if family == "bert":
+        build = lambda: BertForMaskedLM(BertConfig(**size))  # noqa: E731
+    else:
+        build = lambda: RobertaForMaskedLM(RobertaConfig(**size, max_position_embeddings=40, pad_token_id=1))  # noqa: E731
+    torch.manual_seed(0)
+    full = build()
+    sparse = build()
+    sparse.load_state_dict(full.state_dict())
+    assert predict_masked_only(sparse)
+    ids = torch.randint(5, 300, (4, 24))
+    labels = torch.where(torch.rand(ids.shape) < 0.2, ids, torch.tensor(-100))
+    labels[0, 3] = ids[0, 3]  # at least one position to predict
+    seen = {}
+    sparse_head = sparse.cls if family == "bert" else sparse.lm_head
+    sparse_head.register_forward_hook(lambda module, args, out: seen.update(rows=out.shape[0]))
+    for model in (full, sparse):
+        model.train()
+        torch.manual_seed(1)  # the same dropout in both
+        model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss.backward()
+    assert seen["rows"] == int((labels != -100).sum())  # the head saw the masked positions only
+    torch.manual_seed(1)
+    reference = full(input_ids=ids, labels=labels).loss
+    torch.manual_seed(1)
+    assert torch.allclose(sparse(input_ids=ids, labels=labels).loss, reference, atol=1e-6)
+    for (name, a), (_, b) in zip(full.named_parameters(), sparse.named_parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, atol=1e-6), name
+    sparse.eval()  # evaluation reads every position's logits: the model runs unchanged
+    with torch.no_grad():
+        assert sparse(input_ids=ids, labels=labels).logits.shape == (4, 24, 300)
+
+
+def test_masked_only_scoring_leaves_other_models_alone():
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from bertkit.masked_positions import predict_masked_only
+
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    assert not predict_masked_only(BertForSequenceClassification(config))
+
+
 # ---------------------------------------------------------------- corpus and examples
 
 
