@@ -231,6 +231,20 @@ class MlmConfig(Section):
     num_layers: int = Field(4, ge=1, description="from scratch: encoder layers")
     num_heads: int = Field(4, ge=1, description="from scratch: attention heads (must divide hidden_size)")
     intermediate_size: int = Field(1024, ge=8, description="from scratch: feed-forward width")
+    initializer_range: float = Field(
+        0.02,
+        gt=0,
+        le=1,
+        description="from scratch: standard deviation of the initial weights (BERT's 0.02 suits 768 wide; "
+        "narrow models learn word order sooner from larger ones, e.g. 0.1 at 128 wide)",
+    )
+    dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="from scratch: dropout while pre-training (0 speeds up learning on small budgets); "
+        "the saved model has BERT's 0.1 for fine-tuning",
+    )
     top_k: int = Field(5, ge=1, description="fill-mask predictions: candidates listed per [MASK]")
 
     @model_validator(mode="after")

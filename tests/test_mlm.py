@@ -247,7 +247,8 @@ def test_adapt_then_fill_masks_then_classify(tmp_path, tiny_model, corpus, easy_
 def test_from_scratch_with_whole_words(tmp_path, corpus, cli):
     extra = (
         "  block_size: 32\n  from_scratch: true\n  vocab_size: 150\n  hidden_size: 32\n  num_layers: 1\n"
-        "  num_heads: 2\n  intermediate_size: 64\n  whole_word_masking: true\n"
+        "  num_heads: 2\n  intermediate_size: 64\n  whole_word_masking: true\n  initializer_range: 0.1\n"
+        "  dropout: 0.0\n"
     )
     code, _, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, "unused-name", corpus, extra))
     assert code == 0, err
@@ -256,9 +257,30 @@ def test_from_scratch_with_whole_words(tmp_path, corpus, cli):
     assert info["base_model"] == "scratch" and info["whole_word_masking"]
     config = json.loads((bundle / "config.json").read_text())
     assert config["vocab_size"] == 150 and config["hidden_size"] == 32 and config["num_hidden_layers"] == 1
+    assert config["initializer_range"] == 0.1
+    # pre-trained without dropout, saved with BERT's dropout for fine-tuning
+    assert config["hidden_dropout_prob"] == config["attention_probs_dropout_prob"] == 0.1
+    assert not any(key.startswith("bertkit") for key in config)
     scores = json.loads((bundle / "metrics.json").read_text())
     assert scores["perplexity_after"] < 0.8 * scores["perplexity_before"]
     assert "pre-trained from scratch" in (bundle / "README.md").read_text()
+
+
+def test_from_scratch_initial_weights_and_dropout_follow_the_config():
+    from bertkit.config import load_config
+    from bertkit.tasks.mlm import TASK
+
+    cfg = load_config(None, task="mlm-adapt")
+    cfg.mlm.from_scratch, cfg.mlm.hidden_size, cfg.mlm.num_heads, cfg.mlm.intermediate_size = True, 128, 2, 256
+    info = {"vocab_size": 2000, "pad_token_id": 0}
+    spreads = {}
+    for init, dropout in ((0.02, 0.1), (0.1, 0.0)):
+        cfg.mlm.initializer_range, cfg.mlm.dropout = init, dropout
+        model = TASK.build_model(None, info, cfg)
+        assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == dropout
+        spreads[init] = model.bert.encoder.layer[0].attention.self.query.weight.std().item()
+        assert TASK.export(model).config.hidden_dropout_prob == 0.1  # as saved
+    assert abs(spreads[0.02] - 0.02) < 0.002 and abs(spreads[0.1] - 0.1) < 0.01
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,11 @@ class MlmTask:
                 intermediate_size=m.intermediate_size,
                 max_position_embeddings=cfg.model.max_length,
                 pad_token_id=info["pad_token_id"],
+                initializer_range=m.initializer_range,
+                hidden_dropout_prob=m.dropout,
+                attention_probs_dropout_prob=m.dropout,
             )
+            config.bertkit_from_scratch = True  # read (and dropped) by export
             return _masked_only(BertForMaskedLM(config))
         model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
         prefix = model.base_model_prefix + "."
@@ -117,6 +121,14 @@ class MlmTask:
         if model.get_input_embeddings().num_embeddings < info["vocab_size"]:
             model.resize_token_embeddings(info["vocab_size"])
         return _masked_only(model)
+
+    def export(self, model):
+        """The model as saved: one pre-trained from scratch gets BERT's fine-tuning dropout back
+        (mlm.dropout applies to pre-training only)."""
+        if getattr(model.config, "bertkit_from_scratch", False):
+            model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = FINE_TUNING_DROPOUT
+            del model.config.bertkit_from_scratch
+        return model
 
     def collator(self, tokenizer, cfg: Config):
         import torch
@@ -191,6 +203,7 @@ class MlmTask:
 
 
 TASK = MlmTask()
+FINE_TUNING_DROPOUT = 0.1  # BERT's, for a model pre-trained here
 
 
 # ---------------------------------------------------------------- examples
