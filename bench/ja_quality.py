@@ -74,15 +74,16 @@ def word_order(model_dir) -> dict:
     once with the tokens of each block shuffled (the same tokens masked). A model that has learnt
     only which words occur together in a text, a bag of words, scores both the same; one that reads
     its neighbours scores the shuffled text worse."""
-    import math
-
     import torch
     from transformers import AutoModelForMaskedLM
 
+    from bertkit.inference import forward
     from bertkit.masking import fixed_masks
-    from bertkit.tasks.mlm import examples
+    from bertkit.tasks.mlm import examples, losses_of_rows, score_rows
     from bertkit.tokenization import load_tokenizer
 
+    if not (model_dir / "config.json").exists():
+        sys.exit(f"{model_dir} holds no model: pre-train one first (python bench/ja_quality.py corpus pretrain)")
     tokenizer = load_tokenizer(str(model_dir))
     model = AutoModelForMaskedLM.from_pretrained(str(model_dir)).eval()
     texts = [r["text"] for r in json.loads(require(JA / "ner_wikipedia/dev.json").read_text(encoding="utf-8"))]
@@ -91,18 +92,16 @@ def word_order(model_dir) -> dict:
         row["input_ids"] for row in examples(tokenizer, texts, info, "validation") if len(row["input_ids"]) == 128
     ]
     masked = fixed_masks({"input_ids": blocks}, tokenizer, 0.15, True, 42)
-    inputs, labels = torch.tensor(masked["input_ids"]), torch.tensor(masked["labels"])
-    inner = torch.randperm(126, generator=torch.Generator().manual_seed(0)) + 1  # [CLS] and the last [SEP] stay
-    order = torch.cat([torch.tensor([0]), inner, torch.tensor([127])])
+    inner = (torch.randperm(126, generator=torch.Generator().manual_seed(0)) + 1).tolist()
+    order = [0, *inner, 127]  # [CLS] and the last [SEP] stay where they are
+    rows = [
+        {"input_ids": ids, "labels": labels} for ids, labels in zip(masked["input_ids"], masked["labels"], strict=True)
+    ]
+    shuffled = [{key: [row[key][i] for i in order] for key in row} for row in rows]
     result = {"word_order_blocks": len(blocks)}
-    for name, (x, y) in {"as_written": (inputs, labels), "shuffled": (inputs[:, order], labels[:, order])}.items():
-        total, count = 0.0, 0
-        with torch.no_grad():
-            for i in range(0, len(x), 32):
-                n = int((y[i : i + 32] != -100).sum())
-                total += model(input_ids=x[i : i + 32], labels=y[i : i + 32]).loss.item() * n
-                count += n
-        result[f"perplexity_{name}"] = round(math.exp(total / count), 1)
+    for name, features in (("as_written", rows), ("shuffled", shuffled)):
+        losses = forward(model, tokenizer, features, 32, output=losses_of_rows)
+        result[f"perplexity_{name}"] = round(score_rows(losses)["perplexity"], 1)
     return result
 
 
@@ -121,6 +120,8 @@ def finetune(name: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
+    earlier = RESULTS / "ja_quality.json"  # stages run separately add to one record
+    merged = json.loads(earlier.read_text()) if earlier.exists() else {}
     result = {}
     if "corpus" in argv:
         result["corpus"] = corpus()
@@ -129,18 +130,13 @@ def main(argv: list[str]) -> None:
         result["pretrain"] = pretrain()
         print(result["pretrain"])
     elif "word-order" in argv:  # the check alone, on the model pre-trained earlier
-        earlier = (
-            json.loads((RESULTS / "ja_quality.json").read_text()) if (RESULTS / "ja_quality.json").exists() else {}
-        )
-        result["pretrain"] = {**earlier.get("pretrain", {}), **word_order(ROOT / BASE)}
+        result["pretrain"] = {**merged.get("pretrain", {}), **word_order(ROOT / BASE)}
         print(result["pretrain"])
     chosen = [a for a in argv if a in TASKS] or (list(TASKS) if "finetune" in argv else [])
     rows = [row for name in chosen for row in finetune(name)]
     if rows:
         result["finetune"] = rows
         print(table(rows, ["task", "start", *sorted({k for r in rows for k in r} - {"task", "start"})]))
-    earlier = RESULTS / "ja_quality.json"  # stages run separately add to one record
-    merged = json.loads(earlier.read_text()) if earlier.exists() else {}
     if "finetune" in result:
         done = {(r["task"], r["start"]) for r in result["finetune"]}
         result["finetune"] += [r for r in merged.get("finetune", []) if (r["task"], r["start"]) not in done]

@@ -77,7 +77,7 @@ def main() -> None:
                 run["optimizer"].zero_grad()
                 run["times"].append(time.perf_counter() - started)
                 run["losses"].append(loss.item())
-    (peer_name, peer_run), (our_name, our_run) = runs.items()
+    peer_run, our_run = runs.values()
     gap = max(abs(a - b) for a, b in zip(peer_run["losses"], our_run["losses"], strict=True))
     if gap > 1e-3:
         raise SystemExit(f"the two models' losses differ by {gap}: the masked-only head is not the same computation")

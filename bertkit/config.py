@@ -235,8 +235,8 @@ class MlmConfig(Section):
         0.02,
         gt=0,
         le=1,
-        description="from scratch: standard deviation of the initial weights (BERT's 0.02 suits 768 wide; "
-        "narrow models learn word order sooner from larger ones, e.g. 0.1 at 128 wide)",
+        description="from scratch: standard deviation of the initial weights (BERT's 0.02 was chosen for 768 "
+        "wide; narrow models can need larger ones to start reading word order)",
     )
     dropout: float = Field(
         0.1,

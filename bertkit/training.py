@@ -334,13 +334,14 @@ def library_versions() -> dict:
 def write_bundle(
     trainer, cfg: Config, info: dict, scores: dict, stats: dict, best: str, overwrite: bool, headline=None, export=None
 ) -> None:
-    """The bundle: the model (`export(model)` when the trained module is a wrapper around it),
+    """The bundle: the model (`export(model, info)` when the task saves something other than the
+    trained module as it is: the encoder inside a wrapper, or a model with its settings changed),
     tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
     final = Path(cfg.output_dir)
     staged = outputs.staging_dir(final)
     try:
         if export:
-            export(trainer.model).save_pretrained(str(staged))
+            export(trainer.model, info).save_pretrained(str(staged))
             trainer.processing_class.save_pretrained(str(staged))
         else:
             trainer.save_model(str(staged))

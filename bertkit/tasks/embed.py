@@ -95,7 +95,7 @@ class EmbedTask:
 
         return PairCollator(tokenizer, cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None))
 
-    def export(self, model):
+    def export(self, model, info: dict):
         return model.encoder
 
     def best_metric(self, info: dict) -> str:

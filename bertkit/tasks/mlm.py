@@ -111,7 +111,6 @@ class MlmTask:
                 hidden_dropout_prob=m.dropout,
                 attention_probs_dropout_prob=m.dropout,
             )
-            config.bertkit_from_scratch = True  # read (and dropped) by export
             return _masked_only(BertForMaskedLM(config))
         model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
         prefix = model.base_model_prefix + "."
@@ -122,12 +121,11 @@ class MlmTask:
             model.resize_token_embeddings(info["vocab_size"])
         return _masked_only(model)
 
-    def export(self, model):
+    def export(self, model, info: dict):
         """The model as saved: one pre-trained from scratch gets BERT's fine-tuning dropout back
         (mlm.dropout applies to pre-training only)."""
-        if getattr(model.config, "bertkit_from_scratch", False):
+        if info.get("from_scratch"):
             model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = FINE_TUNING_DROPOUT
-            del model.config.bertkit_from_scratch
         return model
 
     def collator(self, tokenizer, cfg: Config):
@@ -167,7 +165,7 @@ class MlmTask:
         columns = {key: [row[key] for row in rows] for key in rows[0]}
         masked = fixed_masks(columns, tokenizer, info["mlm_probability"], info["whole_word_masking"], info["seed"])
         features = [dict(zip(masked, values, strict=True)) for values in zip(*masked.values(), strict=True)]
-        losses = forward(model, tokenizer, features, options.get("batch_size", 32), output=_losses_of_rows)
+        losses = forward(model, tokenizer, features, options.get("batch_size", 32), output=losses_of_rows)
         return {**score_rows(losses), "texts": len(texts)}
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
@@ -274,7 +272,7 @@ def score_rows(rows: list) -> dict:
     return metrics.load("masked_lm").compute(nll=values[:, 0], correct=values[:, 1].astype(int))
 
 
-def _losses_of_rows(out, inputs, rows) -> list:
+def losses_of_rows(out, inputs, rows) -> list:
     """(loss, correct) of each predicted position of each row of a batch."""
     import torch
 
