@@ -17,6 +17,7 @@ INFO_FILE = "bertkit.json"
 class Bundle:
     path: Path
     info: dict = field(default_factory=dict)
+    trust_remote_code: bool = False
 
     @property
     def task(self) -> str:
@@ -25,24 +26,27 @@ class Bundle:
     def load_tokenizer(self):
         from bertkit.tokenization import load_tokenizer
 
-        return load_tokenizer(str(self.path))
+        return load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code)
 
     def load_model(self, auto_class: str, device=None):
         import transformers
 
+        from bertkit import models
         from bertkit.inference import pick_device
-        from bertkit.models import quiet_transformers
 
-        quiet_transformers()
+        models.quiet_transformers()
         loader = getattr(transformers, auto_class)
-        try:
-            model = loader.from_pretrained(str(self.path))
-        except (OSError, ValueError) as err:
-            raise BertkitError(f"{self.path}: cannot load the model: {err}") from None
+        model = models.from_pretrained(loader, str(self.path), self.trust_remote_code)
+        limit = models.position_limit(model.config)
+        if limit and int(self.info.get("max_length") or limit) > limit:
+            # bundles of older versions could record a length the model cannot read
+            self.info["max_length"] = limit
         return model.to(pick_device(device)).eval()
 
 
-def open_bundle(path: str) -> Bundle:
+def open_bundle(path: str, trust_remote_code: bool = False) -> Bundle:
+    from bertkit.models import check_custom_code
+
     root = Path(path)
     if not root.is_dir():
         raise BertkitError(f"--model {path}: not a directory. Give a directory written by `bertkit train`.")
@@ -51,16 +55,38 @@ def open_bundle(path: str) -> Bundle:
             f"--model {path}: not a model directory (no config.json). Give a directory written "
             "by `bertkit train` or by a Hugging Face model's `save_pretrained`."
         )
+    check_custom_code(str(root), trust_remote_code)
     info_file = root / INFO_FILE
     if info_file.is_file():
-        return Bundle(root, json.loads(info_file.read_text(encoding="utf-8")))
-    return Bundle(root, _infer_info(root))
+        info = read_json(info_file, "it describes the bundle: restore it, or train the model again")
+        if not isinstance(info, dict) or not info.get("task"):
+            raise BertkitError(
+                f"{info_file} does not name the model's task (no 'task' key); restore the file, or delete it "
+                "to run the model as a plain Hugging Face model"
+            )
+        from bertkit.tasks import MODULES
+
+        if info["task"] not in MODULES:
+            raise BertkitError(f"{info_file}: unknown task '{info['task']}' (bertkit knows {', '.join(MODULES)})")
+        return Bundle(root, info, trust_remote_code)
+    return Bundle(root, _infer_info(root), trust_remote_code)
+
+
+def read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BertkitError(f"{path} is not UTF-8 text; {what}") from None
+    except json.JSONDecodeError as err:
+        raise BertkitError(f"{path}:{err.lineno}: not valid JSON ({err.msg}); {what}") from None
 
 
 def _infer_info(root: Path) -> dict:
     from bertkit.tasks import task_for_architecture
 
-    config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+    config = read_json(root / "config.json", "restore it from the original model")
+    if not isinstance(config, dict):
+        raise BertkitError(f"{root / 'config.json'} is not a JSON object; restore it from the original model")
     task = task_for_architecture(config.get("architectures", []))
     if task is None:
         raise BertkitError(

@@ -3,6 +3,7 @@ modules (torch, transformers) inside its body, so `bertkit --help` stays instant
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -27,6 +28,11 @@ app.add_typer(config_app, name="config")
 app.add_typer(tokenizer_app, name="tokenizer")
 
 ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
+TrustOption = typer.Option(
+    False,
+    "--trust-remote-code",
+    help="Allow a model that ships its own Python code to run it (only for models you trust; never asked).",
+)
 SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
 
 
@@ -70,8 +76,9 @@ def _register_train_command(task: str, summary: str) -> None:
         ),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
         resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
+        trust_remote_code: bool = TrustOption,
     ) -> None:
-        _train(task, config, set_, output_dir, overwrite, resume)
+        _train(task, config, set_, output_dir, overwrite, resume, trust_remote_code)
 
     train_app.command(task, help=summary)(command)
 
@@ -80,25 +87,23 @@ for _task, _summary in TRAIN_COMMANDS.items():
     _register_train_command(_task, _summary)
 
 
-def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool) -> None:
+def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool, trust: bool = False) -> None:
     from bertkit.config import load_config
 
-    cfg = load_config(config, sets, task=task, output_dir=output_dir)
+    extra = {"model.trust_remote_code": True} if trust else {}
+    cfg = load_config(config, sets, task=task, output_dir=output_dir, **extra)
     from bertkit import training
     from bertkit.progress import console
 
-    final = training.train(cfg, overwrite=overwrite, resume=resume)
+    final, scores = training.train(cfg, overwrite=overwrite, resume=resume, protect=[config])
     if training.is_main_process():
-        _print_metrics(final / "metrics.json")
+        _print_metrics(scores)
         console.print(f"[green]model saved to[/green] {final}")
 
 
-def _print_metrics(path: Path) -> None:
-    import json
-
+def _print_metrics(data: dict) -> None:
     from rich.table import Table
 
-    data = json.loads(path.read_text())
     table = Table(title="metrics", show_header=True)
     roles = [r for r in ("validation", "test") if r in data]
     table.add_column("metric")
@@ -167,8 +172,10 @@ def predict(
     top_k: int | None = typer.Option(
         None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
     ),
+    trust_remote_code: bool = TrustOption,
 ) -> None:
-    """Run a trained model on texts; one result per input line or record, in input order."""
+    """Run a trained model on texts; one result per input line or record, in input order (a blank
+    line gets an empty result)."""
     if long_text not in ("truncate", "windows"):
         raise BertkitError("--long-text: use truncate or windows")
     records = None
@@ -191,6 +198,7 @@ def predict(
         input_format,
         device,
         records=records,
+        trust_remote_code=trust_remote_code,
         n_best=n_best,
         top_k=top_k,
         text_column=text_column,
@@ -210,9 +218,12 @@ def _read_text(path: Path) -> str:
     if not path.is_file():
         raise BertkitError(f"--context-file {path}: no such file")
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if not text.strip():
+        raise BertkitError(f"--context-file {path} is empty: there is nothing to find an answer in")
+    return text
 
 
 @app.command()
@@ -240,6 +251,7 @@ def evaluate(
     ),
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    trust_remote_code: bool = TrustOption,
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.scoring import evaluate_file
@@ -250,6 +262,7 @@ def evaluate(
         output_dir,
         overwrite,
         device,
+        trust_remote_code=trust_remote_code,
         data_format=data_format,
         batch_size=batch_size,
         text_column=text_column,
@@ -293,14 +306,17 @@ def embed(
     input_format: str | None = typer.Option(None, "--input-format", help="When the extension does not say."),
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
 ) -> None:
-    """Write one sentence vector per input text, in input order."""
+    """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
     from bertkit.embedding import load_encoder
+    from bertkit.outputs import check_output_file
     from bertkit.progress import console
     from bertkit.vectors import embed_file, vector_format
 
     vector_format(output)  # a bad extension fails before the model loads
-    encoder = load_encoder(model, pooling, normalize, max_length, device)
+    check_output_file(output, input)
+    encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code)
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
     s = encoder.settings
     console.print(
@@ -324,45 +340,40 @@ def similarity(
     max_length: int | None = MaxLengthOption,
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
 ) -> None:
-    """Cosine similarity of text pairs (one score each), or of all pairs in a list (a matrix)."""
-    from bertkit.data.readers import read_records
+    """Cosine similarity of text pairs (one score each), or of all pairs in a list (a matrix). A
+    blank line or an empty text gets a null score."""
+    from bertkit.data.readers import Blank, located_records, placed
     from bertkit.embedding import load_encoder
-    from bertkit.outputs import RecordWriter, atomic_text
+    from bertkit.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
+    from bertkit.prediction import output_format
     from bertkit.search import heatmap as draw
-    from bertkit.search import matrix_scores, pair_scores
+    from bertkit.search import similarity_rows
 
     if heatmap is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")
-    records = list(read_records(input, text_column=text_column))
+    check_output_file(output, input)
+    if heatmap is not None:
+        check_output_file(str(heatmap), input)
+    records = [placed(w, r) for w, r in located_records(input, text_column=text_column, keep_blank=True)]
     if not records:
         raise BertkitError(f"{input}: no texts in it (the file is empty)")
     needed = [text_column] if matrix else [text_column, text_pair_column]
     for number, record in enumerate(records, start=1):
-        missing = [c for c in needed if c not in record]
+        missing = [c for c in needed if c not in record and not isinstance(record, Blank)]
         if missing:
             hint = "" if matrix else " (for a matrix of one list of texts, add --matrix)"
             raise BertkitError(
-                f"{input}: record {number} has no '{missing[0]}' field (fields: {', '.join(record)}); "
+                f"{record.where}: record {number} has no '{missing[0]}' field (fields: {', '.join(record)}); "
                 f"set --text-column / --text-pair-column{hint}"
             )
-    encoder = load_encoder(model, pooling, None, max_length, device)
-    texts = [str(r[text_column] or "") for r in records]
-    if matrix:
-        scores = matrix_scores(encoder, texts, batch_size)
-        rows = [
-            {"index": i, "text": t, "scores": [round(float(x), 6) for x in row]}
-            for i, (t, row) in enumerate(zip(texts, scores, strict=True))
-        ]
-        if heatmap is not None:
-            draw(scores, texts, heatmap)
-    else:
-        pairs = [str(r[text_pair_column] or "") for r in records]
-        values = pair_scores(encoder, texts, pairs, batch_size)
-        rows = [{**r, "score": round(float(v), 6)} for r, v in zip(records, values, strict=True)]
-    from bertkit.prediction import output_format
-
-    with atomic_text(output) as handle:
+    with atomic_text(output) as handle, contextlib.ExitStack() as stack:
+        picture = stack.enter_context(atomic_path(heatmap)) if heatmap is not None else None
+        encoder = load_encoder(model, pooling, None, max_length, device, trust_remote_code)
+        rows, scores = similarity_rows(encoder, records, matrix, (text_column, text_pair_column), batch_size)
+        if picture is not None:
+            draw(scores, [r["text"] for r in rows], picture)
         writer = RecordWriter(handle, output_format(output, None))
         for row in rows:
             writer.write(row)
@@ -388,21 +399,24 @@ def search(
     max_length: int | None = MaxLengthOption,
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
 ) -> None:
-    """Exact semantic search: the corpus texts closest (cosine) to each query."""
+    """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
+    position in the corpus (blank lines counted); a blank query line gets no hits."""
     from bertkit import search as searching
     from bertkit.data.corpus import read_lines
     from bertkit.embedding import load_encoder
-    from bertkit.outputs import RecordWriter, atomic_text
+    from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
     if bool(query) == bool(queries):
         raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
-    asked = list(query) if query else list(read_lines(queries, text_column))
+    check_output_file(output, queries, corpus)
+    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
     if not asked:
         raise BertkitError(f"{queries}: no queries in it (the file is empty)")
-    encoder = load_encoder(model, pooling, None, max_length, device)
     cache = None if no_cache else (cache_dir or searching.default_cache_dir())
     with atomic_text(output) as handle:
+        encoder = load_encoder(model, pooling, None, max_length, device, trust_remote_code)
         writer = RecordWriter(handle, "jsonl")
         for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
             writer.write(record)
@@ -436,11 +450,11 @@ def tokenizer_train(
     from bertkit.progress import console, status
     from bertkit.vocab import save_tokenizer, train_wordpiece
 
-    check_output_dir(output, overwrite)
-    texts = (line for path in input for line in read_lines(path, text_column))
+    check_output_dir(output, overwrite, input)
+    texts = (line for path in input for line in read_lines(path, text_column, option="--text-column"))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
         tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, ", ".join(input), japanese)
-    save_tokenizer(tokenizer, output, overwrite)
+    save_tokenizer(tokenizer, output, overwrite, input)
     console.print(f"[green]tokenizer with {len(tokenizer):,} entries written to[/green] {output}")
 
 
@@ -451,8 +465,10 @@ def tokenize(
     input: str | None = typer.Option(None, "--input", "-i", help="A file of texts, one a line (or CSV/JSONL)."),
     text_column: str = TextColumnOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON line per text instead of tables."),
+    trust_remote_code: bool = TrustOption,
 ) -> None:
-    """Show how the model's tokenizer cuts text: each token, its id, and the characters it covers."""
+    """Show how the model's tokenizer cuts text: each token, its id, and the characters it covers
+    (one result per text: a blank line of --input gets one with no tokens)."""
     import json
 
     from rich.table import Table
@@ -461,10 +477,11 @@ def tokenize(
     from bertkit.progress import console
     from bertkit.tokenization import describe_tokens, load_tokenizer
 
-    texts = list(text or []) + (list(read_lines(input, text_column)) if input else [])
+    texts = list(text or [])
+    texts += list(read_lines(input, text_column, keep_blank=True, option="--text-column")) if input else []
     if not texts:
         raise BertkitError("give texts to tokenize as arguments, or a file with --input")
-    tokenizer = load_tokenizer(model)
+    tokenizer = load_tokenizer(model, trust_remote_code=trust_remote_code)
     for one in texts:
         tokens = describe_tokens(tokenizer, one)
         if as_json:
@@ -540,10 +557,44 @@ def info() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the CLI. A user's mistake ends with one message and exit code 2; an interruption
+    (Ctrl-C, SIGTERM, SIGHUP) removes whatever was half-written and ends with 128 + the signal."""
+    import signal
+
+    def stop(number, frame):
+        raise Interrupted(number)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            with contextlib.suppress(ValueError):  # not the main thread
+                signal.signal(getattr(signal, name), stop)
     try:
         app(args=argv, prog_name="bertkit")
     except BertkitError as err:
-        from rich.console import Console
+        _fail(str(err), err.exit_code)
+    except (KeyboardInterrupt, Interrupted) as err:
+        number = err.number if isinstance(err, Interrupted) else signal.SIGINT
+        _fail("interrupted; nothing half-written was left behind", 128 + int(number))
+    except OSError as err:
+        from bertkit.outputs import writing_failed
 
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/bold red] {err}", markup=True, soft_wrap=True)
-        sys.exit(err.exit_code)
+        failed = writing_failed(err, err.filename or "a file")
+        if failed is None:
+            raise
+        _fail(str(failed), failed.exit_code)
+
+
+class Interrupted(BaseException):
+    """A termination signal, raised where the program is so that cleanup code runs."""
+
+    def __init__(self, number: int):
+        super().__init__(number)
+        self.number = number
+
+
+def _fail(message: str, code: int) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, highlight=False).print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
+    sys.exit(code)

@@ -85,6 +85,26 @@ class DataConfig(Section):
         None, description="label names in order; discovered from the training data when null"
     )
     label_separator: str | None = Field(None, description="multi-label only: separator inside a string label, e.g. '|'")
+
+    @field_validator("labels")
+    @classmethod
+    def _distinct_labels(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            seen = set()
+            twice = [x for x in value if x in seen or seen.add(x)]
+            if twice:
+                raise ValueError(f"'{twice[0]}' is listed twice; each label once, in order")
+            if not value:
+                raise ValueError("an empty list; list the labels, or leave data.labels out to discover them")
+        return value
+
+    @field_validator("label_separator")
+    @classmethod
+    def _real_separator(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() == "":
+            raise ValueError("empty or blank; write the separator in quotes, e.g. label_separator: '|'")
+        return value
+
     validation_split: float = Field(
         0.1, gt=0.0, lt=1.0, description="share of train held out when no validation is given"
     )
@@ -316,7 +336,7 @@ def load_config(
     `task` is the job the command runs: it fills in a missing `task:` and must match a given one.
     """
     raw: dict = {}
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple, int | str] = {}  # where each key was set: a line of the file, or a command-line option
     source = str(path) if path else "<defaults>"
     if path is not None:
         raw, lines = _read_yaml(Path(path))
@@ -331,15 +351,48 @@ def load_config(
     for item in overrides or []:
         key, value = _parse_override(item)
         _set_dotted(raw, key, value, f"--set {item}")
-        lines[tuple(key.split("."))] = 0
+        _forget_below(lines, tuple(key.split(".")))
+        lines[tuple(key.split("."))] = f"--set {item}"
     for key, value in values.items():
         if value is not None:
-            _set_dotted(raw, key, value, f"--{key.replace('_', '-')}")
-            lines[tuple(key.split("."))] = 0
+            option = f"--{key.replace('_', '-')}"
+            _set_dotted(raw, key, value, option)
+            lines[tuple(key.split("."))] = f"{option} {value}"
     try:
         return Config.model_validate(raw)
     except ValidationError as err:
         raise BertkitError(_explain(err, source, lines)) from None
+
+
+def _forget_below(lines: dict, key: tuple) -> None:
+    for known in [k for k in lines if k[: len(key)] == key]:
+        del lines[known]
+
+
+def _loader():
+    """yaml.SafeLoader that refuses a key given twice in one mapping (YAML would keep the last)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key '{key}' appears twice in one section (first on line {seen[key]}); YAML would keep only "
+                    "the second and silently drop the first. Merge them",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return StrictLoader
 
 
 def _read_yaml(path: Path) -> tuple[dict, dict[tuple, int]]:
@@ -355,13 +408,14 @@ def _read_yaml(path: Path) -> tuple[dict, dict[tuple, int]]:
     except UnicodeDecodeError as err:
         raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
         node = yaml.compose(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(err, "problem", None) or str(err)
-        raise BertkitError(f"{where}: YAML syntax error: {problem}") from None
+        kind = "" if isinstance(err, yaml.constructor.ConstructorError) else "YAML syntax error: "
+        raise BertkitError(f"{where}: {kind}{problem}") from None
     if data is None:
         return {}, {}
     if not isinstance(data, dict):
@@ -381,17 +435,32 @@ def _collect_lines(node, prefix: tuple, out: dict[tuple, int]) -> None:
             _collect_lines(value_node, key, out)
 
 
+NULLS = ("null", "Null", "NULL", "~")
+
+
 def _parse_override(item: str) -> tuple[str, Any]:
+    """`key=value`: the value is read as YAML where that gives a number, a boolean, null, a list
+    or a mapping, or a quoted string; anything else is taken as written (so `|`, `>` and `#x`
+    stay themselves instead of becoming YAML syntax)."""
     import yaml
 
     if "=" not in item:
         raise BertkitError(f"--set {item}: write overrides as key.sub=value, e.g. train.epochs=1")
     key, _, text = item.partition("=")
-    key = key.strip()
+    key, text = key.strip(), text.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise BertkitError(f"--set {item}: '{key}' is not a key; write it as section.key, e.g. train.epochs=1")
+    if not text:
+        return key, None
     try:
-        value = yaml.safe_load(text) if text.strip() else None
+        value = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError:
-        value = text
+        return key, text
+    quoted = text[0] in "'\"" and text[-1] == text[0] and len(text) > 1
+    if value is None and text not in NULLS:
+        return key, text
+    if isinstance(value, str) and not quoted and value != text:
+        return key, text
     return key, value
 
 
@@ -410,15 +479,15 @@ def _set_dotted(raw: dict, key: str, value: Any, origin: str) -> None:
     node[parts[-1]] = value
 
 
-def _explain(err: ValidationError, source: str, lines: dict[tuple, int]) -> str:
+def _explain(err: ValidationError, source: str, lines: dict[tuple, int | str]) -> str:
     messages = []
     for item in err.errors():
         loc = tuple(str(p) for p in item["loc"] if not str(p).startswith("function-"))
         # pydantic adds the union member tried ('DataSource', 'str', ...) to the location
         loc = tuple(p for p in loc if p[:1].islower() or p.isdigit() or p == "")
         key = ".".join(loc) or "(top level)"
-        line = _line_for(loc, lines)
-        where = f"{source}:{line}" if line else source
+        origin = _line_for(loc, lines)
+        where = origin if isinstance(origin, str) else f"{source}:{origin}" if origin else source
         if item["type"] == "extra_forbidden":
             hint = did_you_mean(loc[-1], _fields_at(loc[:-1]))
             known = ", ".join(_fields_at(loc[:-1]))
@@ -426,11 +495,12 @@ def _explain(err: ValidationError, source: str, lines: dict[tuple, int]) -> str:
         else:
             got = item.get("input")
             shown = "" if isinstance(got, dict) else f" (got {got!r})"
-            messages.append(f"{where}: {key}: {item['msg']}{shown}")
+            message = item["msg"].removeprefix("Value error, ")
+            messages.append(f"{where}: {key}: {message}{shown}")
     return "invalid config:\n  " + "\n  ".join(messages)
 
 
-def _line_for(loc: tuple, lines: dict[tuple, int]) -> int | None:
+def _line_for(loc: tuple, lines: dict[tuple, int | str]) -> int | str | None:
     for end in range(len(loc), 0, -1):
         if loc[:end] in lines:
             return lines[loc[:end]] or None
@@ -494,20 +564,32 @@ def starter_yaml(task: str) -> str:
     """A complete, commented config for `task`: every key, its default and its help."""
     if task not in TASKS:
         raise BertkitError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; choose from {TASKS}")
-    import yaml
 
-    out = [f"# bertkit config for `bertkit train {task}`; every key below shows its default.", ""]
-    out.append(f"task: {task}")
+    out = [
+        f"# bertkit config for `bertkit train {task}`. Every key shows its default, except those marked",
+        "# 'starter value': they are examples to replace (a key left out takes its default, not these).",
+        "",
+        f"task: {task}",
+    ]
     sections = ["model", "data", "train", SECTIONS[task]]
     examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **STARTER_VALUES[task]}
     for name in sections:
         field = Config.model_fields[name]
         out += ["", f"# {field.description}", f"{name}:"]
         for key, sub in _model_of(field.annotation).model_fields.items():
-            default = examples.get((name, key), sub.get_default(call_default_factory=True))
-            value = yaml.safe_dump(default, default_flow_style=True).strip()
-            value = value.removesuffix("\n...").removesuffix("...").strip()
+            default = sub.get_default(call_default_factory=True)
             out.append(f"  # {sub.description}")
-            out.append(f"  {key}: {value}")
-    out += ["", f"# {Config.model_fields['output_dir'].description}", f"output_dir: outputs/{task}", ""]
-    return "\n".join(out)
+            if (name, key) in examples:
+                out.append(f"  # starter value; the default is {_flow(default)}")
+            out.append(f"  {key}: {_flow(examples.get((name, key), default))}")
+    out += ["", f"# {Config.model_fields['output_dir'].description}"]
+    default_dir = Config.model_fields["output_dir"].default
+    out += [f"# starter value; the default is {default_dir}", f"output_dir: outputs/{task}"]
+    return "\n".join(out) + "\n"
+
+
+def _flow(value) -> str:
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()

@@ -5,7 +5,6 @@ batched, length-sorted encoding in input order. Shared by `bertkit embed`, `simi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,28 +54,30 @@ class Settings:
 def model_settings(path: str, config) -> Settings:
     """What a model folder says about making sentence vectors: bertkit.json of an embed bundle,
     or the sentence-transformers files (pooling mode, Normalize module, max_seq_length)."""
+    from bertkit.bundle import read_json
+
     root = Path(path)
-    limit = min(int(getattr(config, "max_position_embeddings", 512) or 512), 512)
+    limit = _limit(config)
     settings = Settings(max_length=limit)
     info_file = root / "bertkit.json"
     if info_file.is_file():
-        info = json.loads(info_file.read_text(encoding="utf-8"))
-        settings.max_length = int(info.get("max_length", limit))
+        info = read_json(info_file, "restore it, or train the model again")
+        settings.max_length = min(int(info.get("max_length", limit)), limit)
         if info.get("task") == "embed":
             settings.pooling, settings.normalize = info["pooling"], bool(info.get("normalize"))
             settings.origin = "bertkit.json"
         return settings
     modules_file = root / "modules.json"
     if modules_file.is_file():
-        modules = json.loads(modules_file.read_text(encoding="utf-8"))
+        modules = read_json(modules_file, "restore it from the original model")
         settings.normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
         for module in modules:
             pooling_file = root / module.get("path", "") / "config.json"
             if module.get("type", "").endswith("Pooling") and pooling_file.is_file():
-                settings.pooling = _sentence_transformers_pooling(json.loads(pooling_file.read_text()))
+                settings.pooling = _sentence_transformers_pooling(read_json(pooling_file, "restore it"))
         st_config = root / "sentence_bert_config.json"
         if st_config.is_file():
-            settings.max_length = int(json.loads(st_config.read_text()).get("max_seq_length") or limit)
+            settings.max_length = min(int(read_json(st_config, "restore it").get("max_seq_length") or limit), limit)
         settings.origin = "sentence-transformers files"
     return settings
 
@@ -150,6 +151,7 @@ def load_encoder(
     normalize: bool | None = None,
     max_length: int | None = None,
     device: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Encoder:
     """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
     explicit options win over what the model folder says, which wins over defaults."""
@@ -161,11 +163,8 @@ def load_encoder(
 
     models.quiet_transformers()
     path = models.resolve(name)
-    try:
-        config = AutoConfig.from_pretrained(path)
-        model, loading = AutoModel.from_pretrained(path, output_loading_info=True)
-    except (OSError, ValueError) as err:
-        raise BertkitError(f"{name}: cannot load the model: {err}") from None
+    config = models.from_pretrained(AutoConfig, path, trust_remote_code)
+    model, loading = models.from_pretrained(AutoModel, path, trust_remote_code, output_loading_info=True)
     settings = model_settings(path, config) if Path(path).is_dir() else Settings(max_length=_limit(config))
     if pooling is not None:
         if pooling not in POOLINGS:
@@ -180,9 +179,11 @@ def load_encoder(
         settings.normalize = normalize
     if max_length is not None:
         settings.max_length = min(max_length, _limit(config))
-    tokenizer = load_tokenizer(path)
+    tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
     return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
 
 
 def _limit(config) -> int:
-    return min(int(getattr(config, "max_position_embeddings", 512) or 512), 512)
+    from bertkit.models import position_limit
+
+    return min(position_limit(config) or 512, 512)

@@ -60,6 +60,15 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
     return results
 
 
+def empty_record(record: dict, text_column: str | None = "text", **fields) -> dict:
+    """The result for an empty input: its id and text as given, `fields` (the task's prediction
+    fields, null), and `"empty": true`."""
+    out = {k: record[k] for k in ("id",) if k in record}
+    if text_column:
+        out["text"] = record.get(text_column)
+    return {**out, **fields, "empty": True}
+
+
 def padding_efficiency(lengths: list[int], batch_size: int, sort: bool = True) -> float:
     """Real tokens / computed tokens when `lengths` are batched (sorted or not) and padded per batch."""
     values = sorted(lengths, reverse=True) if sort else list(lengths)

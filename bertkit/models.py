@@ -4,6 +4,7 @@ Hugging Face model or a bertkit bundle), a copy that a Python package carries, o
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 from bertkit import hub
@@ -79,13 +80,162 @@ def load_weights(auto_class, source: str, cfg, **kwargs):
     """`auto_class.from_pretrained(source)` with the config's revision and remote-code settings;
     with `model.random_init` the same architecture with new random weights instead (the
     no-pre-training baseline). Config keyword arguments (num_labels, ...) apply either way."""
-    common = {"revision": cfg.model.revision, "trust_remote_code": cfg.model.trust_remote_code}
+    trusted = cfg.model.trust_remote_code
+    common = {"revision": cfg.model.revision}
     if not cfg.model.random_init:
-        return auto_class.from_pretrained(source, **common, **kwargs)
+        return from_pretrained(auto_class, source, trusted, **common, **kwargs)
     from transformers import AutoConfig
 
     wants_info = kwargs.pop("output_loading_info", False)
     kwargs.pop("ignore_mismatched_sizes", None)
-    config = AutoConfig.from_pretrained(source, **common, **kwargs)
-    model = auto_class.from_config(config, trust_remote_code=cfg.model.trust_remote_code)
+    config = from_pretrained(AutoConfig, source, trusted, **common, **kwargs)
+    model = auto_class.from_config(config, trust_remote_code=trusted)
     return (model, {"missing_keys": []}) if wants_info else model
+
+
+# ---------------------------------------------------------------- safe loading
+
+REMOTE_CODE_HINT = "--trust-remote-code (or `model.trust_remote_code: true` in a config)"
+CODE_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json", "processor_config.json")
+
+
+def check_custom_code(source: str, trusted: bool) -> None:
+    """A local model whose files ask for Python code shipped with it (`auto_map`) loads only when
+    the user allowed that on the command line or in the config; never through a prompt."""
+    folder = Path(source)
+    if trusted or not folder.is_dir():
+        return
+    for name in CODE_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a broken file is reported by the loader
+        mapping = settings.get("auto_map") if isinstance(settings, dict) else None
+        if mapping:
+            code = sorted({str(v).split("--")[-1].split(".")[0] + ".py" for v in _flat(mapping) if v})
+            raise BertkitError(
+                f"{path} asks to run Python code shipped with the model ({', '.join(code) or 'auto_map'}). "
+                f"bertkit runs such code only when you allow it: add {REMOTE_CODE_HINT}, and only if you "
+                "trust whoever wrote this model."
+            )
+
+
+def _flat(mapping) -> list:
+    values = mapping.values() if isinstance(mapping, dict) else [mapping]
+    out = []
+    for value in values:
+        out += [v for v in value if v] if isinstance(value, list | tuple) else [value]
+    return out
+
+
+def from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
+    """`loader.from_pretrained(source, ...)` with remote code allowed only when `trusted`, and any
+    broken file of the model reported as one clear error naming it."""
+    check_custom_code(source, trusted)
+    try:
+        return loader.from_pretrained(source, trust_remote_code=bool(trusted), **kwargs)
+    except BertkitError:
+        raise
+    except Exception as err:  # transformers, safetensors and json raise many types for broken files
+        explained = explain_load_error(source, err)
+        if explained is None:
+            raise
+        raise explained from None
+
+
+def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
+    """One sentence for the ways a model directory can be broken, or None for anything else."""
+    from bertkit.japanese import explain_load_error as explain_mecab
+
+    mecab = explain_mecab(source, err)  # a Japanese tokenizer whose MeCab cannot start
+    if mecab is not None:
+        return mecab
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    folder = Path(source)
+    kind = f"{type(err).__module__}.{type(err).__name__}"
+    if "safetensor" in kind.lower() or "safetensors" in text.lower():
+        from bertkit.checkpoints import safetensors_whole
+
+        broken = [p.name for p in sorted(folder.glob("*.safetensors")) if not safetensors_whole(p)]
+        which = ", ".join(broken) or "its weights file"
+        return BertkitError(
+            f"{source}: {which} is damaged or incomplete ({text}). Copy the model again, or train it again."
+        )
+    if "custom code" in text or "trust_remote_code" in text:
+        return BertkitError(f"{source} needs Python code shipped with it to load. To allow it, add {REMOTE_CODE_HINT}.")
+    if "not a valid JSON" in text or isinstance(err, json.JSONDecodeError):
+        bad = [n for n in CODE_FILES if (folder / n).is_file() and not _valid_json(folder / n)]
+        where = ", ".join(str(folder / n) for n in bad) or "a settings file"
+        return BertkitError(f"{where} is not valid JSON; restore it from the original model")
+    if "no file named" in text or "does not appear to have a file named" in text:
+        return BertkitError(
+            f"{source}: no model weights in it (model.safetensors or pytorch_model.bin). Give a complete "
+            "model directory: one written by `bertkit train` or `save_pretrained`."
+        )
+    if "model_type" in text or "Unrecognized model" in text:
+        return BertkitError(
+            f"{source}/config.json does not say which kind of model this is (no known `model_type`); "
+            "restore it from the original model"
+        )
+    if isinstance(err, OSError | ValueError | RuntimeError | KeyError | TypeError | EnvironmentError):
+        return BertkitError(f"{source}: cannot load the model: {text}")
+    return None
+
+
+def _valid_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+# Models whose position ids start after the padding index (RoBERTa's layout): they read
+# max_position_embeddings - pad_token_id - 1 tokens.
+POSITION_OFFSET = {
+    "roberta",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "camembert",
+    "longformer",
+    "roberta-prelayernorm",
+    "data2vec-text",
+    "mpnet",
+    "ibert",
+    "luke",
+    "xmod",
+    "markuplm",
+}
+
+
+def position_limit(config) -> int | None:
+    """The longest input (in tokens) a model's position embeddings can read, or None if unbounded."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    if getattr(config, "model_type", None) in POSITION_OFFSET and getattr(config, "pad_token_id", None) is not None:
+        limit -= config.pad_token_id + 1
+    return limit
+
+
+def check_max_length(source: str, cfg) -> None:
+    """model.max_length (and the other lengths of a run) must fit the model's positions: an error
+    now rather than a tensor-size crash in the middle of training."""
+    from transformers import AutoConfig
+
+    config = from_pretrained(AutoConfig, source, cfg.model.trust_remote_code, revision=cfg.model.revision)
+    limit = position_limit(config)
+    if limit is None:
+        return
+    lengths = {"model.max_length": cfg.model.max_length}
+    if cfg.task == "embed" and cfg.embed.pair_max_length:
+        lengths["embed.pair_max_length"] = cfg.embed.pair_max_length
+    for key, value in lengths.items():
+        if value > limit:
+            raise BertkitError(
+                f"{key}: {value} tokens, but {cfg.model.name} reads at most {limit} (its position embeddings). "
+                f"Set {key}: {limit} or less."
+            )

@@ -1,36 +1,311 @@
-"""Writing results so that nothing is half-written: temporary names, then an atomic rename.
+"""Writing results so that nothing is lost and nothing is half-written.
 
-Also the prediction writers (JSON lines, CSV, TSV) shared by every task.
+- Files and directories are written under a temporary name beside their target and renamed into
+  place only when complete; the temporary names carry the writer's process id, so leftovers of
+  a process that was killed (`kill -9`) are recognised and removed by the next write.
+- `--overwrite` replaces only a directory that bertkit wrote (each one carries a manifest of its
+  files, `MANIFEST`), never the current directory, the home directory or a directory holding the
+  run's own data, and never files that bertkit did not put there.
+- Results follow the user's umask; writing to a symbolic link writes to the file it points to,
+  and writing to a FIFO or a device (`/dev/stdout`) writes straight into it.
+- Failures to write (full disk, no permission, read-only file system) become one clear error,
+  with nothing left behind.
+
+Also the prediction writers (JSON lines, CSV, TSV, CoNLL, SQuAD) shared by every task.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
 import shutil
+import socket
+import stat
 import sys
 import tempfile
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bertkit.errors import BertkitError
 
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
+MANIFEST = ".bertkit-output.json"  # what bertkit wrote into a directory it published
+INFO_FILE = "bertkit.json"  # a bundle's description (bundles from before the manifest have only this)
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.EFBIG}
 
 
-def check_output_dir(path: Path, overwrite: bool) -> None:
-    if path.exists() and not overwrite:
+# ---------------------------------------------------------------- processes and permissions
+
+
+def _host() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def follow_umask(path: Path, directory: bool = False) -> None:
+    """Give a file or directory made by mkstemp / mkdtemp (0600 / 0700) the permissions any other
+    new file of the user would get."""
+    base = 0o777 if directory else 0o666
+    os.chmod(path, base & ~_umask())
+
+
+def _tmp_prefix(name: str) -> str:
+    return f".{name}.tmp-{os.getpid()}-"
+
+
+def sweep_stale(folder: Path, name: str) -> None:
+    """Remove what writers of `folder/name` that no longer run left behind (`.NAME.tmp-PID-*`,
+    `.NAME.old-PID`), so a process killed mid-write leaves no lasting debris."""
+    if not folder.is_dir():
+        return
+    for kind in ("tmp", "old"):
+        for leftover in folder.glob(f".{glob_escape(name)}.{kind}-*"):
+            pid = leftover.name[len(name) + len(kind) + 3 :].split("-", 1)[0].split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+                if leftover.is_dir() and not leftover.is_symlink():
+                    shutil.rmtree(leftover, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def writing_failed(err: OSError, path) -> BertkitError | None:
+    """A clear error for an OSError that means the file system refused a write."""
+    if isinstance(err, OSError) and err.errno in WRITE_ERRORS:
+        return BertkitError(f"cannot write {path}: {err.strerror or err}. Nothing was written there.")
+    return None
+
+
+# ---------------------------------------------------------------- files
+
+
+def _is_special(path: Path) -> bool:
+    """A FIFO, socket or device: written in place, since it cannot be replaced by a rename."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_output_file(path: str | None, *inputs: str | None) -> None:
+    """Fail before any work when `path` cannot be a result file: an existing directory, or one
+    of the command's own inputs (which writing would destroy)."""
+    if path in (None, "-"):
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / 'results.jsonl'}")
+    for source in inputs:
+        if source in (None, "-") or not Path(source).exists() or not target.exists():
+            continue
+        with contextlib.suppress(OSError):
+            if os.path.samefile(source, target) and not _is_special(target):
+                raise BertkitError(
+                    f"--output {path} is the input file itself; writing it would destroy the input. "
+                    "Choose another output name."
+                )
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside `path` that replaces it when the block ends without error.
+
+    A symbolic link is followed (the link stays, the file it points to is replaced); a FIFO or a
+    device receives the finished file's bytes. The new file keeps the mode of the one it replaces,
+    or follows the umask."""
+    given = Path(path)
+    if given.is_dir():
+        raise BertkitError(f"{path} is a directory; give a file name")
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    special = _is_special(target)
+    folder = target.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        sweep_stale(folder, target.name)
+        fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name), dir=folder)
+        os.close(fd)
+    except OSError as err:
+        raise writing_failed(err, path) or BertkitError(f"cannot write {path}: {err.strerror or err}") from None
+    tmp = Path(name)
+    try:
+        if target.exists() and not special:
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        else:
+            follow_umask(tmp)
+        yield tmp
+        if special:
+            with open(tmp, "rb") as source, open(target, "wb") as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+            tmp.unlink()
+        else:
+            os.replace(tmp, target)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        failed = writing_failed(err, path) if isinstance(err, OSError) else None
+        if failed:
+            raise failed from None
+        raise
+
+
+@contextlib.contextmanager
+def atomic_text(path: str | None):
+    """A text handle that becomes `path` only when the block ends without error (stdout for
+    None / '-'; a FIFO or device is written as the results come)."""
+    if path in (None, "-"):
+        stream = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="", write_through=True)
+        try:
+            yield stream
+        finally:
+            with contextlib.suppress(ValueError):
+                stream.flush()
+            stream.detach()
+        return
+    given = Path(path)
+    if not given.is_dir() and _is_special(given):
+        try:
+            with open(given, "w", encoding="utf-8", newline="") as handle:
+                yield handle
+        except OSError as err:
+            raise writing_failed(err, path) or err from None
+        return
+    with atomic_path(given) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+
+
+def write_json(path: Path, data) -> None:
+    with atomic_text(str(path)) as handle:
+        json.dump(data, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+
+
+# ---------------------------------------------------------------- directories
+
+
+def _contains(folder: Path, inner: Path) -> bool:
+    return inner == folder or folder in inner.parents
+
+
+def _owned(folder: Path) -> tuple[bool, list[str]]:
+    """Whether bertkit wrote `folder`, and the files in it that bertkit did not write."""
+    manifest = folder / MANIFEST
+    if manifest.is_file():
+        try:
+            listed = set(json.loads(manifest.read_text(encoding="utf-8")).get("files", []))
+        except (OSError, ValueError, AttributeError):
+            return False, []
+        return True, _unlisted(folder, folder, listed)
+    if (folder / INFO_FILE).is_file():  # a bundle from before manifests: bertkit's by its description
+        return True, []
+    return False, []
+
+
+def _unlisted(root: Path, folder: Path, listed: set[str]) -> list[str]:
+    extra = []
+    for item in sorted(folder.iterdir()):
+        relative = item.relative_to(root).as_posix()
+        if item.name == MANIFEST or relative in listed:
+            continue
+        if item.is_dir() and not item.is_symlink():
+            if (item / MANIFEST).is_file() and _owned(item) == (True, []):
+                continue  # something bertkit published inside (an evaluation of this bundle)
+            extra += _unlisted(root, item, listed)
+        else:
+            extra.append(relative)
+    return extra
+
+
+def _refusal(path: Path, protect: Iterable[str | Path]) -> str | None:
+    """Why `path` must not be replaced by --overwrite, or None when it may be."""
+    real = path.resolve()
+    cwd, home = Path.cwd().resolve(), Path.home().resolve()
+    if real == Path(real.anchor) or _contains(real, home):
+        return "is the root or your home directory (or holds it)"
+    if _contains(real, cwd):
+        return "is the current directory (or holds it)"
+    for item in protect:
+        if item and Path(item).exists() and _contains(real, Path(item).resolve()):
+            return f"holds {item}, an input of this run"
+    if path.is_symlink():
+        return "is a symbolic link; give the directory it points to"
+    if not path.is_dir():
+        return "is a file, not a directory bertkit wrote"
+    if not any(path.iterdir()):
+        return None
+    owned, extra = _owned(path)
+    if not owned:
+        return f"was not written by bertkit (it has no {MANIFEST} or {INFO_FILE})"
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        return f"holds files bertkit did not write ({shown}); move them out first"
+    return None
+
+
+def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = ()) -> None:
+    """Fail before any work when `path` exists and may not be replaced."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
         raise BertkitError(
             f"output directory {path} already exists; pass --overwrite to replace it, "
             "or choose another with --output-dir"
         )
+    why = _refusal(path, protect)
+    if why:
+        raise BertkitError(f"--overwrite: {path} {why}. bertkit replaces only what it wrote; choose another output.")
 
 
-def publish_dir(staged: Path, final: Path, overwrite: bool) -> None:
+def staging_dir(final: Path) -> Path:
+    """A new directory beside `final` to assemble it in (removed by `sweep_stale` if abandoned)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(final.parent, final.name)
+    staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
+    follow_umask(staged, directory=True)
+    return staged
+
+
+def write_manifest(folder: Path, kind: str) -> None:
+    from bertkit import __version__
+
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    record = {"written_by": "bertkit", "version": __version__, "kind": kind, "files": files}
+    record["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(folder / MANIFEST, record)
+
+
+def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=()) -> None:
     """Move a fully written `staged` directory to `final`, replacing an old one only if allowed."""
-    check_output_dir(final, overwrite)
+    check_output_dir(final, overwrite, protect)
+    write_manifest(staged, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
     old = None
     if final.exists():
@@ -41,48 +316,105 @@ def publish_dir(staged: Path, final: Path, overwrite: bool) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def staging_dir(final: Path) -> Path:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-
-
 @contextlib.contextmanager
-def atomic_text(path: str | None):
-    """A text handle that becomes `path` only when the block ends without error (stdout for None/'-')."""
-    if path in (None, "-"):
-        stream = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="", write_through=True)
-        try:
-            yield stream
-        finally:
-            stream.detach()
-        return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.tmp-", dir=target.parent)
+def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[Path]:
+    """A directory to fill that becomes `final` when the block ends without error; on any error
+    (or interruption) it is removed and `final` is left as it was."""
+    check_output_dir(final, overwrite, protect)
+    staged = staging_dir(final)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            yield handle
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        yield staged
+        publish_dir(staged, final, overwrite, kind, protect)
+    except BaseException as err:
+        shutil.rmtree(staged, ignore_errors=True)
+        failed = writing_failed(err, final) if isinstance(err, OSError) else None
+        if failed:
+            raise failed from None
         raise
 
 
-def write_json(path: Path, data) -> None:
-    with atomic_text(str(path)) as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+# ---------------------------------------------------------------- a lock per output
+
+
+class OutputLock:
+    """`.NAME.lock` beside an output: one run at a time writes it. The lock records the owner's
+    process id and host; a lock whose process is gone (same host) is stale and is taken over."""
+
+    def __init__(self, target: Path):
+        self.target = Path(target)
+        self.path = self.target.with_name(f".{self.target.name}.lock")
+        self.held = False
+
+    def acquire(self) -> OutputLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        mine = {"pid": os.getpid(), "host": _host(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is None or self._stale(owner):
+                    from bertkit.progress import console
+
+                    if owner:
+                        console.print(
+                            f"[yellow]note:[/yellow] taking over the lock of {self.target} left by process "
+                            f"{owner.get('pid')}, which no longer runs"
+                        )
+                    with contextlib.suppress(FileNotFoundError):
+                        self.path.unlink()
+                    continue
+                raise BertkitError(
+                    f"another bertkit run is writing {self.target} (process {owner.get('pid')} on "
+                    f"{owner.get('host')}, since {owner.get('started')}). Wait for it to finish, or choose "
+                    f"another output. If that run is gone, delete {self.path}."
+                ) from None
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(mine, handle)
+            self.held = True
+            return self
+        raise BertkitError(f"could not take the lock {self.path}; try again")
+
+    def _owner(self) -> dict | None:
+        try:
+            owner = json.loads(self.path.read_text(encoding="utf-8"))
+            return owner if isinstance(owner, dict) else None
+        except (OSError, ValueError):
+            return None  # half-written by a process killed at that instant
+
+    @staticmethod
+    def _stale(owner: dict) -> bool:
+        pid = owner.get("pid")
+        return owner.get("host") == _host() and isinstance(pid, int) and not pid_alive(pid)
+
+    def release(self) -> None:
+        if self.held:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            self.held = False
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+# ---------------------------------------------------------------- prediction records
 
 
 class RecordWriter:
     """Writes prediction records as JSON lines, flattened into CSV / TSV columns, as CoNLL token
-    rows, or (squad) as the one JSON object `{id: answer}` that the official SQuAD scripts read."""
+    rows, or (squad) as the one JSON object `{id: answer}` that the official SQuAD scripts read.
+
+    TSV is written as bertkit reads it: values as they are, no quoting, except that a value
+    holding a tab or a line break is quoted CSV-style (TSV has no other way to carry one)."""
 
     def __init__(self, handle, fmt: str):
         if fmt not in OUTPUT_FORMATS:
             raise BertkitError(f"unknown output format '{fmt}'; use one of {', '.join(OUTPUT_FORMATS)}")
         self.handle, self.fmt = handle, fmt
+        self._columns: list[str] | None = None
         self._csv = None
         self._answers: dict[str, str] = {}
 
@@ -95,7 +427,7 @@ class RecordWriter:
         if self.fmt == "squad":
             if "id" not in record or "answer" not in record:
                 raise BertkitError("the squad output format needs question answers with ids; use jsonl")
-            self._answers[str(record["id"])] = record["answer"]
+            self._answers[str(record["id"])] = record["answer"] or ""
             return
         if self.fmt == "conll":  # token rows with the predicted tag as a last column
             rows = record.get("rows") or [[token] for token in record["tokens"]]
@@ -107,15 +439,26 @@ class RecordWriter:
             self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             return
         flat = flatten(record)
-        if self._csv is None:
-            self._csv = csv.DictWriter(
-                self.handle,
-                fieldnames=list(flat),
-                delimiter="," if self.fmt == "csv" else "\t",
-                extrasaction="ignore",
-            )
-            self._csv.writeheader()
-        self._csv.writerow(flat)
+        if self._columns is None:
+            self._columns = list(flat)
+            if self.fmt == "csv":
+                self._csv = csv.DictWriter(self.handle, fieldnames=self._columns, extrasaction="ignore")
+                self._csv.writeheader()
+            else:
+                self._tsv_row(self._columns)
+        if self._csv is not None:
+            self._csv.writerow(flat)
+        else:
+            self._tsv_row(["" if flat.get(c) is None else flat.get(c) for c in self._columns])
+
+    def _tsv_row(self, values: list) -> None:
+        cells = []
+        for value in values:
+            text = str(value)
+            if any(c in text for c in "\t\r\n"):
+                text = '"' + text.replace('"', '""') + '"'
+            cells.append(text)
+        self.handle.write("\t".join(cells) + "\n")
 
 
 def flatten(record: dict, prefix: str = "") -> dict:

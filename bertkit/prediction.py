@@ -1,20 +1,28 @@
-"""`bertkit predict`: stream records from a file or stdin through a bundle, write one result each."""
+"""`bertkit predict`: stream records from a file or stdin through a bundle, write one result each.
+
+Results stay aligned with the input: one per record (per line of a text file), in input order.
+A blank line or a record whose text is empty gets the task's empty result (its prediction
+fields null, `"empty": true`) without going through the model.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bertkit.bundle import open_bundle
-from bertkit.data.readers import count_records, read_records
+from bertkit.data.readers import Blank, count_records, located_records, placed
 from bertkit.errors import BertkitError
-from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text
-from bertkit.progress import bar
+from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
+from bertkit.progress import bar, console
 from bertkit.tasks import get_task
 
 
 def output_format(output: str | None, explicit: str | None, input_format: str | None = None) -> str:
     if explicit:
+        if explicit not in OUTPUT_FORMATS:
+            raise BertkitError(f"--format {explicit}: use one of {', '.join(OUTPUT_FORMATS)}")
         return explicit
     if input_format in ("conll", "squad"):
         return input_format
@@ -30,32 +38,75 @@ def predict_file(
     input_format: str | None = None,
     device: str | None = None,
     records: Iterable[dict] | None = None,
+    trust_remote_code: bool = False,
     **options,
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
-    bundle = open_bundle(model)
-    task = get_task(bundle.task)
-    tokenizer = bundle.load_tokenizer()
-    network = bundle.load_model(task.auto_model, device)
-    text_column = options.get("text_column") or bundle.info.get("text_column") or "text"
-    options["text_column"] = text_column
     from bertkit.data.readers import detect_format
 
+    check_output_file(output, None if records is not None else source)
+    bundle = open_bundle(model, trust_remote_code)
+    task = get_task(bundle.task)
+    text_column = options.get("text_column") or bundle.info.get("text_column") or "text"
+    options["text_column"] = text_column
     if records is None:
         input_format = detect_format(source, input_format)
-        records = read_records(source, input_format, text_column=text_column)
-        total = count_records(source, input_format) if source != "-" else None
+        located = located_records(source, input_format, text_column=text_column, keep_blank=True)
+        records = (placed(where, record) for where, record in located)
+        total = count_records(source, input_format, keep_blank=True) if source != "-" else None
     else:
         records = list(records)
         total = len(records)
-    written = 0
-    with atomic_text(output) as handle, bar("predicting", total) as progress:
-        writer = RecordWriter(handle, output_format(output, fmt, input_format))
-        for record in task.predict(network, tokenizer, bundle.info, records, options):
-            writer.write(record)
-            written += 1
-            progress.advance(progress.task_ids[0])
-        if written == 0:
-            raise BertkitError(f"{source}: no input records (the file is empty)")
-        writer.finish()
+    written = empty = 0
+    chosen = output_format(output, fmt, input_format)
+    with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
+        tokenizer = bundle.load_tokenizer()
+        network = bundle.load_model(task.auto_model, device)
+        with bar("predicting", total) as progress:
+            writer = RecordWriter(handle, chosen)
+            for record in aligned(task, network, tokenizer, bundle.info, records, options):
+                writer.write(record)
+                written += 1
+                empty += bool(record.get("empty"))
+                progress.advance(progress.task_ids[0])
+            if written == 0:
+                raise BertkitError(f"{source}: no input records (the file is empty)")
+            writer.finish()
+    if empty:
+        console.print(f'[dim]{empty:,} empty input(s) got empty results (marked "empty": true)[/dim]')
     return written
+
+
+def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    """The task's results for `records`, one per record in order; empty records get the task's
+    empty result without reaching the model (the task sees only the others)."""
+    queue: deque = deque()  # (is empty, record) in input order, for records the task has taken
+
+    def feed() -> Iterator[dict]:
+        for record in records:
+            hollow = is_empty(task, record, info, options)
+            queue.append((hollow, record))
+            if not hollow:
+                yield record
+
+    for result in task.predict(model, tokenizer, info, feed(), options):
+        while queue and queue[0][0]:
+            yield task.empty_result(model, queue.popleft()[1], info, options)
+        queue.popleft()
+        yield result
+    while queue:
+        yield task.empty_result(model, queue.popleft()[1], info, options)
+
+
+def is_empty(task, record: dict, info: dict, options: dict) -> bool:
+    if isinstance(record, Blank):
+        return True
+    own = getattr(task, "is_empty", None)
+    if own is not None:
+        return own(record, info, options)
+    column = options.get("text_column") or "text"
+    return column in record and blank(record[column])
+
+
+def blank(value) -> bool:
+    return value is None or not str(value).strip()

@@ -6,7 +6,6 @@ output directory safe and writing the results are the same for every task.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from bertkit import outputs, reports
@@ -26,22 +25,18 @@ def evaluate_file(
     output_dir: str | None = None,
     overwrite: bool = False,
     device: str | None = None,
+    trust_remote_code: bool = False,
     **options,
 ) -> tuple[dict, Path]:
-    bundle = open_bundle(model)
+    bundle = open_bundle(model, trust_remote_code)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
-    outputs.check_output_dir(target, overwrite)
+    outputs.check_output_dir(target, overwrite, [data, model])
     task = get_task(bundle.task)
     tokenizer = bundle.load_tokenizer()
     network = bundle.load_model(task.auto_model, device)
     with status(f"scoring {data}"):
         scores = task.evaluate(network, tokenizer, bundle.info, data, options)
-    staged = outputs.staging_dir(target)
-    try:
+    with outputs.staged_dir(target, overwrite, "evaluation", [data, model]) as staged:
         outputs.write_json(staged / "metrics.json", {"data": data, "model": model, **scores})
         reports.task_plots(scores, staged)
-        outputs.publish_dir(staged, target, overwrite)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
     return scores, target

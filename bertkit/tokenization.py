@@ -9,22 +9,27 @@ import functools
 from bertkit import japanese
 from bertkit.errors import BertkitError
 
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
 
 def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bool = False):
+    from pathlib import Path
+
     from transformers import AutoTokenizer
 
     from bertkit import models
 
     source = models.resolve(name, revision, tokenizer_only=True)
+    folder = Path(source)
+    if folder.is_dir() and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise BertkitError(
+            f"{name} has no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, ...): without them every word "
+            "would become [UNK]. Copy the tokenizer into it, or set model.tokenizer."
+        )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as err:
-        raise BertkitError(f"could not load a tokenizer from {name}: {err}") from None
-    except (ImportError, RuntimeError) as err:
-        explained = japanese.explain_load_error(name, err)
-        if explained is None:
-            raise
-        raise explained from None
+        tokenizer = models.from_pretrained(AutoTokenizer, source, trust_remote_code, revision=revision)
+    except BertkitError as err:
+        raise BertkitError(str(err).replace("cannot load the model", "cannot load the tokenizer")) from None
     return japanese.with_token_types(tokenizer)
 
 

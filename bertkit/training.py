@@ -8,6 +8,7 @@ leaves a half-written model behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from bertkit import __version__, metrics, models, outputs, reports
 from bertkit.config import Config
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, did_you_mean
 from bertkit.tasks import get_task
 
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
@@ -52,30 +53,47 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
 
 
-def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
+def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()) -> tuple[Path, dict]:
+    """Train, score and write the bundle; returns its path and its metrics.
+
+    `protect`: paths of the run's inputs (the config file), which `--overwrite` must never
+    delete; the data files of the config are protected too. One run at a time writes an output
+    (a lock file beside it); every check that can fail is made before training starts."""
+    task = get_task(cfg.task)
+    if cfg.data.train is None:
+        raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
+    final = Path(cfg.output_dir)
+    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
+    inputs = [*protect, *(s.path for s in sources if s is not None and s.path)]
+    lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
+    with lock:
+        checkpoint = _check_dirs(final, work_dir(final), overwrite, resume, inputs)
+        return _run(cfg, task, final, overwrite, checkpoint, inputs)
+
+
+def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | None, inputs: list) -> tuple[Path, dict]:
     from transformers import EarlyStoppingCallback, set_seed
 
     models.quiet_transformers()
     import datasets
 
     datasets.disable_progress_bars()
-    task = get_task(cfg.task)
-    if cfg.data.train is None:
-        raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
-    final = Path(cfg.output_dir)
     work = work_dir(final)
-    _check_dirs(final, work, overwrite, resume)
     precision = resolve_precision(cfg.train.precision)
     set_seed(cfg.train.seed)
 
     scratch = getattr(task, "starts_from_scratch", lambda _cfg: False)(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
+    if source is not None:
+        models.check_max_length(source, cfg)
     from bertkit.progress import RichProgress, status
     from bertkit.tokenization import load_tokenizer
 
     with status("reading data"):
         raw = task.load(cfg)
         info = task.setup(raw, cfg)
+    best = cfg.train.metric_for_best_model or task.best_metric(info)
+    check_metric(best, task.metric_names(info), cfg)
     tokenizer = getattr(task, "new_tokenizer", lambda _raw, _cfg: None)(raw, cfg)
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
@@ -89,7 +107,6 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     if cfg.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
 
-    best = cfg.train.metric_for_best_model or task.best_metric(info)
     args = training_arguments(cfg, work, precision, best)
     roles = [role for role in ("validation", "test") if role in features]
     scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
@@ -118,12 +135,15 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
     if compare:  # the untrained model's score, for tasks whose point is the change (mlm-adapt)
         with status("scoring the validation data before training"):
             before = _score(trainer, scorers["validation"], features["validation"])
+    _mark_run_dir(work)
     started = time.perf_counter()
     try:
-        result = trainer.train(resume_from_checkpoint=True if resume else None)
-    except KeyError as err:
-        if best and f"eval_{best}" in str(err):
-            raise BertkitError(f"train.metric_for_best_model: '{best}' is not a metric of this task") from None
+        result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    except BaseException as err:
+        _discard_if_empty(work)
+        failed = outputs.writing_failed(err, work) if isinstance(err, OSError) else None
+        if failed:
+            raise failed from None
         raise
     train_seconds = time.perf_counter() - started
 
@@ -141,9 +161,37 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False) -> Path:
             "train_examples": len(features["train"]),
             "precision": precision,
         }
-        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, getattr(task, "export", None))
+        export = getattr(task, "export", None)
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, export, inputs)
         shutil.rmtree(work, ignore_errors=True)
-    return final
+    return final, {**(headline or {}), **scores}
+
+
+def check_metric(best: str, names: list[str], cfg: Config) -> None:
+    """metric_for_best_model must be one the task reports (checked before any training)."""
+    if cfg.train.eval_strategy == "no" and not cfg.train.metric_for_best_model:
+        return
+    known = ["loss", *names]
+    if best.removeprefix("eval_") not in known:
+        raise BertkitError(
+            f"train.metric_for_best_model: '{best}' is not a metric of this task{did_you_mean(best, known)}. "
+            f"Its metrics: {', '.join(known)}"
+        )
+
+
+def _mark_run_dir(work: Path) -> None:
+    from bertkit.checkpoints import RUN_MARKER
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / RUN_MARKER).write_text(f"bertkit run, process {os.getpid()}\n", encoding="utf-8")
+
+
+def _discard_if_empty(work: Path) -> None:
+    """A run that stops before its first checkpoint leaves nothing to resume: no `.partial`."""
+    from bertkit.checkpoints import checkpoints
+
+    if work.is_dir() and not checkpoints(work) and is_main_process():
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _score(trainer, scorer, features) -> dict:
@@ -231,20 +279,47 @@ def split_head_groups(optimizer, head: set[int], lr: float) -> None:
         optimizer.add_param_group(group)
 
 
-def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool) -> None:
+def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -> Path | None:
+    """Everything about the output and work directories that can fail, checked before training;
+    returns the checkpoint to resume from."""
+    from bertkit import checkpoints
+    from bertkit.progress import console
+
+    if final.exists() and not overwrite:
+        what = "the run would replace it when it finishes" if resume else "it would be replaced"
+        raise BertkitError(
+            f"output directory {final} already exists ({what}); pass --overwrite to replace it, "
+            "or choose another with --output-dir"
+        )
+    outputs.check_output_dir(final, overwrite, inputs)
     if resume:
-        if not any(work.glob("checkpoint-*")):
-            raise BertkitError(f"--resume: there is no checkpoint to resume from in {work}")
-        return
-    outputs.check_output_dir(final, overwrite)
-    if work.exists():
-        if not overwrite:
+        found, broken = checkpoints.last_complete(work)
+        if found is None:
+            why = f" ({len(broken)} incomplete one(s) found)" if broken else ""
             raise BertkitError(
-                f"an unfinished run left checkpoints in {work}: pass --resume to continue it, "
-                "or --overwrite to start again"
+                f"--resume: there is no complete checkpoint to resume from in {work}{why}; start again without --resume"
+            )
+        for folder in broken:
+            console.print(
+                f"[yellow]note:[/yellow] {folder.name} was not completely written (a full disk or an interrupted "
+                "save?); it is removed"
+            )
+            if is_main_process():
+                shutil.rmtree(folder, ignore_errors=True)
+        console.print(f"resuming from {found.name}")
+        return found
+    if work.exists():
+        if not checkpoints.is_run_dir(work):
+            raise BertkitError(f"{work} holds files bertkit did not write; move it away to start this run")
+        found, _ = checkpoints.last_complete(work)
+        if found is not None and not overwrite:
+            raise BertkitError(
+                f"an unfinished run left checkpoints in {work} (last complete: {found.name}): pass --resume to "
+                "continue it, or --overwrite to start again"
             )
         if is_main_process():
             shutil.rmtree(work)
+    return None
 
 
 def _collator(tokenizer, cfg: Config):
@@ -332,14 +407,22 @@ def library_versions() -> dict:
 
 
 def write_bundle(
-    trainer, cfg: Config, info: dict, scores: dict, stats: dict, best: str, overwrite: bool, headline=None, export=None
+    trainer,
+    cfg: Config,
+    info: dict,
+    scores: dict,
+    stats: dict,
+    best: str,
+    overwrite: bool,
+    headline=None,
+    export=None,
+    protect=(),
 ) -> None:
     """The bundle: the model (`export(model, info)` when the task saves something other than the
     trained module as it is: the encoder inside a wrapper, or a model with its settings changed),
     tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
     final = Path(cfg.output_dir)
-    staged = outputs.staging_dir(final)
-    try:
+    with outputs.staged_dir(final, overwrite, "bundle", protect) as staged:
         if export:
             export(trainer.model, info).save_pretrained(str(staged))
             trainer.processing_class.save_pretrained(str(staged))
@@ -363,7 +446,3 @@ def write_bundle(
         reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
         reports.task_plots(scores.get(main_role, {}), staged)
         reports.model_card(bundle_info, staged / "README.md")
-        outputs.publish_dir(staged, final, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise

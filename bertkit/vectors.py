@@ -1,14 +1,12 @@
 """`bertkit embed`: stream texts through an encoder and write one vector per text, in input
 order, as .npy (a float32 matrix), .parquet (text + embedding columns) or .jsonl. Inputs of any
-size are read and encoded chunk by chunk; the output appears only when complete."""
+size are read and encoded chunk by chunk; the output appears only when complete. A blank line or
+an empty text keeps its row: a vector of zeros (marked `"empty": true` in JSON lines)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,21 +21,6 @@ def vector_format(output: str) -> str:
     if suffix not in VECTOR_FORMATS:
         raise BertkitError(f"--output {output}: write vectors to a .npy, .parquet or .jsonl file")
     return VECTOR_FORMATS[suffix]
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path):
-    """A temporary path beside `path` that is renamed to it when the block ends without error."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class VectorWriter:
@@ -61,6 +44,8 @@ class VectorWriter:
                 row = {k: record[k] for k in ("id",) if k in record}
                 row["text"] = record.get(self.column)
                 row["embedding"] = [round(float(x), 7) for x in vector]
+                if not _text(row["text"]).strip():
+                    row["empty"] = True
                 self._handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         else:
             self._write_parquet(records, vectors)
@@ -113,20 +98,26 @@ def embed_file(
     chunk_size: int = 4096,
 ) -> int:
     """Encode every record of `source` and write the vectors to `output`; returns the count."""
-    from bertkit.data.readers import count_records, detect_format, read_records
+    from bertkit.data.readers import count_records, detect_format, located_records, placed
     from bertkit.inference import chunks
+    from bertkit.outputs import atomic_path
     from bertkit.progress import bar
 
     fmt = vector_format(output)
     input_format = detect_format(source, input_format)
-    total = count_records(source, input_format) if source != "-" else None
+    total = count_records(source, input_format, keep_blank=True) if source != "-" else None
+    located = located_records(source, input_format, text_column=text_column, keep_blank=True)
     written = 0
     with atomic_path(Path(output)) as tmp, bar("embedding", total) as progress:
         writer = VectorWriter(tmp, fmt, text_column)
         try:
-            for chunk in chunks(read_records(source, input_format, text_column=text_column), chunk_size):
-                texts = [_checked_text(record, text_column, written + i + 1, source) for i, record in enumerate(chunk)]
-                writer.write(chunk, encoder.encode(texts, batch_size))
+            for chunk in chunks((placed(w, r) for w, r in located), chunk_size):
+                texts = [_checked_text(record, text_column, written + i + 1) for i, record in enumerate(chunk)]
+                vectors = np.zeros((len(chunk), encoder.dimension), dtype=np.float32)
+                filled = [i for i, text in enumerate(texts) if text.strip()]
+                if filled:
+                    vectors[filled] = encoder.encode([texts[i] for i in filled], batch_size)
+                writer.write(chunk, vectors)
                 written += len(chunk)
                 progress.update(progress.task_ids[0], completed=written)
         finally:
@@ -137,9 +128,9 @@ def embed_file(
     return written
 
 
-def _checked_text(record: dict, column: str, number: int, source: str) -> str:
+def _checked_text(record, column: str, number: int) -> str:
     if column not in record:
         raise BertkitError(
-            f"{source}: record {number} has no '{column}' field (fields: {', '.join(record)}); set --text-column"
+            f"{record.where}: record {number} has no '{column}' field (fields: {', '.join(record)}); set --text-column"
         )
     return _text(record[column])

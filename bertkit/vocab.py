@@ -105,17 +105,9 @@ class _Counted:
                 yield text
 
 
-def save_tokenizer(tokenizer, output: Path, overwrite: bool = False) -> None:
+def save_tokenizer(tokenizer, output: Path, overwrite: bool = False, protect=()) -> None:
     """Write the tokenizer directory in one step (staged, then renamed)."""
-    import shutil
-
     from bertkit import outputs
 
-    outputs.check_output_dir(output, overwrite)
-    staged = outputs.staging_dir(output)
-    try:
+    with outputs.staged_dir(output, overwrite, "tokenizer", protect) as staged:
         tokenizer.save_pretrained(str(staged))
-        outputs.publish_dir(staged, output, overwrite)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise

@@ -224,8 +224,9 @@ def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch)
 
     with pytest.raises(BertkitError, match="--resume"):
         training.train(cfg)
-    final = training.train(cfg, resume=True)
+    final, scores = training.train(cfg, resume=True)
     info = json.loads((final / "bertkit.json").read_text())
+    assert scores["validation"] == info["metrics"]["validation"]
     assert info["training"]["train_steps"] == 28 and not work.exists()
 
 

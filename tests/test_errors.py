@@ -84,7 +84,7 @@ def test_unseen_label_in_validation(run_config, tmp_path, easy_data):
     validation = tmp_path / "dev.csv"
     validation.write_text("text,label\ngreat film,positive\nso-so film,neutral\n")
     code, err = run_config(None, "--set", f"data.validation={validation}")
-    assert_clean_failure(code, err, "validation data, example 2: label 'neutral'", "data.labels", where=tmp_path)
+    assert_clean_failure(code, err, "dev.csv:3: label 'neutral'", "data.labels", where=tmp_path)
 
 
 def test_malformed_csv_line(run_config, tmp_path):
@@ -134,7 +134,7 @@ def test_model_that_is_not_a_model_directory(cli, tmp_path):
 def test_predict_empty_input_writes_nothing(cli, tmp_path, run_config):
     assert run_config(None)[0] == 0
     empty = tmp_path / "empty.txt"
-    empty.write_text("\n\n")
+    empty.write_text("")  # (blank lines are inputs: each gets an empty result, see test_reliability)
     code, _, err = cli("predict", "-m", tmp_path / "out", "-i", empty, "-o", tmp_path / "pred.jsonl")
     assert_clean_failure(code, err, "no input records")
     assert not (tmp_path / "pred.jsonl").exists() and not list(tmp_path.glob(".pred.jsonl.tmp-*"))
@@ -161,7 +161,10 @@ def test_hub_unreachable_fails_fast(run_config, tmp_path, monkeypatch):
 
 
 def test_hub_dataset_offline(run_config, tmp_path):
-    body = "task: classify\nmodel:\n  name: {model}\ndata:\n  train: {{hub: imdb, split: train}}\noutput_dir: {out}\n"
+    body = (
+        "task: classify\nmodel:\n  name: {model}\n  max_length: 32\n"
+        "data:\n  train: {{hub: imdb, split: train}}\noutput_dir: {out}\n"
+    )
     code, err = run_config(body)
     assert_clean_failure(code, err, "data set 'imdb'", "local file", where=tmp_path)
 

@@ -40,7 +40,7 @@ def qa_bundle(tmp_path_factory, tiny_model, squad_files):
 
     folder = tmp_path_factory.mktemp("qa-run")
     cfg = load_config(_config(folder, tiny_model, squad_files["train"], squad_files["dev"]))
-    return train(cfg)
+    return train(cfg)[0]
 
 
 def test_train_v1_learns_and_writes_a_bundle(qa_bundle):
@@ -115,7 +115,7 @@ def test_train_v2_reports_has_and_no_answer_scores(tmp_path, tiny_model, squad_f
     from bertkit.training import train
 
     cfg = load_config(_config(tmp_path, tiny_model, squad_files["train2"], squad_files["dev2"], "qa2"))
-    bundle = train(cfg)
+    bundle, _ = train(cfg)
     info = json.loads((bundle / "bertkit.json").read_text())
     scores = info["metrics"]["validation"]
     assert info["version_2"] is True

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import math
+import random
 import re
+from collections import defaultdict
 
 from bertkit.config import Config, DataSource
 from bertkit.errors import BertkitError, did_you_mean
 
 _HTML = re.compile(r"<[^>]{1,40}>")
+WHERE = "_where"  # a column saying where each example came from (file:line), for messages
 
 
 def load_source(source: DataSource, cfg: Config):
-    """Read one split, local or from the Hub, as a `datasets.Dataset`."""
+    """Read one split, local or from the Hub, as a `datasets.Dataset` (with a `WHERE` column)."""
     import datasets
 
     if source.hub:
-        return _load_hub(source)
-    from bertkit.data.readers import read_records
+        ds = _load_hub(source)
+        return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
+    from bertkit.data.readers import located_records
 
-    records = list(read_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column))
-    if not records:
+    located = list(located_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column))
+    if not located:
         raise BertkitError(f"{source.describe()}: no examples in this file")
+    records = [{**record, WHERE: where} for where, record in located]
     try:
         return datasets.Dataset.from_list(records)
     except (TypeError, ValueError, datasets.exceptions.DatasetGenerationError) as err:
@@ -73,36 +79,93 @@ def _with_string(features, name):
     return updated
 
 
+def columns_of(ds) -> list[str]:
+    """The data's own columns (not bertkit's bookkeeping)."""
+    return [c for c in ds.column_names if c != WHERE]
+
+
 def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
     """Fail clearly when a configured column is not in the data, listing those that are."""
+    present = columns_of(ds)
     for key, column in columns.items():
-        if column and column not in ds.column_names:
-            hint = did_you_mean(column, ds.column_names)
+        if column and column not in present:
+            from bertkit.data.readers import kind_hint
+
+            hint = did_you_mean(column, present)
             raise BertkitError(
-                f"{where}: no column '{column}' (set by data.{key}){hint}. Columns there: {', '.join(ds.column_names)}"
+                f"{where}: no column '{column}' (set by data.{key}){hint}. Columns there: {', '.join(present)}."
+                + kind_hint(present)
             )
 
 
-def as_numbers(values, where: str, what: str = "label") -> list[float]:
-    """Labels or scores as floats; one that is not a number is an error naming its example."""
+def places(ds, role: str) -> list[str]:
+    """Where each example of a split came from: `file:line`, or its position in the split."""
+    if WHERE in ds.column_names:
+        return list(ds[WHERE])
+    return [f"{role} data, example {i + 1}" for i in range(len(ds))]
+
+
+def as_numbers(values, where: str | list[str], what: str = "label") -> list[float]:
+    """Labels or scores as finite floats; one that is not (text, NaN, infinity) is an error naming
+    its example (`where`: one place per value, or the split's name)."""
     out = []
     for i, value in enumerate(values):
+        place = where[i] if isinstance(where, list) else f"{where} data, example {i + 1}"
         try:
-            out.append(float(value))
+            number = float(value)
         except (TypeError, ValueError):
-            raise BertkitError(f"{where} data, example {i + 1}: {what} {value!r} is not a number") from None
+            raise BertkitError(f"{place}: {what} {value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise BertkitError(f"{place}: {what} {value!r} is not a finite number; fix or remove this example")
+        out.append(number)
     return out
+
+
+def split_by_class(classes: list, share: float, seed: int) -> tuple[list[int], list[int]]:
+    """Indices (kept, held out): about `share` of each class held out, in a seeded random choice;
+    a class with a single example stays whole in the kept part."""
+    rng = random.Random(seed)
+    members: dict = defaultdict(list)
+    for index, name in enumerate(classes):
+        members[name].append(index)
+    want = max(1, round(share * len(classes)))
+    held: list[int] = []
+    for name in sorted(members, key=str):
+        group = members[name]
+        rng.shuffle(group)
+        take = min(len(group) - 1, round(share * len(group)))
+        held += group[:take]
+    leftover = sorted(set(range(len(classes))) - set(held))
+    rng.shuffle(leftover)
+    spare = [i for i in leftover if len(members[classes[i]]) > 1]  # never the last of a class
+    counts = {name: sum(1 for i in held if classes[i] == name) for name in members}
+    for index in spare:
+        if len(held) >= want:
+            break
+        if counts[classes[index]] < len(members[classes[index]]) - 1:
+            held.append(index)
+            counts[classes[index]] += 1
+    if not held:
+        raise BertkitError(
+            "every class of the training data has a single example: none can be held out for validation. "
+            "Add data, or give data.validation"
+        )
+    kept = sorted(set(range(len(classes))) - set(held))
+    rng.shuffle(kept)  # as a random split would give them
+    return kept, sorted(held)
 
 
 def clean_text(text: str) -> str:
     return " ".join(_HTML.sub(" ", text).split())
 
 
-def load_splits(cfg: Config, read=None):
+def load_splits(cfg: Config, read=None, stratify=None):
     """train / validation (/ test) for a training run, with limits and cleaning applied.
 
     `read(source, role)` returns one split as a Dataset; by default a table with the configured
-    text, pair and label columns.
+    text, pair and label columns. `stratify(train)` gives a class per training example: the
+    validation share split off (when no validation data is given) then takes the same share of
+    every class, and never all of one.
     """
     import datasets
 
@@ -131,8 +194,9 @@ def load_splits(cfg: Config, read=None):
                 f"only {len(splits['train'])} training example(s): too few to split off a validation "
                 f"share of {data.validation_split}. Add data, or give data.validation"
             )
-        parts = splits["train"].train_test_split(test_size=data.validation_split, seed=cfg.train.seed)
-        splits["train"], splits["validation"] = parts["train"], parts["test"]
+        classes = stratify(splits["train"]) if stratify else [0] * len(splits["train"])
+        kept, held = split_by_class(classes, data.validation_split, cfg.train.seed)
+        splits["train"], splits["validation"] = splits["train"].select(kept), splits["train"].select(held)
     for role, limit in (
         ("train", data.max_train_samples),
         ("validation", data.max_eval_samples),

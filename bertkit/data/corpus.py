@@ -31,23 +31,32 @@ def corpus_files(path: str) -> list[str]:
     return [path]
 
 
-def read_lines(path: str, text_column: str = "text", fmt: str | None = None) -> Iterator[str]:
-    """The non-empty texts of a corpus path, line by line (or record by record), in order."""
-    from bertkit.data.readers import detect_format, read_records
+def read_lines(
+    path: str,
+    text_column: str = "text",
+    fmt: str | None = None,
+    keep_blank: bool = False,
+    option: str = "data.text_column",
+) -> Iterator[str]:
+    """The texts of a corpus path, line by line (or record by record), in order, stripped; blank
+    ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
+    from bertkit.data.readers import Blank, detect_format, located_records
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
         if kind == "folder":
             kind = "text"
-        for number, record in enumerate(read_records(file, kind, text_column=text_column), start=1):
-            if text_column not in record:
+        located = located_records(file, kind, text_column=text_column, keep_blank=keep_blank)
+        for number, (where, record) in enumerate(located, start=1):
+            if text_column not in record and not isinstance(record, Blank):
                 fields = ", ".join(record)
                 raise BertkitError(
-                    f"{file}: record {number} has no '{text_column}' field (fields: {fields}); set data.text_column"
+                    f"{where}: record {number} has no '{text_column}' field (fields: {fields}); set {option}"
                 )
-            text = record[text_column]
-            if text is not None and str(text).strip():
-                yield str(text).strip()
+            text = record.get(text_column)
+            text = "" if text is None else str(text).strip()
+            if text or keep_blank:
+                yield text
 
 
 def load_corpus(source, cfg):

@@ -2,7 +2,15 @@
 
 Every reader reports problems with the file and line they are on: a malformed CSV row or JSON
 line, bytes that are not UTF-8. Formats come from the extension (`.gz` is looked through) or are
-given explicitly.
+given explicitly. `located_records` also says where each record is (`file:line`), for messages
+about its contents.
+
+Blank lines: readers of training and evaluation data skip them. Commands whose output must stay
+aligned with their input line for line (predict, embed, search) ask for them (`keep_blank`), and
+get a `Blank` record for each: the text field (or every CSV column) empty.
+
+TSV is read as written: fields are split at tabs and kept literally, quotes included (as in
+GLUE's and most TSV files); CSV follows the usual quoting rules.
 """
 
 from __future__ import annotations
@@ -58,46 +66,93 @@ def detect_format(path: str, explicit: str | None = None) -> str:
     return fmt
 
 
+class Record(dict):
+    """A record that knows where it came from (`where`: file:line), for messages about it."""
+
+    where = ""
+
+
+class Blank(Record):
+    """The record of a blank input line (kept where outputs align with input lines)."""
+
+
+def placed(where: str, record: dict) -> Record:
+    out = record if isinstance(record, Record) else Record(record)
+    out.where = where
+    return out
+
+
+def place_of(record: dict, number: int) -> str:
+    """`file:line` of a record read by `located_records`, else its number."""
+    return getattr(record, "where", "") or f"input record {number}"
+
+
+def kind_hint(fields) -> str:
+    """What data with these fields looks like, when it is not what a command expects."""
+    names = set(fields)
+    if "tokens" in names:
+        return " This looks like NER data (CoNLL columns or token lists): use `bertkit train ner` / an NER model."
+    if {"question", "context"} <= names:
+        return " This looks like question-answering data (SQuAD): use `bertkit train qa` / a QA model."
+    return ""
+
+
 def read_records(
-    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label"
+    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label", keep_blank: bool = False
 ) -> Iterator[dict]:
     """Yield the records of a local file (or stdin for '-') one by one."""
+    for _, record in located_records(path, fmt, text_column, label_column, keep_blank):
+        yield record
+
+
+def located_records(
+    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label", keep_blank: bool = False
+) -> Iterator[tuple[str, dict]]:
+    """Yield (where, record) pairs: `where` names the file and line (or record) of each."""
     fmt = detect_format(path, fmt)
+    name = "<stdin>" if path == STDIN else path
     if path != STDIN and not Path(path).exists():
         raise BertkitError(f"data file not found: {path}")
     if fmt == "folder":
-        yield from _read_folder(Path(path), text_column, label_column)
+        for file, record in _read_folder(Path(path), text_column, label_column):
+            yield str(file), record
     elif fmt == "parquet":
-        yield from _read_parquet(path)
+        for number, record in enumerate(_read_parquet(path), start=1):
+            yield f"{name}, row {number}", record
     elif fmt == "conll":
         from bertkit.data.conll import read_conll
 
-        yield from read_conll(path, tag_column=None)
+        for record in read_conll(path, tag_column=None):
+            yield f"{name}:{record['line']}", record
     elif fmt == "json":
-        yield from _read_json(path)
+        for number, record in enumerate(_read_json(path), start=1):
+            yield f"{name}, record {number}", record
     elif fmt == "squad":
         from bertkit.data.squad import read_squad
 
-        yield from read_squad(path)
+        for record in read_squad(path):
+            yield record["where"], record
     elif fmt == "jsonl":
-        yield from _read_jsonl(path)
+        yield from _read_jsonl(path, text_column, keep_blank)
     elif fmt in ("csv", "tsv"):
-        yield from _read_delimited(path, "," if fmt == "csv" else "\t")
+        yield from _read_delimited(path, fmt, keep_blank)
     else:
-        for _, line in _lines(path):
+        for number, line in _lines(path):
             line = line.rstrip("\r\n")
             if line.strip():
-                yield {text_column: line}
+                yield f"{name}:{number}", {text_column: line}
+            elif keep_blank:
+                yield f"{name}:{number}", Blank({text_column: ""})
 
 
-def count_records(path: str, fmt: str | None = None) -> int | None:
+def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -> int | None:
     """A cheap record count for progress bars (None when it would cost a full parse)."""
     fmt = detect_format(path, fmt)
     if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):  # conll: sentences span lines
         return None
     with _open_binary(path) as handle:
-        lines = sum(1 for line in handle if line.strip())
-    return lines - (1 if fmt in ("csv", "tsv") else 0)
+        lines = sum(1 for line in handle if keep_blank or line.strip())
+    return max(lines - (1 if fmt in ("csv", "tsv") else 0), 0)
 
 
 # ---------------------------------------------------------------- line-level reading
@@ -134,8 +189,10 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
             handle.close()
 
 
-def _read_delimited(path: str, delimiter: str) -> Iterator[dict]:
+def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
+    delimiter = "," if fmt == "csv" else "\t"
+    kind = "comma" if fmt == "csv" else "tab"
     numbered = _lines(path)
     current = [0]
 
@@ -144,7 +201,8 @@ def _read_delimited(path: str, delimiter: str) -> Iterator[dict]:
             current[0] = number
             yield line
 
-    reader = csv.reader(text_lines(), delimiter=delimiter)
+    quoting = {"quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
+    reader = csv.reader(text_lines(), delimiter=delimiter, **quoting)
     try:
         header = next(reader)
     except StopIteration:
@@ -152,25 +210,54 @@ def _read_delimited(path: str, delimiter: str) -> Iterator[dict]:
     except csv.Error as err:
         raise BertkitError(f"{name}:{current[0]}: malformed header: {err}") from None
     header = [h.strip() for h in header]
+    _check_header(header, name)
+    started = current[0] + 1  # the line on which the next record begins
     try:
         for row in reader:
+            where = f"{name}:{started}"
+            spans = current[0] > started
             if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) != len(header):
-                kind = "comma" if delimiter == "," else "tab"
-                raise BertkitError(
-                    f"{name}:{current[0]}: expected {len(header)} fields (as in the header), found "
-                    f"{len(row)}. Quote any field that contains a {kind} or a line break."
+                if keep_blank:
+                    yield where, Blank(dict.fromkeys(header, ""))
+            elif len(row) != len(header):
+                opened = (
+                    f" The record starts on line {started} and runs to line {current[0]}: a quote opened there "
+                    "is not closed?"
+                    if spans
+                    else ""
                 )
-            yield dict(zip(header, row, strict=True))
+                raise BertkitError(
+                    f"{where}: expected {len(header)} fields (as in the header), found "
+                    f"{len(row)}. Quote any field that contains a {kind} or a line break.{opened}"
+                )
+            else:
+                record = dict(zip(header, row, strict=True))
+                yield where, (Blank(record) if keep_blank and not any(v.strip() for v in row) else record)
+            started = current[0] + 1
     except csv.Error as err:
-        raise BertkitError(f"{name}:{current[0]}: malformed row: {err}") from None
+        raise BertkitError(
+            f"{name}:{started}: malformed row ({err}); a quote opened on this line may not be closed"
+        ) from None
 
 
-def _read_jsonl(path: str) -> Iterator[dict]:
+def _check_header(header: list[str], name: str) -> None:
+    seen: dict[str, int] = {}
+    for position, column in enumerate(header, start=1):
+        if column in seen:
+            label = f"'{column}'" if column else "an empty name"
+            raise BertkitError(
+                f"{name}:1: the header has {label} twice (columns {seen[column]} and {position}); "
+                "give every column its own name"
+            )
+        seen[column] = position
+
+
+def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
     for number, line in _lines(path):
         if not line.strip():
+            if keep_blank:
+                yield f"{name}:{number}", Blank({text_column: ""})
             continue
         try:
             record = json.loads(line)
@@ -178,7 +265,7 @@ def _read_jsonl(path: str) -> Iterator[dict]:
             raise BertkitError(f"{name}:{number}: not valid JSON: {err.msg} (column {err.colno})") from None
         if not isinstance(record, dict):
             raise BertkitError(f"{name}:{number}: each line must be a JSON object, found {type(record).__name__}")
-        yield record
+        yield f"{name}:{number}", record
 
 
 def load_json(path: str):
@@ -230,7 +317,7 @@ def _read_parquet(path: str) -> Iterator[dict]:
         yield from batch.to_pylist()
 
 
-def _read_folder(root: Path, text_column: str, label_column: str) -> Iterator[dict]:
+def _read_folder(root: Path, text_column: str, label_column: str) -> Iterator[tuple[Path, dict]]:
     """One sub-folder per class, one text file per example (the original IMDb layout)."""
     classes = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not classes:
@@ -242,4 +329,4 @@ def _read_folder(root: Path, text_column: str, label_column: str) -> Iterator[di
                     text = file.read_text(encoding="utf-8")
                 except UnicodeDecodeError as err:
                     raise BertkitError(f"{file}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-                yield {text_column: text.strip(), label_column: folder.name, "file": file.name}
+                yield file, {text_column: text.strip(), label_column: folder.name, "file": file.name}

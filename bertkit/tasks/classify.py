@@ -16,7 +16,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks, forward, sigmoid, softmax
+from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
 
 SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
 HF_PROBLEM = {
@@ -26,6 +26,12 @@ HF_PROBLEM = {
 }
 METRIC_MODULE = {SINGLE: "classification", MULTI: "multilabel", REGRESSION: "regression"}
 BEST_METRIC = {SINGLE: "f1_macro", MULTI: "f1_micro", REGRESSION: "spearman"}
+_AVERAGED = [f"{m}_{a}" for a in ("macro", "weighted", "micro") for m in ("precision", "recall", "f1")]
+METRIC_NAMES = {
+    SINGLE: ["accuracy", *[n for n in _AVERAGED if not n.endswith("micro")]],
+    MULTI: ["subset_accuracy", *[n for n in _AVERAGED if not n.endswith("weighted")]],
+    REGRESSION: ["mse", "rmse", "mae", "pearson", "spearman"],
+}
 
 
 class ClassifyTask:
@@ -39,28 +45,41 @@ class ClassifyTask:
             raise BertkitError(
                 "classify.truncation: head+tail works on single texts; with data.text_pair_column use head or tail"
             )
-        return data_mod.load_splits(cfg)
+        column, separator = cfg.data.label_column, cfg.data.label_separator
+
+        def classes(train) -> list:  # the automatic validation split keeps every class's share
+            return [str(g[0]) if g else "" for g in _split_multi(train[column], separator)]
+
+        return data_mod.load_splits(cfg, stratify=classes)
 
     def setup(self, ds, cfg: Config) -> dict:
         """What the model and the bundle need to know: problem type and label names."""
         values = ds["train"][cfg.data.label_column]
+        places = data_mod.places(ds["train"], "train")
         problem = cfg.classify.problem_type
+        _check_finite(values, places, cfg.data.label_column)
         if problem == "auto":
             problem = _guess_problem(values, cfg.data.label_separator)
         if problem == REGRESSION:
+            data_mod.as_numbers(values, places)
             labels = ["score"]
         elif cfg.data.labels:
             labels = [str(x) for x in cfg.data.labels]
         else:
             seen = _split_multi(values, cfg.data.label_separator) if problem == MULTI else values
-            flat = [v for group in seen for v in group] if problem == MULTI else list(seen)
-            labels = _ordered_labels(flat, cfg.data.label_column)
+            if problem == MULTI:
+                flat = [v for group in seen for v in group]
+                flat_places = [w for group, w in zip(seen, places, strict=True) for _ in group]
+            else:
+                flat, flat_places = list(seen), places
+            labels = _ordered_labels(flat, flat_places, cfg.data.label_column)
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
             raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
         return {
             "task": self.name,
             "problem_type": problem,
             "labels": labels,
+            "labels_given": bool(cfg.data.labels) and problem != REGRESSION,
             "max_length": cfg.model.max_length,
             "truncation": cfg.classify.truncation,
             "head_tokens": cfg.classify.head_tokens,
@@ -77,32 +96,39 @@ class ClassifyTask:
 
         prepared = {}
         for role, split in ds.items():
-            labels = self.encode_labels(split[info["label_column"]], info, role)
+            labels = self.encode_labels(split[info["label_column"]], info, data_mod.places(split, role))
             features = encode_texts(tokenizer, split, info)
             features["labels"] = labels
             prepared[role] = datasets.Dataset.from_dict(features)
         return datasets.DatasetDict(prepared)
 
-    def encode_labels(self, values: list, info: dict, where: str) -> list:
+    def encode_labels(self, values: list, info: dict, places: list[str] | str) -> list:
+        """Label ids (or rows of 0/1, or numbers); `places` says where each example is."""
         problem, labels = info["problem_type"], info["labels"]
+        if isinstance(places, str):  # a split's name
+            places = [f"{places} data, example {i + 1}" for i in range(len(values))]
         if problem == REGRESSION:
-            return data_mod.as_numbers(values, where)
+            return data_mod.as_numbers(values, places)
+        _check_finite(values, places, info.get("label_column") or "label")
         index = {name: i for i, name in enumerate(labels)}
+        given = info.get("labels_given", False)
         if problem == MULTI:
             out = []
             for i, group in enumerate(_split_multi(values, info.get("label_separator"))):
                 row = [0.0] * len(labels)
                 for name in group:
                     if name not in index:
-                        _unknown_label(name, labels, where, i)
+                        _unknown_label(name, labels, places[i], given)
                     row[index[name]] = 1.0
                 out.append(row)
             return out
         out = []
         for i, v in enumerate(values):
             name = _label_name(v)
+            if v is None or name == "":
+                raise BertkitError(f"{places[i]}: the example has no label; label every example")
             if name not in index:
-                _unknown_label(name, labels, where, i)
+                _unknown_label(name, labels, places[i], given)
             out.append(index[name])
         return out
 
@@ -122,6 +148,10 @@ class ClassifyTask:
 
     def best_metric(self, info: dict) -> str:
         return BEST_METRIC[info["problem_type"]]
+
+    def metric_names(self, info: dict) -> list[str]:
+        """The numbers scoring reports (any can be train.metric_for_best_model)."""
+        return METRIC_NAMES[info["problem_type"]]
 
     def loss(self, info: dict, cfg: Config, train):
         """A class-weighted loss when the config asks for one (single-label only), else None."""
@@ -186,7 +216,7 @@ class ClassifyTask:
             "label_column": cfg.data.label_column,
         }
         data_mod.require_columns(ds, columns, data)
-        references = self.encode_labels(ds[cfg.data.label_column], info, data)
+        references = self.encode_labels(ds[cfg.data.label_column], info, data_mod.places(ds, data))
         features = _rows(encode_texts(tokenizer, ds, {**info, "text_column": cfg.data.text_column}))
         logits = forward(model, tokenizer, features, options.get("batch_size", 32))
         return self.score(np.stack(logits), references, info)
@@ -198,9 +228,15 @@ class ClassifyTask:
         threshold = options.get("threshold") or info.get("threshold", 0.5)
         windows = options.get("long_text") == "windows"
         batch_size = options.get("batch_size", 32)
+        seen = 0
         for chunk in chunks(records, options.get("chunk_size", 1024)):
-            texts = [_text_of(r, text_column) for r in chunk]
-            pairs = [_text_of(r, pair_column) for r in chunk] if pair_column else None
+            texts = [_text_of(r, text_column, seen + i + 1) for i, r in enumerate(chunk)]
+            pairs = (
+                [_text_of(r, pair_column, seen + i + 1, "--text-pair-column") for i, r in enumerate(chunk)]
+                if pair_column
+                else None
+            )
+            seen += len(chunk)
             if windows and pairs is None:
                 feats, owner = window_features(tokenizer, texts, info, options.get("stride"))
             else:
@@ -211,6 +247,23 @@ class ClassifyTask:
                 grouped[index].append(row)
             for record, mine in zip(chunk, grouped, strict=True):
                 yield self.describe(record, text_column, pair_column, mine, info, threshold)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A text (and its pair, if any) with nothing in it."""
+        from bertkit.prediction import blank
+
+        columns = [options.get("text_column") or info.get("text_column") or "text"]
+        columns += [c for c in [options.get("text_pair_column") or info.get("text_pair_column")] if c]
+        return all(c in record for c in columns) and all(blank(record[c]) for c in columns)
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        text_column = options.get("text_column") or info.get("text_column") or "text"
+        pair_column = options.get("text_pair_column") or info.get("text_pair_column")
+        fields = {"text_pair": record.get(pair_column)} if pair_column else {}
+        if info["problem_type"] == REGRESSION:
+            return empty_record(record, text_column, **fields, score=None)
+        found = {"labels": []} if info["problem_type"] == MULTI else {"label": None, "score": None}
+        return empty_record(record, text_column, **fields, **found, scores=dict.fromkeys(info["labels"]))
 
     def describe(self, record, text_column, pair_column, logits: list, info: dict, threshold) -> dict:
         out = {k: record[k] for k in ("id",) if k in record}
@@ -283,9 +336,14 @@ def _rows(columns: dict) -> list[dict]:
 # ---------------------------------------------------------------- labels
 
 
-def _text_of(record: dict, column: str) -> str:
+def _text_of(record: dict, column: str, number: int, option: str = "--text-column") -> str:
     if column not in record:
-        raise BertkitError(f"input record has no '{column}' field (fields: {', '.join(record)}); set --text-column")
+        from bertkit.data.readers import kind_hint, place_of
+
+        raise BertkitError(
+            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set {option}."
+            + kind_hint(record)
+        )
     return _as_text(record[column])
 
 
@@ -330,16 +388,35 @@ def _split_multi(values: list, separator: str | None) -> list[list[str]]:
     return out
 
 
-def _ordered_labels(values: list, column: str) -> list[str]:
-    if any(v is None or str(v).strip() == "" for v in values):
-        raise BertkitError(f"the training data has examples with an empty '{column}'; label every example")
+def _ordered_labels(values: list, places: list[str], column: str) -> list[str]:
+    for value, place in zip(values, places, strict=True):
+        if value is None or str(value).strip() == "":
+            raise BertkitError(f"{place}: the example has an empty '{column}'; label every example")
     names = {_label_name(v) for v in values}
     numeric = all(_number(n) is not None for n in names)
     return sorted(names, key=(lambda n: float(n)) if numeric else None)
 
 
-def _unknown_label(name: str, labels: list[str], where: str, index: int) -> None:
+def _unknown_label(name: str, labels: list[str], place: str, given: bool) -> None:
+    if given:
+        raise BertkitError(
+            f"{place}: label '{name}' is not in data.labels ({', '.join(labels)}). Add it to data.labels, "
+            "or fix the data."
+        )
     raise BertkitError(
-        f"{where} data, example {index + 1}: label '{name}' does not occur in the training data "
+        f"{place}: label '{name}' does not occur in the training data "
         f"(known labels: {', '.join(labels)}). Fix the data, or list every label in data.labels."
     )
+
+
+NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+def _check_finite(values: list, places: list[str], column: str) -> None:
+    """NaN or infinity among labels would silently turn into a class of its own (or NaN weights)."""
+    for value, place in zip(values, places, strict=True):
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, float) and not math.isfinite(one) or str(one).strip().lower() in NON_FINITE:
+                raise BertkitError(
+                    f"{place}: '{column}' is {one!r}, not a finite number or a label name; fix or remove this example"
+                )

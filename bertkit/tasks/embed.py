@@ -18,7 +18,7 @@ from bertkit import metrics, models
 from bertkit.config import Config, DataSource, load_config
 from bertkit.embedding import Encoder, Settings, l2_normalize, pool, unit_rows
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks
+from bertkit.inference import chunks, empty_record
 
 PAIR = "pair_"  # prefix of the second text's model inputs
 
@@ -55,7 +55,7 @@ class EmbedTask:
             )
         score_max = None
         if scored:
-            values = scores_of(ds["train"][d.label_column], "training")
+            values = scores_of(ds["train"][d.label_column], data_mod.places(ds["train"], "train"))
             score_max = e.score_max or float(max(values))
             if score_max <= 0:
                 raise BertkitError(f"the '{d.label_column}' scores are all 0 or below; set embed.score_max")
@@ -101,6 +101,11 @@ class EmbedTask:
     def best_metric(self, info: dict) -> str:
         return "spearman" if info["scored"] else "mrr"
 
+    def metric_names(self, info: dict) -> list[str]:
+        if info["scored"]:
+            return ["mse", "rmse", "mae", "pearson", "spearman"]
+        return ["recall_at_1", "recall_at_5", "recall_at_10", "mrr"]
+
     def loss(self, info: dict, cfg: Config, train):
         return None  # the model computes its own
 
@@ -133,10 +138,18 @@ class EmbedTask:
         batch = options.get("batch_size", 32)
         first = encoder.encode([_text(t) for t in ds[info["text_column"]]], batch)
         second = encoder.encode([_text(t) for t in ds[info["text_pair_column"]]], batch)
-        scored = bool(info.get("scored")) and info.get("label_column") in ds.column_names
-        labels = np.asarray(scores_of(ds[info["label_column"]], data)) / info["score_max"] if scored else None
+        scored = bool(info.get("scored"))
+        if scored:
+            data_mod.require_columns(ds, {"label_column": info["label_column"]}, data)
+        places = data_mod.places(ds, data)
+        labels = np.asarray(scores_of(ds[info["label_column"]], places)) / info["score_max"] if scored else None
         groups = group_ids([_text(t) for t in ds[info["text_pair_column"]]])
         return pair_metrics(first, second, labels, groups, scored)
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        """An empty text's vector is all zeros (its cosine with anything is 0)."""
+        column = options.get("text_column") or info.get("text_column") or "text"
+        return empty_record(record, column, embedding=[0.0] * int(model.config.hidden_size))
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """The sentence vector of each text (for files of vectors, `bertkit embed` is the tool)."""
@@ -161,7 +174,8 @@ def pair_features(tokenizer, split, info: dict, role: str) -> dict:
     second = tokenizer(seconds, truncation=True, max_length=info["pair_max_length"])
     columns = {**dict(first), **{PAIR + k: v for k, v in second.items()}}
     if info["scored"]:
-        columns["labels"] = [s / info["score_max"] for s in scores_of(split[info["label_column"]], role)]
+        places = data_mod.places(split, role)
+        columns["labels"] = [s / info["score_max"] for s in scores_of(split[info["label_column"]], places)]
     else:
         columns["labels"] = [1.0] * len(seconds)
     columns["pair_group"] = group_ids(seconds)
@@ -174,7 +188,7 @@ def group_ids(texts: list[str]) -> list[int]:
     return [seen.setdefault(t, len(seen)) for t in texts]
 
 
-def scores_of(values, where: str) -> list[float]:
+def scores_of(values, where: str | list[str]) -> list[float]:
     return data_mod.as_numbers(values, where, "score")
 
 

@@ -17,7 +17,7 @@ from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.data.corpus import load_corpus
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks, forward
+from bertkit.inference import chunks, empty_record, forward
 from bertkit.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.progress import console
 
@@ -137,6 +137,9 @@ class MlmTask:
     def best_metric(self, info: dict) -> str:
         return "perplexity"
 
+    def metric_names(self, info: dict) -> list[str]:
+        return ["loss", "perplexity", "accuracy"]
+
     def loss(self, info: dict, cfg: Config, train):
         return None
 
@@ -167,6 +170,10 @@ class MlmTask:
         features = [dict(zip(masked, values, strict=True)) for values in zip(*masked.values(), strict=True)]
         losses = forward(model, tokenizer, features, options.get("batch_size", 32), output=losses_of_rows)
         return {**score_rows(losses), "texts": len(texts)}
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        column = options.get("text_column") or "text"
+        return empty_record(record, column, masks=[], filled=record.get(column))
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """Fill-mask: for each [MASK] of each text, the top-k tokens and their probabilities."""

@@ -16,7 +16,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tags, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks, forward, softmax
+from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
 
 IGNORE = -100
@@ -103,6 +103,10 @@ class NerTask:
     def best_metric(self, info: dict) -> str:
         return "f1"
 
+    def metric_names(self, info: dict) -> list[str]:
+        names = ["precision", "recall", "f1"]
+        return [*names, "token_accuracy", *[f"lenient_{n}" for n in names]]
+
     def loss(self, info: dict, cfg: Config, train):
         return None
 
@@ -136,10 +140,28 @@ class NerTask:
             scheme = _detect(split["tags"], data) if cfg.ner.scheme == "auto" else cfg.ner.scheme
             split = _normalise(split, scheme, data)
         words, word_tags = _words_and_tags(split, tokenizer, data)
+        require_entities(word_tags, data)
         features = encode_words(tokenizer, words, info, _tag_ids(word_tags, info, data))
         logits = forward(model, tokenizer, features, options.get("batch_size", 32))
         columns = {k: [f[k] for f in features] for k in ("example", "word_index", "labels")}
         return self.score_rows(logits, columns, info)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A token list with no tokens, or a text with nothing in it."""
+        from bertkit.prediction import blank
+
+        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+        for field in (tokens_field, "tokens"):
+            if field in record:
+                return not record[field]
+        column = options.get("text_column") or info.get("text_column") or "text"
+        return column in record and blank(record[column])
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+        if tokens_field in record or "tokens" in record:
+            return empty_record(record, None, tokens=[], tags=[])
+        return empty_record(record, options.get("text_column") or info.get("text_column") or "text", entities=[])
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """Text -> entities as character spans; tokens (JSON or CoNLL) -> a tag per token."""
@@ -206,6 +228,12 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
                     )
                 found.append({"tokens": [str(t) for t in tokens], "tags": [str(t) for t in tag_seq], "where": where})
             elif cfg.data.text_column in record:
+                if ner.entities_field not in record:
+                    raise BertkitError(
+                        f"{where}: no '{ner.entities_field}' field (fields: {', '.join(record)}). Set "
+                        "ner.entities_field to the field that lists the entities (a sentence without any "
+                        "has an empty list)"
+                    )
                 text = str(record[cfg.data.text_column] or "")
                 found.append({"text": text, "entities": _spans(record, ner, text, where), "where": where})
             else:
@@ -219,6 +247,15 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
     if not found:
         raise BertkitError(f"{source.describe()}: no sentences in this file")
     return found
+
+
+def require_entities(word_tags: list[list[str]], where: str) -> None:
+    """Scoring data without a single entity would score precision and recall of nothing."""
+    if not any(tag != "O" for seq in word_tags for tag in seq):
+        raise BertkitError(
+            f"{where}: the data holds no entities at all, so there is nothing to score. Check the tag "
+            "column (ner.tag_column) or the entities field (ner.entities_field)"
+        )
 
 
 def _hub_tags(ds, ner):

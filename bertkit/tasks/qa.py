@@ -18,7 +18,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, QaConfig
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks, forward, softmax
+from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
 
 NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
@@ -79,6 +79,10 @@ class QaTask:
     def best_metric(self, info: dict) -> str:
         return "f1"
 
+    def metric_names(self, info: dict) -> list[str]:
+        v2 = [f"{part}_{m}" for part in ("has_ans", "no_ans", "best") for m in ("exact_match", "f1")]
+        return ["exact_match", "f1", *(v2 if info["version_2"] else [])]
+
     def loss(self, info: dict, cfg: Config, train):
         return None
 
@@ -105,6 +109,20 @@ class QaTask:
         questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
         found = answer_questions(model, tokenizer, info, questions, contexts, options.get("batch_size", 32))
         return score_answers(found, records, info)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A record with neither a question nor a context (one without the other is an error)."""
+        from bertkit.prediction import blank
+
+        qa = _complete(info)["qa"]
+        fields = [qa[f"{k}_field"] if qa[f"{k}_field"] in record else k for k in ("question", "context")]
+        return all(blank(record.get(f)) for f in fields)
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        id_field = _complete(info)["qa"]["id_field"]
+        out = {"id": str(record[id_field])} if record.get(id_field) is not None else {}
+        extra = {"alternatives": []} if options.get("n_best") else {}
+        return {**out, **empty_record({}, None, answer=None, score=None, start=None, end=None, **extra)}
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
@@ -286,7 +304,12 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
 
 
 def _answers(record: dict, field: str, where: str) -> tuple[list[str], list[int]]:
-    value = record.get(field)
+    if field not in record:
+        raise BertkitError(
+            f"{where}: no '{field}' field (fields: {', '.join(k for k in record if k != 'where')}). Set "
+            "qa.answers_field to the field holding the answers; a question without an answer has an empty list"
+        )
+    value = record[field]
     if value is None:
         return [], []
     if isinstance(value, dict) and "text" in value and "answer_start" in value:

@@ -1,0 +1,78 @@
+"""The checkpoints of an unfinished run (`OUTPUT_DIR.partial/checkpoint-STEP/`): which are
+complete, so that `--resume` continues from the last one that can really be loaded.
+
+A checkpoint is written file by file (weights, optimizer, scheduler, random states, and
+`trainer_state.json` last). A full disk or a kill can stop that half-way; such a checkpoint
+is skipped (and removed) rather than making the resume fail.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from pathlib import Path
+
+PREFIX = "checkpoint-"
+RUN_MARKER = ".bertkit-run"  # written into the work directory when a run starts
+
+
+def step_of(folder: Path) -> int:
+    try:
+        return int(folder.name[len(PREFIX) :])
+    except ValueError:
+        return -1
+
+
+def checkpoints(work: Path) -> list[Path]:
+    """Checkpoint folders of `work`, oldest step first."""
+    if not work.is_dir():
+        return []
+    found = [p for p in work.iterdir() if p.is_dir() and p.name.startswith(PREFIX) and step_of(p) >= 0]
+    return sorted(found, key=step_of)
+
+
+def is_complete(folder: Path) -> bool:
+    state = folder / "trainer_state.json"
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights and not list(folder.glob("*.bin")):
+        return False
+    if not all(safetensors_whole(w) for w in weights):
+        return False
+    # torch.save writes zip archives: a truncated one has no central directory
+    return all(zipfile.is_zipfile(f) for f in folder.glob("*.pt*"))
+
+
+def safetensors_whole(path: Path) -> bool:
+    """Whether a .safetensors file holds its whole header and every tensor its header lists."""
+    try:
+        with open(path, "rb") as handle:
+            size = struct.unpack("<Q", handle.read(8))[0]
+            if size > 100_000_000:
+                return False
+            header = json.loads(handle.read(size))
+        end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+        return path.stat().st_size >= 8 + size + end
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return False
+
+
+def last_complete(work: Path) -> tuple[Path | None, list[Path]]:
+    """The newest complete checkpoint, and the newer ones that are incomplete."""
+    broken = []
+    for folder in reversed(checkpoints(work)):
+        if is_complete(folder):
+            return folder, broken
+        broken.append(folder)
+    return None, broken
+
+
+def is_run_dir(work: Path) -> bool:
+    """Whether `work` holds only what a bertkit run puts there (so it may be cleared)."""
+    if (work / RUN_MARKER).is_file():
+        return True
+    return all(p.name.startswith(PREFIX) or p.name == "runs" for p in work.iterdir())
