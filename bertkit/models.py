@@ -156,6 +156,11 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     folder = Path(source)
     kind = f"{type(err).__module__}.{type(err).__name__}"
+    if "no file named" in text or "does not appear to have a file named" in text:
+        return BertkitError(
+            f"{source}: no model weights in it (model.safetensors or pytorch_model.bin). Give a complete "
+            "model directory: one written by `bertkit train` or `save_pretrained`."
+        )
     if "safetensor" in kind.lower() or "safetensors" in text.lower():
         from bertkit.checkpoints import safetensors_whole
 
@@ -167,14 +172,9 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     if "custom code" in text or "trust_remote_code" in text:
         return BertkitError(f"{source} needs Python code shipped with it to load. To allow it, add {REMOTE_CODE_HINT}.")
     if "not a valid JSON" in text or isinstance(err, json.JSONDecodeError):
-        bad = [n for n in CODE_FILES if (folder / n).is_file() and not _valid_json(folder / n)]
-        where = ", ".join(str(folder / n) for n in bad) or "a settings file"
+        bad = [p for p in sorted(folder.glob("*.json")) if not _valid_json(p)]
+        where = ", ".join(str(p) for p in bad) or f"a settings file of {source}"
         return BertkitError(f"{where} is not valid JSON; restore it from the original model")
-    if "no file named" in text or "does not appear to have a file named" in text:
-        return BertkitError(
-            f"{source}: no model weights in it (model.safetensors or pytorch_model.bin). Give a complete "
-            "model directory: one written by `bertkit train` or `save_pretrained`."
-        )
     if "model_type" in text or "Unrecognized model" in text:
         return BertkitError(
             f"{source}/config.json does not say which kind of model this is (no known `model_type`); "

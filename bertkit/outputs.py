@@ -341,7 +341,7 @@ class OutputLock:
     process id and host; a lock whose process is gone (same host) is stale and is taken over."""
 
     def __init__(self, target: Path):
-        self.target = Path(target)
+        self.target = Path(os.path.abspath(target))
         self.path = self.target.with_name(f".{self.target.name}.lock")
         self.held = False
 

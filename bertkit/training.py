@@ -46,6 +46,7 @@ def resolve_precision(choice: str) -> str:
 
 
 def work_dir(final: Path) -> Path:
+    final = Path(os.path.abspath(final))
     return final.with_name(final.name + ".partial")
 
 

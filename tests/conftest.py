@@ -66,3 +66,54 @@ def shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not available (../shared/data is absent)")
     return path
+
+
+@pytest.fixture(scope="session")
+def classify_bundle(tmp_path_factory, tiny_model, easy_data) -> Path:
+    """A classify bundle trained for real (one short epoch) through the CLI, for tests of what
+    happens around a model rather than of how well it learns."""
+    from bertkit.cli import main
+
+    folder = tmp_path_factory.mktemp("classify-bundle")
+    config = folder / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {easy_data['train']}\ntrain:\n  epochs: 1\n  learning_rate: 3.0e-3\n"
+        f"output_dir: {folder / 'model'}\n"
+    )
+    try:
+        main(["train", "classify", "-c", str(config)])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    return folder / "model"
+
+
+@pytest.fixture(scope="session")
+def head_models(tmp_path_factory, tiny_model) -> dict[str, Path]:
+    """Plain Hugging Face directories (no bertkit.json) with untrained task heads on the tiny
+    BERT: token classification, question answering and masked LM."""
+    import torch
+    from transformers import (
+        AutoModelForMaskedLM,
+        AutoModelForQuestionAnswering,
+        AutoModelForTokenClassification,
+        AutoTokenizer,
+    )
+
+    from bertkit.models import quiet_transformers
+
+    quiet_transformers()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    labels = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    built = {}
+    for name, loader, extra in (
+        ("ner", AutoModelForTokenClassification, {"id2label": dict(enumerate(labels)), "num_labels": 5}),
+        ("qa", AutoModelForQuestionAnswering, {}),
+        ("mlm", AutoModelForMaskedLM, {}),
+    ):
+        torch.manual_seed(0)
+        folder = tmp_path_factory.mktemp(f"head-{name}")
+        loader.from_pretrained(tiny_model, **extra).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        built[name] = folder
+    return built

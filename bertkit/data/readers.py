@@ -142,7 +142,7 @@ def located_records(
             if line.strip():
                 yield f"{name}:{number}", {text_column: line}
             elif keep_blank:
-                yield f"{name}:{number}", Blank({text_column: ""})
+                yield f"{name}:{number}", Blank({text_column: line})
 
 
 def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -> int | None:

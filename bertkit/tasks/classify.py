@@ -48,7 +48,12 @@ class ClassifyTask:
         column, separator = cfg.data.label_column, cfg.data.label_separator
 
         def classes(train) -> list:  # the automatic validation split keeps every class's share
-            return [str(g[0]) if g else "" for g in _split_multi(train[column], separator)]
+            values = train[column]
+            _check_finite(values, data_mod.places(train, "train"), column)
+            problem = cfg.classify.problem_type
+            if problem == REGRESSION or (problem == "auto" and _guess_problem(values, separator) == REGRESSION):
+                return [0] * len(values)
+            return [str(g[0]) if g else "" for g in _split_multi(values, separator)]
 
         return data_mod.load_splits(cfg, stratify=classes)
 
