@@ -115,13 +115,15 @@ def _is_special(path: Path) -> bool:
 
 
 def check_output_file(path: str | None, *inputs: str | None) -> None:
-    """Fail before any work when `path` cannot be a result file: an existing directory, or one
-    of the command's own inputs (which writing would destroy)."""
+    """Fail before any work when `path` cannot be a result file: an existing directory, one of
+    the command's own inputs (which writing would destroy), or a place that cannot be written."""
     if path in (None, "-"):
         return
     target = Path(path)
     if target.is_dir():
         raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / 'results.jsonl'}")
+    if not _is_special(target):
+        check_writable(target)
     for source in inputs:
         if source in (None, "-") or not Path(source).exists() or not target.exists():
             continue
@@ -131,6 +133,18 @@ def check_output_file(path: str | None, *inputs: str | None) -> None:
                     f"--output {path} is the input file itself; writing it would destroy the input. "
                     "Choose another output name."
                 )
+
+
+def check_writable(target: Path) -> None:
+    """Create (and remove) a temporary file where `target` would be written."""
+    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=_tmp_prefix(real.name), dir=real.parent)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as err:
+        raise writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}") from None
 
 
 @contextlib.contextmanager
@@ -274,6 +288,8 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         return
+    if path.is_file():
+        raise BertkitError(f"output directory {path} is a file; choose a directory name with --output-dir")
     if not overwrite:
         raise BertkitError(
             f"output directory {path} already exists; pass --overwrite to replace it, "
@@ -430,6 +446,11 @@ class RecordWriter:
             self._answers[str(record["id"])] = record["answer"] or ""
             return
         if self.fmt == "conll":  # token rows with the predicted tag as a last column
+            if "tags" not in record:
+                raise BertkitError(
+                    "the conll output format needs token input (a CoNLL file, or JSON lines with 'tokens'); "
+                    "use jsonl for text input"
+                )
             rows = record.get("rows") or [[token] for token in record["tokens"]]
             for row, tag in zip(rows, record["tags"], strict=True):
                 self.handle.write(" ".join([*row, tag]) + "\n")

@@ -95,7 +95,10 @@ def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options
         queue.popleft()
         yield result
     while queue:
-        yield task.empty_result(model, queue.popleft()[1], info, options)
+        hollow, record = queue.popleft()
+        if not hollow:  # a task must give one result per record: never pad silently
+            raise RuntimeError(f"{task.name}: no prediction for a record ({record!r:.80})")
+        yield task.empty_result(model, record, info, options)
 
 
 def is_empty(task, record: dict, info: dict, options: dict) -> bool:

@@ -32,11 +32,12 @@ def evaluate_file(
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
     outputs.check_output_dir(target, overwrite, [data, model])
     task = get_task(bundle.task)
-    tokenizer = bundle.load_tokenizer()
-    network = bundle.load_model(task.auto_model, device)
-    with status(f"scoring {data}"):
-        scores = task.evaluate(network, tokenizer, bundle.info, data, options)
+    # staged first: an output that cannot be written fails before the scoring
     with outputs.staged_dir(target, overwrite, "evaluation", [data, model]) as staged:
+        tokenizer = bundle.load_tokenizer()
+        network = bundle.load_model(task.auto_model, device)
+        with status(f"scoring {data}"):
+            scores = task.evaluate(network, tokenizer, bundle.info, data, options)
         outputs.write_json(staged / "metrics.json", {"data": data, "model": model, **scores})
         reports.task_plots(scores, staged)
     return scores, target

@@ -251,7 +251,7 @@ class ClassifyTask:
             for index, row in zip(owner, forward(model, tokenizer, feats, batch_size), strict=True):
                 grouped[index].append(row)
             for record, mine in zip(chunk, grouped, strict=True):
-                yield self.describe(record, text_column, pair_column, mine, info, threshold)
+                yield self.describe(record, text_column, pair_column, mine, info, threshold, windows and pairs is None)
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
         """A text (and its pair, if any) with nothing in it."""
@@ -265,12 +265,14 @@ class ClassifyTask:
         text_column = options.get("text_column") or info.get("text_column") or "text"
         pair_column = options.get("text_pair_column") or info.get("text_pair_column")
         fields = {"text_pair": record.get(pair_column)} if pair_column else {}
+        if options.get("long_text") == "windows" and not pair_column:
+            fields["windows"] = 0
         if info["problem_type"] == REGRESSION:
             return empty_record(record, text_column, **fields, score=None)
         found = {"labels": []} if info["problem_type"] == MULTI else {"label": None, "score": None}
         return empty_record(record, text_column, **fields, **found, scores=dict.fromkeys(info["labels"]))
 
-    def describe(self, record, text_column, pair_column, logits: list, info: dict, threshold) -> dict:
+    def describe(self, record, text_column, pair_column, logits: list, info: dict, threshold, windows=False) -> dict:
         out = {k: record[k] for k in ("id",) if k in record}
         out["text"] = record.get(text_column)
         if pair_column:
@@ -288,7 +290,7 @@ class ClassifyTask:
             best = int(probs.argmax())
             out["label"], out["score"] = labels[best], round(float(probs[best]), 6)
         out["scores"] = {name: round(float(p), 6) for name, p in zip(labels, probs, strict=True)}
-        if len(logits) > 1:
+        if windows:  # every record says how many windows it took, so table outputs keep the column
             out["windows"] = len(logits)
         return out
 
