@@ -56,15 +56,15 @@ def snap(text: str, start: int, end: int) -> tuple[int, int]:
 
 def join_split_words(text: str, words: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     """Words `(word, start, end)` of `text` in order, where two neighbours that share a cluster
-    (`$` and the variation selector after it, MeCab's word and the lone mark after it) become one
-    word, `text[start:end]`: no cluster then belongs to two words, so spans built from whole
-    words cannot overlap once snapped to clusters."""
-    if not words or (text.isascii() and "\r\n" not in text):
+    (`$` and the variation selector after it, MeCab's word and the lone mark after it, the two
+    words NFKC makes of ㍿) become one word, `text[start:end]`: no cluster then belongs to two
+    words, so spans built from whole words cannot overlap once snapped to clusters."""
+    if not words:
         return words
     clusters = Graphemes(text)
     out: list[tuple[str, int, int]] = []
     for word, start, end in words:
-        if out and not clusters.is_boundary(start) and out[-1][2] > clusters.start_of(start):
+        if out and out[-1][2] > clusters.start_of(start):  # the word before reaches into this one's cluster
             first, last = out[-1][1], max(out[-1][2], end)
             out[-1] = (text[first:last], first, last)
         else:

@@ -180,7 +180,7 @@ def _words(tokenizer, text: str) -> list[tuple[str, list[tuple[int, int]], bool]
                     "normalised form); please report this text"
                 )
             end = at + len(surface)
-            if end > at:
+            if surface.strip():  # MeCab can give a CR as a word: white space, which no token comes from
                 found.append((surface, [(offset + s, offset + e) for s, e in spans[at:end]], False))
             cursor = end
     return found
