@@ -5,7 +5,7 @@ syllable written as jamo), as Unicode's text segmentation rules (UAX #29) define
 Tokenizers often drop the marks that belong to a character (a BERT normaliser strips accents and
 variation selectors), so a token's character offsets can end before the marks of its last
 character. Every character span bertkit returns (an answer, an entity) is widened here to whole
-clusters, so `text[start:end]` never cuts one in two.
+clusters, so `text[start:end]` never cuts one in two, and never starts or ends with white space.
 """
 
 from __future__ import annotations
@@ -45,12 +45,24 @@ class Graphemes:
         return self.bounds[min(bisect.bisect_left(self.bounds, position), len(self.bounds) - 1)]
 
     def snap(self, start: int, end: int) -> tuple[int, int]:
-        """The smallest span of whole clusters that holds `text[start:end]`."""
-        return self.start_of(start), max(self.end_of(end), self.start_of(start))
+        """The smallest span of whole clusters that holds `text[start:end]`, less the clusters of
+        white space at its edges (a byte-level token's offsets can include the space before
+        it). Empty (start == end) when there is nothing else."""
+        start, end = self.start_of(start), max(self.end_of(end), self.start_of(start))
+        at = bisect.bisect_left(self.bounds, start)
+        while start < end and self.text[start : self.bounds[at + 1]].isspace():
+            at += 1
+            start = self.bounds[at]
+        at = bisect.bisect_left(self.bounds, end)
+        while end > start and self.text[self.bounds[at - 1] : end].isspace():
+            at -= 1
+            end = self.bounds[at]
+        return start, end
 
 
 def snap(text: str, start: int, end: int) -> tuple[int, int]:
-    """`(start, end)` widened to whole clusters of `text` (one span; use `Graphemes` for many)."""
+    """`(start, end)` widened to whole clusters of `text`, white space at the edges left out (one
+    span; use `Graphemes` for many)."""
     return Graphemes(text).snap(start, end)
 
 

@@ -187,5 +187,14 @@ def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
 
             found = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
         else:
-            found = [(word, start, end) for word, (start, end) in pre.pre_tokenize_str(text)]
+            found = []
+            for _, (start, end) in pre.pre_tokenize_str(text):
+                # the characters themselves: byte-level and SentencePiece-style pre-tokenizers
+                # rewrite a word (Ġ, ▁) and keep the space before it, which is no part of it
+                while start < end and text[start].isspace():
+                    start += 1
+                while end > start and text[end - 1].isspace():
+                    end -= 1
+                if start < end:
+                    found.append((text[start:end], start, end))
     return graphemes.join_split_words(text, found)

@@ -33,6 +33,36 @@ def test_snap_widens_to_whole_clusters():
     assert clusters.snap(2, 3) == (1, 3)
     assert clusters.snap(0, 0) == (0, 0)
     assert clusters.is_boundary(1) and not clusters.is_boundary(2)
+    # white space at the edges is left out (a byte-level token's offsets include its space)
+    assert graphemes.snap("ab  cd", 2, 6) == (4, 6)
+    assert graphemes.snap("a\r\nb", 1, 4) == (3, 4)
+    assert graphemes.snap("a   b", 1, 4) == (4, 4)  # nothing but white space: empty
+
+
+@pytest.mark.parametrize("kind", ["metaspace", "byte-level"])
+def test_words_are_the_characters_whatever_the_pre_tokenizer(kind):
+    """SentencePiece-style and byte-level pre-tokenizers rewrite words (▁, Ġ) and keep the space
+    before them: words are the text's own characters, without that space."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from bertkit.tokenization import words_with_offsets
+
+    if kind == "metaspace":
+        pre = pre_tokenizers.Metaspace()
+    else:
+        pre = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre
+    tok.train_from_iterator(["hello world josé"] * 5, trainers.BpeTrainer(vocab_size=60, special_tokens=["<unk>"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+    text = "hello wörld  José́ x"
+    assert words_with_offsets(fast, text) == [
+        ("hello", 0, 5),
+        ("wörld", 6, 11),
+        ("José́", 13, 18),
+        ("x", 19, 20),
+    ]
 
 
 def test_words_that_share_a_cluster_are_joined():
@@ -138,6 +168,22 @@ def test_predicted_answers_end_after_the_marks_of_their_last_character():
     for alternative in found["alternatives"]:
         assert context[alternative["start"] : alternative["end"]] == alternative["answer"]
         assert alternative["end"] != 18
+
+
+def test_predicted_answers_leave_out_the_space_a_token_carries():
+    from bertkit.tasks.qa import extract_answers
+
+    context = "met paris now"
+    # byte-level offsets: each token after the first holds the space before it; one is a lone space
+    offsets = [(-1, -1), (0, 3), (3, 9), (9, 10), (10, 13), (-1, -1)]
+    start, end = np.zeros(len(offsets)), np.zeros(len(offsets))
+    start[3] = end[3] = 9.0  # the lone space is the best single token: it is no answer
+    start[2], end[2] = 4.0, 4.0
+    features = {"example": [0], "offset_mapping": [offsets], "cls_index": [0]}
+    qa = {"n_best": 20, "max_answer_length": 30, "null_score_diff_threshold": 0.0}
+    (found,) = extract_answers(features, [np.stack([start, end], -1)], [context], qa, version_2=False, keep=20)
+    assert (found["answer"], found["start"], found["end"]) == ("paris", 4, 9)
+    assert all(a["answer"] == a["answer"].strip() and a["answer"] for a in found["alternatives"])
 
 
 # ---------------------------------------------------------------- Japanese

@@ -42,7 +42,7 @@ WORDS = [
     "東京", "大阪", "株式会社", "\U0001f44d\U0001f3fd", "\U0001f468\u200d\U0001f469\u200d\U0001f467",
     "\U0001f1ef\U0001f1f5", "#\ufe0f\u20e3", "\u263a\ufe0f", "$\ufe0f", "\u1112\u1161\u11ab", "क्षि",
     "a\u00adb", "c\u200bd", "x\x00y", "don't", "U.S.", "!", "ﬁne", "㍿", "Ⅻ",
-    "supercalifragilistic" * 6, "x" * 150,
+    "supercalifragilistic" * 6, "x" * 150, "qzxjvk" * 15, "株式会社東京大阪" * 6,  # longer than a window
 ]  # fmt: skip
 SPACES = [" ", " ", " ", "  ", "\t", "\u00a0", "\u3000", " \u2009", " \r\n "]
 

@@ -455,7 +455,8 @@ def extract_answers(features: dict, rows: list, contexts: list[str], qa: dict, v
             for i, j in zip(*np.nonzero(valid), strict=True):
                 # whole characters: an answer ends after the marks of its last character
                 span = clusters.snap(int(offsets[starts[i], 0]), int(offsets[ends[j], 1]))
-                candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
+                if span[0] < span[1]:  # not white space alone
+                    candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
         ranked = sorted(candidates.items(), key=lambda item: -item[1])[: max(n_best, keep)]
         results.append(_choose(ranked, null, context, qa, version_2, keep))
     return results
