@@ -39,25 +39,21 @@ class Graphemes:
         """The start of the cluster holding `position` (`position` itself on a boundary)."""
         return self.bounds[max(bisect.bisect_right(self.bounds, position) - 1, 0)]
 
-    def end_of(self, position: int) -> int:
-        """The end of the cluster holding the character before `position` (`position` itself on
-        a boundary)."""
-        return self.bounds[min(bisect.bisect_left(self.bounds, position), len(self.bounds) - 1)]
-
     def snap(self, start: int, end: int) -> tuple[int, int]:
-        """The smallest span of whole clusters that holds `text[start:end]`, less the clusters of
-        white space at its edges (a byte-level token's offsets can include the space before
-        it). Empty (start == end) when there is nothing else."""
-        start, end = self.start_of(start), max(self.end_of(end), self.start_of(start))
-        at = bisect.bisect_left(self.bounds, start)
-        while start < end and self.text[start : self.bounds[at + 1]].isspace():
-            at += 1
-            start = self.bounds[at]
-        at = bisect.bisect_left(self.bounds, end)
-        while end > start and self.text[self.bounds[at - 1] : end].isspace():
-            at -= 1
-            end = self.bounds[at]
-        return start, end
+        """The smallest span of whole clusters that holds `text[start:end]`, less the clusters at
+        its edges that begin with white space (a byte-level token's offsets include the space
+        before it; a lone accent after a space makes one cluster with the space). Such a cluster
+        stays only when it is all there is and is not white space alone; (end, end) otherwise."""
+        bounds = self.bounds
+        first = bisect.bisect_right(bounds, start) - 1 if start < bounds[-1] else len(bounds) - 1
+        last = max(bisect.bisect_left(bounds, end), first)
+        while last - first > 1 and self.text[bounds[first]].isspace():
+            first += 1
+        while last - first > 1 and self.text[bounds[last - 1]].isspace():
+            last -= 1
+        if last - first == 1 and self.text[bounds[first] : bounds[last]].isspace():
+            first = last
+        return bounds[first], bounds[last]
 
 
 def snap(text: str, start: int, end: int) -> tuple[int, int]:

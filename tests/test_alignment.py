@@ -30,7 +30,9 @@ def test_snap_widens_to_whole_clusters():
     assert graphemes.snap(text, 13, 18) == (13, 19)  # the accent belongs to the s
     assert graphemes.snap(text, 9, 12) == (9, 12)  # already whole
     clusters = graphemes.Graphemes("x \u0301 y")  # a space with an accent is one cluster
-    assert clusters.snap(2, 3) == (1, 3)
+    assert clusters.snap(2, 3) == (1, 3)  # all there is: it stays
+    assert graphemes.snap("in\u00a0\u0301met", 3, 7) == (4, 7)  # at an edge, with more: it goes
+    assert graphemes.snap("kyoto \u0301", 0, 7) == (0, 5)
     assert clusters.snap(0, 0) == (0, 0)
     assert clusters.is_boundary(1) and not clusters.is_boundary(2)
     # white space at the edges is left out (a byte-level token's offsets include its space)

@@ -153,6 +153,9 @@ def check_span(text: str, start: int, end: int, shown: str, where) -> None:
     assert 0 <= start < end <= len(text), where
     assert text[start:end] == shown, where
     assert clusters.is_boundary(start) and clusters.is_boundary(end), (where, start, end)
+    # no white space at the edges (but a lone accent on a space, when that is all there is)
+    one_cluster = clusters.bounds[clusters.bounds.index(start) + 1] == end
+    assert one_cluster or not (shown[0].isspace() or shown[-1].isspace()), where
 
 
 # ---------------------------------------------------------------- NER
