@@ -31,15 +31,19 @@ def with_token_types(tokenizer):
     if is_japanese(tokenizer) and "token_type_ids" not in tokenizer.model_input_names:
         tokenizer.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
     splitter = getattr(tokenizer, "word_tokenizer", None)
-    if splitter is not None and not getattr(splitter, "_reads_past_nul", False):
-        split = splitter.tokenize
-
-        def tokenize(text, *args, **kwargs):
-            return split(text.replace("\0", " "), *args, **kwargs)
-
-        splitter.tokenize = tokenize
-        splitter._reads_past_nul = True
+    if splitter is not None and not isinstance(splitter.tokenize, _ReadingPastNul):
+        splitter.tokenize = _ReadingPastNul(splitter.tokenize)
     return tokenizer
+
+
+class _ReadingPastNul:
+    """A word splitter's `tokenize` that reads a NUL as a space (a class, so it pickles)."""
+
+    def __init__(self, split):
+        self.split = split
+
+    def __call__(self, text, *args, **kwargs):
+        return self.split(text.replace("\0", " "), *args, **kwargs)
 
 
 def explain_load_error(name: str, err: BaseException) -> BertkitError | None:
