@@ -25,10 +25,25 @@ def is_japanese(tokenizer) -> bool:
 
 def with_token_types(tokenizer):
     """BertJapaneseTokenizer does not list token_type_ids among its model inputs (transformers 5),
-    so text pairs would reach BERT without their segment ids; list them."""
+    so text pairs would reach BERT without their segment ids; list them. And MeCab reads its
+    input as a C string, so everything after a NUL character would be silently lost: its word
+    splitter reads a NUL as a space instead (same length, so character offsets are unchanged)."""
     if is_japanese(tokenizer) and "token_type_ids" not in tokenizer.model_input_names:
         tokenizer.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+    splitter = getattr(tokenizer, "word_tokenizer", None)
+    if splitter is not None and not isinstance(splitter.tokenize, _ReadingPastNul):
+        splitter.tokenize = _ReadingPastNul(splitter.tokenize)
     return tokenizer
+
+
+class _ReadingPastNul:
+    """A word splitter's `tokenize` that reads a NUL as a space (a class, so it pickles)."""
+
+    def __init__(self, split):
+        self.split = split
+
+    def __call__(self, text, *args, **kwargs):
+        return self.split(text.replace("\0", " "), *args, **kwargs)
 
 
 def explain_load_error(name: str, err: BaseException) -> BertkitError | None:
@@ -82,7 +97,12 @@ def normalise(text: str, nfkc: bool = True) -> tuple[str, list[tuple[int, int]]]
     for start, end in clusters:
         piece = unicodedata.normalize("NFKC", text[start:end])
         out.append(piece)
-        spans.extend([(start, end)] * len(piece))
+        singles = [unicodedata.normalize("NFKC", c) for c in text[start:end]]
+        if "".join(singles) == piece:  # nothing composed (京 + a lone accent): each keeps its own place
+            for at, single in enumerate(singles, start=start):
+                spans.extend([(at, at + 1)] * len(single))
+        else:  # composed (か + ゙ -> が, e + ́ -> é): the result comes from the whole run
+            spans.extend([(start, end)] * len(piece))
     if "".join(out) == whole:
         return whole, spans
     return whole, _spans_by_prefix(text, whole)
@@ -148,6 +168,7 @@ def _words(tokenizer, text: str) -> list[tuple[str, list[tuple[int, int]], bool]
         if special:
             found.append((part, [(offset, offset + len(part))] * len(part), True))
             continue
+        part = part.replace("\0", " ")  # as the word splitter reads it (see with_token_types)
         if word_tokenizer is None:
             surfaces = [part] if part.strip() else []
         else:
@@ -163,7 +184,7 @@ def _words(tokenizer, text: str) -> list[tuple[str, list[tuple[int, int]], bool]
                     "normalised form); please report this text"
                 )
             end = at + len(surface)
-            if end > at:
+            if surface.strip():  # MeCab can give a CR as a word: white space, which no token comes from
                 found.append((surface, [(offset + s, offset + e) for s, e in spans[at:end]], False))
             cursor = end
     return found

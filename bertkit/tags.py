@@ -98,3 +98,30 @@ def entities(tags: list[str]) -> list[tuple[str, int, int]]:
 def label_list(types: list[str]) -> list[str]:
     """The IOB2 label set for entity `types`, in a stable order: O, then B-/I- per type."""
     return ["O"] + [f"{p}-{t}" for t in sorted(types) for p in ("B", "I")]
+
+
+def iob2_over_seen(tags: list[str], seen: list[bool]) -> list[str]:
+    """IOB2 tags for a sentence of which the model read only the `seen` words (a word can have
+    no sub-word token at all: a lone soft hyphen, zero-width space or combining mark).
+
+    The seen words' tags are made valid IOB2 among themselves, as if the others were not there,
+    so a word the model never read changes no other word's tag. An unseen word gets O, except
+    between two words of one entity (the next seen word continues it with I-), where it takes the
+    entity's I- tag, so that an invisible character does not cut an entity in two.
+    """
+    visible = iter(to_iob2([t for t, s in zip(tags, seen, strict=True) if s], "IOB2").tags)
+    out: list[str | None] = [next(visible) if s else None for s in seen]
+    following: list[str | None] = [None] * len(out)  # the tag of the next seen word
+    upcoming = None
+    for i in range(len(out) - 1, -1, -1):
+        following[i] = upcoming
+        if out[i] is not None:
+            upcoming = out[i]
+    previous = "O"
+    for i, tag in enumerate(out):
+        if tag is None:
+            kind = None if previous == "O" else previous[2:]
+            tag = f"I-{kind}" if kind is not None and following[i] == f"I-{kind}" else "O"
+            out[i] = tag
+        previous = tag
+    return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from bertkit import japanese
+from bertkit import graphemes, japanese
 from bertkit.errors import BertkitError
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -180,13 +180,26 @@ def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
 
 def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
     """The words the tokenizer's pre-tokenizer (or MeCab) sees in `text`, with character offsets
-    into it."""
+    into it. Neighbours that share a grapheme cluster (`$` and the variation selector after it)
+    are one word, so no word boundary cuts a character in two."""
     if japanese.is_japanese(tokenizer):
-        return japanese.words(tokenizer, text)
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    pre = getattr(backend, "pre_tokenizer", None) if backend else None
-    if pre is None:
-        import re
+        found = japanese.words(tokenizer, text)
+    else:
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        pre = getattr(backend, "pre_tokenizer", None) if backend else None
+        if pre is None:
+            import re
 
-        return [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
-    return [(word, start, end) for word, (start, end) in pre.pre_tokenize_str(text)]
+            found = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+        else:
+            found = []
+            for _, (start, end) in pre.pre_tokenize_str(text):
+                # the characters themselves: byte-level and SentencePiece-style pre-tokenizers
+                # rewrite a word (Ġ, ▁) and keep the space before it, which is no part of it
+                while start < end and text[start].isspace():
+                    start += 1
+                while end > start and text[end - 1].isspace():
+                    end -= 1
+                if start < end:
+                    found.append((text[start:end], start, end))
+    return graphemes.join_split_words(text, found)

@@ -169,3 +169,123 @@ def test_predict_on_plain_hf_token_classifier(trained, cli, tmp_path):
     code, out, err = cli("predict", "-m", plain, "-i", source)
     assert code == 0, err
     assert {(e["type"], e["text"]) for e in json.loads(out)["entities"]} == {("PER", "chiara novak"), ("LOC", "riga")}
+
+
+# ---------------------------------------------------------------- words with no sub-word token
+
+ZERO_TOKEN = ["\u00ad", "\u200b", "\ufffd"]  # a BERT WordPiece tokenizer gives them no token
+
+
+def with_invisible_tokens(source, target, seed=5):
+    """`source` (CoNLL) with tokens that have no sub-word put in after O tokens (gold tag O);
+    returns the positions (sentence, token) of those tokens in `target`."""
+    import random
+
+    rng = random.Random(seed)
+    lines, added, sentence, token = [], [], 0, 0
+    previous = "O"
+    for line in source.read_text().splitlines():
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            if token:
+                sentence, token = sentence + 1, 0
+            lines.append(line)
+            previous = "O"
+            continue
+        if previous == "O" and rng.random() < 0.25:
+            lines.append(f"{rng.choice(ZERO_TOKEN)} X X O")
+            added.append((sentence, token))
+            token += 1
+        lines.append(line)
+        token += 1
+        previous = fields[-1]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return added
+
+
+def conll_tags(path):
+    sentences, current = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            current.append(line.split()[-1])
+        elif current:
+            sentences.append(current)
+            current = []
+    return sentences + ([current] if current else [])
+
+
+def test_invisible_tokens_move_no_tag_and_evaluate_scores_what_predict_writes(trained, cli, ner_data, tmp_path):
+    from bertkit import metrics
+    from bertkit.data.conll import read_conll
+    from bertkit.tags import to_iob2
+
+    marked = tmp_path / "marked.conll"
+    added = with_invisible_tokens(ner_data["test"], marked)
+    assert len(added) > 20
+    for source, target in ((ner_data["test"], tmp_path / "plain.pred"), (marked, tmp_path / "marked.pred")):
+        code, _, err = cli("predict", "-m", trained, "-i", source, "--input-format", "conll", "-o", target)
+        assert code == 0, err
+    plain, with_marks = conll_tags(tmp_path / "plain.pred"), conll_tags(tmp_path / "marked.pred")
+    assert len(plain) == len(with_marks)
+    for sentence, token in added:
+        assert with_marks[sentence][token] == "O"
+    added_at = set(added)
+    kept = [[tag for t, tag in enumerate(tags) if (s, t) not in added_at] for s, tags in enumerate(with_marks)]
+    assert kept == plain  # every other token keeps its own tag
+
+    # `evaluate` on the file scores exactly the tags `predict` wrote for it
+    code, _, err = cli("evaluate", "-m", trained, "-d", marked, "-o", tmp_path / "eval")
+    assert code == 0, err
+    scored = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    gold = [to_iob2(r["tags"], "IOB1").tags for r in read_conll(str(marked))]
+    expected = metrics.load("ner").compute(predictions=with_marks, references=gold)
+    for key in ("precision", "recall", "f1", "token_accuracy", "lenient_f1"):
+        assert scored[key] == pytest.approx(expected[key]), key
+    code, _, err = cli("evaluate", "-m", trained, "-d", ner_data["test"], "-o", tmp_path / "eval-plain")
+    assert code == 0, err
+    assert json.loads((tmp_path / "eval-plain" / "metrics.json").read_text())["f1"] == pytest.approx(scored["f1"])
+
+
+def test_the_reported_sentence_from_stdin(trained, cli, monkeypatch):
+    """`printf 'alice \\xc2\\xad met bruno rossi in kyoto\\n' | bertkit predict -m NER -i -`"""
+    import io
+    import sys
+
+    found = {}
+    for name, line in (
+        ("plain", "alice met bruno rossi in kyoto"),
+        ("marked", "alice \u00ad met bruno rossi in kyoto"),
+    ):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((line + "\n").encode("utf-8"))))
+        code, out, err = cli("predict", "-m", trained, "-i", "-", "--input-format", "text")
+        assert code == 0, err
+        record = json.loads(out)
+        for entity in record["entities"]:
+            assert record["text"][entity["start"] : entity["end"]] == entity["text"]
+        found[name] = [(e["type"], e["text"]) for e in record["entities"]]
+    assert ("PER", "bruno rossi") in found["marked"] and ("LOC", "kyoto") in found["marked"]
+    assert found["marked"] == found["plain"]
+
+
+def test_training_scores_evaluate_and_predict_agree_on_invisible_tokens(tiny_model, ner_data, cli, tmp_path):
+    from bertkit import metrics
+    from bertkit.data.conll import read_conll
+    from bertkit.tags import to_iob2
+
+    marked = tmp_path / "marked.conll"
+    with_invisible_tokens(ner_data["test"], marked, seed=6)
+    code, _, err = cli("train", "ner", "-c", config(tmp_path, tiny_model, ner_data["train"], marked))
+    assert code == 0, err
+    bundle = tmp_path / "ner"
+    during_training = json.loads((bundle / "metrics.json").read_text())["test"]
+    code, _, err = cli("evaluate", "-m", bundle, "-d", marked, "-o", tmp_path / "eval")
+    assert code == 0, err
+    evaluated = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    code, _, err = cli("predict", "-m", bundle, "-i", marked, "-o", tmp_path / "pred.conll")
+    assert code == 0, err
+    gold = [to_iob2(r["tags"], "IOB1").tags for r in read_conll(str(marked))]
+    predicted = metrics.load("ner").compute(predictions=conll_tags(tmp_path / "pred.conll"), references=gold)
+    for key in ("precision", "recall", "f1", "token_accuracy"):
+        assert during_training[key] == pytest.approx(evaluated[key]), key
+        assert predicted[key] == pytest.approx(evaluated[key]), key
+    assert evaluated["f1"] > 0.9

@@ -4,22 +4,30 @@ Every input becomes words with IOB2 tags (and, when there is a text, the words' 
 offsets, found by the tokenizer's own pre-tokenizer). Sentences longer than the model's limit are
 cut into overlapping sub-word windows; each word is labelled and predicted in exactly one window
 (the one where it sits most centrally), so nothing is dropped and nothing is counted twice.
+
+Every word keeps its own place whatever its tokenization: `tag_words` turns model rows into one
+tag per word of each sentence, and a word with no sub-word token at all (a lone soft hyphen,
+zero-width space, U+FFFD, NUL, combining mark) gets O without moving any other word's tag (see
+`tags.iob2_over_seen`). Training's scores, `bertkit evaluate` and `bertkit predict` all read
+their tags from it, and score them against the gold tag of every word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, models, tags, tokenization
+from bertkit import graphemes, metrics, models, tags, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
 
 IGNORE = -100
+CHUNK = 512  # sentences tagged together by predict and evaluate (the same batches, so the same tags)
 
 
 class NerTask:
@@ -73,7 +81,7 @@ class NerTask:
         prepared = {}
         for role, split in ds.items():
             words, word_tags = _words_and_tags(split, tokenizer, role)
-            features = encode_words(tokenizer, words, info, _tag_ids(word_tags, info, role))
+            features = encode_words(tokenizer, words, info, _tag_ids(word_tags, info, role), role)
             prepared[role] = datasets.Dataset.from_list(features)
         return datasets.DatasetDict(prepared)
 
@@ -112,17 +120,19 @@ class NerTask:
 
     def metric_fn(self, info: dict, features, examples):
         """Exact entity-level scores of a Trainer prediction on `features`: window predictions
-        merged back into whole sentences before seqeval sees them."""
-        columns = {k: features[k] for k in ("example", "word_index", "labels")}
+        merged back into one tag per word of each sentence (`tag_words`, as predict does), scored
+        against every word's gold tag."""
+        columns = {k: features[k] for k in ("example", "word_index", "word_count", "word_labels")}
         return lambda prediction: self.score_rows([np.asarray(r) for r in prediction.predictions], columns, info)
 
     def score_rows(self, logits_rows: list, features, info: dict) -> dict:
+        """Scores of model rows on `features` that carry the gold tags of their sentences."""
         names = info["labels"]
-        predicted = merge_windows(features, [row.argmax(-1) for row in logits_rows])
-        references = merge_windows(features, [np.asarray(r) for r in features["labels"]])
-        preds = [[names[i] for i in predicted[k]] for k in sorted(references)]
-        refs = [[names[i] for i in references[k]] for k in sorted(references)]
-        return metrics.load("ner").compute(predictions=preds, references=refs)
+        predicted = [t.tags for t in tag_words(features, logits_rows, names)]
+        gold: dict[int, list[str]] = {}
+        for example, word_labels in zip(features["example"], features["word_labels"], strict=True):
+            gold.setdefault(example, [names[i] for i in word_labels])
+        return score_tags(predicted, [gold[k] for k in range(len(gold))])
 
     # ------------------------------------------------------------ evaluate and predict
 
@@ -141,10 +151,17 @@ class NerTask:
             split = _normalise(split, scheme, data)
         words, word_tags = _words_and_tags(split, tokenizer, data)
         require_entities(word_tags, data)
-        features = encode_words(tokenizer, words, info, _tag_ids(word_tags, info, data))
-        logits = forward(model, tokenizer, features, options.get("batch_size", 32))
-        columns = {k: [f[k] for f in features] for k in ("example", "word_index", "labels")}
-        return self.score_rows(logits, columns, info)
+        _tag_ids(word_tags, info, data)  # every gold tag must be one the model knows
+        # the very tags `predict` writes for this file: same words, same chunks, same batches
+        tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+        unseen = sum(
+            tag != "O" and not t.seen[w]
+            for t, gold in zip(tagged, word_tags, strict=True)
+            for w, tag in enumerate(gold)
+        )
+        if unseen:
+            _say_unseen(int(unseen), data)
+        return score_tags([t.tags for t in tagged], word_tags)
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
         """A token list with no tokens, or a text with nothing in it."""
@@ -167,8 +184,7 @@ class NerTask:
         """Text -> entities as character spans; tokens (JSON or CoNLL) -> a tag per token."""
         text_column = options.get("text_column") or info.get("text_column") or "text"
         tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-        names = info["labels"]
-        for chunk in chunks(records, options.get("chunk_size", 512)):
+        for chunk in chunks(records, options.get("chunk_size", CHUNK)):
             words, offsets = [], []
             for record in chunk:
                 if tokens_field in record or "tokens" in record:
@@ -182,17 +198,9 @@ class NerTask:
                     raise BertkitError(
                         f"input record has neither '{text_column}' nor '{tokens_field}' (fields: {', '.join(record)})"
                     )
-            features = encode_words(tokenizer, words, info, None)
-            logits = forward(model, tokenizer, features, options.get("batch_size", 32))
-            columns = {k: [f[k] for f in features] for k in ("example", "word_index")}
-            probs = merge_windows(columns, [softmax(row) for row in logits], keep_rows=True)
-            for index, record in enumerate(chunk):
-                word_probs = probs.get(index, np.zeros((0, len(names))))
-                word_ids = list(word_probs.argmax(-1)) if len(word_probs) else []
-                # words with no sub-word (e.g. a lone control character) are outside entities
-                word_ids += [0] * (len(words[index]) - len(word_ids))
-                predicted = tags.to_iob2([names[i] for i in word_ids], "IOB2").tags
-                yield describe(record, words[index], offsets[index], predicted, word_probs, text_column)
+            tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+            for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
+                yield describe(record, sentence, where, found, text_column)
 
 
 TASK = NerTask()
@@ -364,19 +372,37 @@ def _tag_ids(word_tags: list[list[str]], info: dict, role: str) -> list[list[int
 # ---------------------------------------------------------------- sub-words and windows
 
 
-def encode_words(tokenizer, words: list[list[str]], info: dict, labels: list[list[int]] | None) -> list[dict]:
-    """Model features for word sequences: windows of sub-words, each word owned by one window."""
+def encode_words(
+    tokenizer, words: list[list[str]], info: dict, labels: list[list[int]] | None, role: str | None = None
+) -> list[dict]:
+    """Model features for word sequences: windows of sub-words, each word owned by one window.
+
+    Every feature carries its sentence's number (`example`), the word each position starts
+    (`word_index`, -1 elsewhere) and how many words the sentence has (`word_count`, words without
+    any sub-word included). With `labels` (gold tag ids, one per word), features also carry
+    `labels` per position and the gold ids of every word of the sentence (`word_labels`, what
+    scores are measured against)."""
     budget = info["max_length"] - tokenization.special_budget(tokenizer)
     stride = min(info.get("stride", 32), budget // 2)
     prefix = tokenization.prefix_length(tokenizer)
     all_subwords = info.get("label_all_subwords", False)
     names = info["labels"]
+    index = {name: i for i, name in enumerate(names)}
     features = []
+    unseen = 0
     for example, (ids, word_ids) in enumerate(tokenization.subwords_of_words(tokenizer, words)):
         first: dict[int, int] = {}
         for pos, w in enumerate(word_ids):
             if w is not None and w not in first:
                 first[w] = pos
+        count = len(words[example])
+        taught = None
+        if labels is not None:
+            seen = [w in first for w in range(count)]
+            unseen += sum(not s and labels[example][w] != index.get("O") for w, s in enumerate(seen))
+            # the labels of the words the model reads, valid IOB2 among themselves (an entity
+            # whose first word has no token starts at its next word)
+            taught = [index[t] for t in tags.iob2_over_seen([names[i] for i in labels[example]], seen)]
         spans = tokenization.window_spans(len(ids), budget, stride)
         owner = {w: _owning_window(spans, pos) for w, pos in first.items()}
         for k, (start, end) in enumerate(spans):
@@ -390,17 +416,29 @@ def encode_words(tokenizer, words: list[list[str]], info: dict, labels: list[lis
                 slot = prefix + pos - start
                 if first[w] == pos:
                     word_index[slot] = w
-                    if labels is not None:
-                        label_row[slot] = labels[example][w]
-                elif all_subwords and labels is not None:
-                    tag = names[labels[example][w]]
-                    label_row[slot] = names.index("I-" + tag[2:]) if tag.startswith("B-") else labels[example][w]
+                    if taught is not None:
+                        label_row[slot] = taught[w]
+                elif all_subwords and taught is not None:
+                    tag = names[taught[w]]
+                    label_row[slot] = index["I-" + tag[2:]] if tag.startswith("B-") else taught[w]
             feature["word_index"] = word_index
             feature["example"] = example
+            feature["word_count"] = count
             if labels is not None:
                 feature["labels"] = label_row
+                feature["word_labels"] = list(labels[example])
             features.append(feature)
+    if unseen and role:
+        _say_unseen(unseen, role)
     return features
+
+
+def _say_unseen(count: int, role: str) -> None:
+    console.print(
+        f"[yellow]warning:[/yellow] {role}: {count} word(s) inside entities have no sub-word token at all "
+        "(e.g. a lone soft hyphen or zero-width space); the model cannot see them, so they are "
+        "predicted O and count as misses when scored"
+    )
 
 
 def _owning_window(spans: list[tuple[int, int]], pos: int) -> int:
@@ -413,42 +451,95 @@ def _owning_window(spans: list[tuple[int, int]], pos: int) -> int:
     return max(range(len(spans)), key=margin)
 
 
-def merge_windows(features, rows: list, keep_rows: bool = False) -> dict[int, np.ndarray]:
-    """Per example, the value at each word's owning position, in word order."""
-    by_example: dict[int, dict[int, object]] = {}
-    for example, word_index, row in zip(features["example"], features["word_index"], rows, strict=True):
-        words = by_example.setdefault(example, {})
+# ---------------------------------------------------------------- tags from model rows
+
+
+@dataclass
+class WordTags:
+    """The model's reading of one sentence: exactly one entry per word."""
+
+    tags: list[str]  # IOB2
+    probs: np.ndarray  # (words, labels); a word with no sub-word token has the O row
+    seen: np.ndarray  # bool per word: it has a sub-word token, so the model read it
+
+
+def tag_words(features, rows: list, names: list[str]) -> list[WordTags]:
+    """Model rows (logits per position) of `features` (windows from `encode_words`) turned into
+    tags, in sentence order: each word takes the row at its first sub-word in the window that
+    owns it, and a word with no sub-word gets O without moving any other word's tag. The one
+    function behind predict, evaluate and training's scores."""
+    counts: dict[int, int] = {}
+    picked: dict[int, dict[int, np.ndarray]] = {}
+    for example, word_index, count, row in zip(
+        features["example"], features["word_index"], features["word_count"], rows, strict=True
+    ):
+        counts[example] = count
+        mine = picked.setdefault(example, {})
         for slot, w in enumerate(word_index):
             if w >= 0:
-                words[w] = row[slot]
-    merged = {}
-    for example, words in by_example.items():
-        ordered = [words[w] for w in sorted(words)]
-        merged[example] = np.stack(ordered) if keep_rows and ordered else np.asarray(ordered, dtype=int)
-    return merged
+                mine[w] = row[slot]
+    if sorted(counts) != list(range(len(counts))):
+        raise RuntimeError("features must hold every sentence from 0 on")
+    outside = names.index("O") if "O" in names else None
+    out = []
+    for example in range(len(counts)):
+        count, mine = counts[example], picked[example]
+        probs = np.zeros((count, len(names)), dtype=np.float32)
+        if outside is not None:
+            probs[:, outside] = 1.0
+        seen = np.zeros(count, dtype=bool)
+        for w, logits in mine.items():
+            probs[w] = softmax(np.asarray(logits, dtype=np.float32)[: len(names)])
+            seen[w] = True
+        raw = [names[int(p.argmax())] if s else "O" for p, s in zip(probs, seen, strict=True)]
+        out.append(WordTags(tags.iob2_over_seen(raw, list(seen)), probs, seen))
+    return out
 
 
-def describe(
-    record: dict, words: list[str], offsets, predicted: list[str], word_probs: np.ndarray, text_column: str
-) -> dict:
+def tag_sentences(model, tokenizer, info: dict, words: list[list[str]], batch_size: int) -> list[WordTags]:
+    """The model's tags for word sequences (`CHUNK` sentences per pass, as predict reads them)."""
+    out: list[WordTags] = []
+    for part in chunks(words, CHUNK):
+        features = encode_words(tokenizer, part, info, None)
+        logits = forward(model, tokenizer, features, batch_size)
+        columns = {k: [f[k] for f in features] for k in ("example", "word_index", "word_count")}
+        out += tag_words(columns, logits, info["labels"])
+    return out
+
+
+def score_tags(predicted: list[list[str]], gold: list[list[str]]) -> dict:
+    """Entity-level scores of predicted IOB2 tags against gold ones, one tag per word each."""
+    for number, (p, g) in enumerate(zip(predicted, gold, strict=True), start=1):
+        if len(p) != len(g):
+            raise RuntimeError(f"sentence {number}: {len(p)} predicted tags for {len(g)} words")
+    return metrics.load("ner").compute(predictions=predicted, references=gold)
+
+
+def describe(record: dict, words: list[str], offsets, tagged: WordTags, text_column: str) -> dict:
     out = {k: record[k] for k in ("id",) if k in record}
-    confidence = word_probs.max(-1) if len(word_probs) else np.zeros(0)
     if offsets is None:
         out["tokens"] = words
-        out["tags"] = predicted
+        out["tags"] = tagged.tags
         if "rows" in record:
             out["rows"] = record["rows"]
         return out
     text = str(record[text_column] or "")
     out["text"] = text
-    out["entities"] = [
-        {
-            "type": kind,
-            "start": offsets[first][0],
-            "end": offsets[last - 1][1],
-            "text": text[offsets[first][0] : offsets[last - 1][1]],
-            "score": round(float(confidence[first:last].mean()), 6) if len(confidence) >= last else None,
-        }
-        for kind, first, last in tags.entities(predicted)
-    ]
+    clusters = graphemes.Graphemes(text)
+    confidence = tagged.probs.max(-1) if len(tagged.probs) else np.zeros(0)
+    entities = []
+    for kind, first, last in tags.entities(tagged.tags):
+        # whole characters: an entity ends after the marks of its last character
+        start, end = clusters.snap(offsets[first][0], offsets[last - 1][1])
+        read = tagged.seen[first:last]  # the score is the model's, over the words it read
+        entities.append(
+            {
+                "type": kind,
+                "start": start,
+                "end": end,
+                "text": text[start:end],
+                "score": round(float(confidence[first:last][read].mean()), 6) if read.any() else None,
+            }
+        )
+    out["entities"] = entities
     return out

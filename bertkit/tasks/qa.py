@@ -6,6 +6,11 @@ whole. Training points start and end at the answer's tokens, or at [CLS] when a 
 hold the answer or the question has none. Prediction takes the `n_best` starts and ends of every
 window, keeps the best valid pair, maps it back to the context's characters, and for SQuAD v2
 answers nothing when the null score beats it by more than `qa.null_score_diff_threshold`.
+
+Characters and tokens: a gold answer is the run of tokens that overlap it (white space at its
+edges left out), so marks the tokenizer drops (an accent, a soft hyphen) never pull in a
+neighbouring token; a predicted answer is widened to whole grapheme clusters, so it never ends
+inside a character (the accent after the last letter of an NFD "José" is part of it).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, models, tokenization
+from bertkit import graphemes, metrics, models, tokenization
 from bertkit.config import Config, DataSource, QaConfig
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
@@ -389,9 +394,15 @@ def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, ans
         )
     cls_id = tokenizer.cls_token_id
     features = []
+    missed = 0
     read = tokenization.tokens_with_offsets(tokenizer, contexts)
     for example, (question, (ids, offsets)) in enumerate(zip(asked, read, strict=True)):
         budget = max_length - len(question) - specials
+        held = None
+        if answers is not None and answers[example]["text"]:
+            found = answers[example]
+            held = answer_tokens(offsets, contexts[example], found["answer_start"][0], found["text"][0])
+            missed += held is None
         for start, end in tokenization.window_spans(len(ids), budget, qa["doc_stride"]):
             feature, at = tokenization.wrap_pair(tokenizer, question, ids[start:end])
             window = [NO_CONTEXT] * len(feature["input_ids"])
@@ -400,24 +411,35 @@ def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, ans
             feature["offset_mapping"] = window
             feature["cls_index"] = feature["input_ids"].index(cls_id) if cls_id in feature["input_ids"] else 0
             if answers is not None:
-                feature["start_positions"], feature["end_positions"] = _positions(window, answers[example], feature)
+                # the answer's tokens when this window holds all of them; else [CLS]
+                inside = held is not None and start <= held[0] and held[1] < end
+                first, last = (at + held[0] - start, at + held[1] - start) if inside else (feature["cls_index"],) * 2
+                feature["start_positions"], feature["end_positions"] = first, last
             features.append(feature)
+    if missed:
+        console.print(
+            f"[yellow]warning:[/yellow] {missed} answer(s) lie wholly on characters the tokenizer drops (a soft "
+            "hyphen, a zero-width space, a lone accent), so no token can point at them; those questions are "
+            "trained as having no answer"
+        )
     return features
 
 
-def _positions(offsets: list[tuple[int, int]], answers: dict, feature: dict) -> tuple[int, int]:
-    """Token start and end of the (first) answer in this window; [CLS] when it is not inside."""
-    cls = feature["cls_index"]
-    if not answers["text"]:
-        return cls, cls
-    first_char = answers["answer_start"][0]
-    last_char = first_char + len(answers["text"][0])
-    context = [t for t, o in enumerate(offsets) if o != NO_CONTEXT]
-    if offsets[context[0]][0] > first_char or offsets[context[-1]][1] < last_char:
-        return cls, cls
-    start = max(t for t in context if offsets[t][0] <= first_char)
-    end = min(t for t in context if offsets[t][1] >= last_char)
-    return start, max(start, end)
+def answer_tokens(offsets: list[tuple[int, int]], context: str, start: int, text: str) -> tuple[int, int] | None:
+    """The first and last token (indices into `offsets`, one (start, end) per context token) of
+    the answer `text` at character `start` of `context`: the tokens that overlap it, once the
+    white space at its edges is left out. Overlap, not containment, so that characters no token
+    covers (an accent the tokenizer strips, a soft hyphen) neither lose the answer nor pull in a
+    neighbouring token. None when no token overlaps it."""
+    end = start + len(text)
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1].isspace():
+        end -= 1
+    overlapping = [t for t, (a, b) in enumerate(offsets) if a < b and a < end and b > start]
+    if start == end or not overlapping:
+        return None
+    return overlapping[0], overlapping[-1]
 
 
 # ---------------------------------------------------------------- answers from logits
@@ -439,6 +461,7 @@ def extract_answers(features: dict, rows: list, contexts: list[str], qa: dict, v
         per_example.setdefault(example, []).append((np.asarray(offsets), cls, np.asarray(row)))
     results = []
     for example, context in enumerate(contexts):
+        clusters = graphemes.Graphemes(context)
         candidates: dict[tuple[int, int], float] = {}
         null = np.inf
         for offsets, cls, row in per_example.get(example, []):
@@ -453,8 +476,10 @@ def extract_answers(features: dict, rows: list, contexts: list[str], qa: dict, v
             scores = start_logits[starts][:, None] + end_logits[ends][None, :]
             valid = (length >= 0) & (length < longest)
             for i, j in zip(*np.nonzero(valid), strict=True):
-                span = (int(offsets[starts[i], 0]), int(offsets[ends[j], 1]))
-                candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
+                # whole characters: an answer ends after the marks of its last character
+                span = clusters.snap(int(offsets[starts[i], 0]), int(offsets[ends[j], 1]))
+                if span[0] < span[1]:  # not white space alone
+                    candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
         ranked = sorted(candidates.items(), key=lambda item: -item[1])[: max(n_best, keep)]
         results.append(_choose(ranked, null, context, qa, version_2, keep))
     return results
