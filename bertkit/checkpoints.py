@@ -71,8 +71,19 @@ def last_complete(work: Path) -> tuple[Path | None, list[Path]]:
     return None, broken
 
 
-def is_run_dir(work: Path) -> bool:
-    """Whether `work` holds only what a bertkit run puts there (so it may be cleared)."""
-    if (work / RUN_MARKER).is_file():
-        return True
-    return all(p.name.startswith(PREFIX) or p.name == "runs" for p in work.iterdir())
+def foreign_files(work: Path) -> list[str]:
+    """What in `work` a bertkit run did not put there: anything but its marker, `checkpoint-STEP`
+    folders (and transformers' `tmp-checkpoint-STEP`) and TensorBoard's `runs/`."""
+    foreign = []
+    for item in sorted(work.iterdir()):
+        if item.is_symlink():
+            foreign.append(item.name)
+        elif item.is_file() and item.name == RUN_MARKER:
+            continue
+        elif item.is_dir() and (step_of(item) >= 0 and item.name.startswith(PREFIX) or item.name == "runs"):
+            continue
+        elif item.is_dir() and item.name.startswith("tmp-" + PREFIX) and item.name[4 + len(PREFIX) :].isdigit():
+            continue
+        else:
+            foreign.append(item.name)
+    return foreign

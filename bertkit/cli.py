@@ -315,7 +315,7 @@ def embed(
     from bertkit.vectors import embed_file, vector_format
 
     vector_format(output)  # a bad extension fails before the model loads
-    check_output_file(output, input)
+    check_output_file(output, input, model)
     encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code)
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
     s = encoder.settings
@@ -353,9 +353,9 @@ def similarity(
 
     if heatmap is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")
-    check_output_file(output, input)
+    check_output_file(output, input, model)
     if heatmap is not None:
-        check_output_file(str(heatmap), input)
+        check_output_file(str(heatmap), input, model)
     records = [placed(w, r) for w, r in located_records(input, text_column=text_column, keep_blank=True)]
     if not records:
         raise BertkitError(f"{input}: no texts in it (the file is empty)")
@@ -410,7 +410,7 @@ def search(
 
     if bool(query) == bool(queries):
         raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
-    check_output_file(output, queries, corpus)
+    check_output_file(output, queries, corpus, model)
     asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
     if not asked:
         raise BertkitError(f"{queries}: no queries in it (the file is empty)")
@@ -450,7 +450,7 @@ def tokenizer_train(
     from bertkit.progress import console, status
     from bertkit.vocab import save_tokenizer, train_wordpiece
 
-    check_output_dir(output, overwrite, input)
+    check_output_dir(output, overwrite, input, "tokenizer")
     texts = (line for path in input for line in read_lines(path, text_column, option="--text-column"))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
         tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, ", ".join(input), japanese)
@@ -564,10 +564,13 @@ def main(argv: list[str] | None = None) -> None:
     def stop(number, frame):
         raise Interrupted(number)
 
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
+    # Ctrl-C too: click turns a KeyboardInterrupt into a silent exit 130. A signal the caller
+    # ignores (`nohup` ignores SIGHUP) stays ignored.
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             with contextlib.suppress(ValueError):  # not the main thread
-                signal.signal(getattr(signal, name), stop)
+                signal.signal(number, stop)
     try:
         app(args=argv, prog_name="bertkit")
     except BertkitError as err:

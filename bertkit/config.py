@@ -340,19 +340,20 @@ def load_config(
     source = str(path) if path else "<defaults>"
     if path is not None:
         raw, lines = _read_yaml(Path(path))
-    if task is not None:
-        given = raw.setdefault("task", task)
-        if given != task:
-            line = lines.get(("task",))
-            raise BertkitError(
-                f"{source}:{line}: this config is for `task: {given}`, but the command trains "
-                f"{task}. Run `bertkit train {given}`, or change the task."
-            )
     for item in overrides or []:
         key, value = _parse_override(item)
         _set_dotted(raw, key, value, f"--set {item}")
         _forget_below(lines, tuple(key.split(".")))
         lines[tuple(key.split("."))] = f"--set {item}"
+    if task is not None:  # after the overrides: `--set task=...` may not change the command's job
+        given = raw.setdefault("task", task)
+        if given != task:
+            origin = lines.get(("task",))
+            where = origin if isinstance(origin, str) else f"{source}:{origin}"
+            raise BertkitError(
+                f"{where}: this config is for `task: {given}`, but the command trains "
+                f"{task}. Run `bertkit train {given}`, or change the task."
+            )
     for key, value in values.items():
         if value is not None:
             option = f"--{key.replace('_', '-')}"
@@ -451,7 +452,9 @@ def _parse_override(item: str) -> tuple[str, Any]:
     if not key or any(not part for part in key.split(".")):
         raise BertkitError(f"--set {item}: '{key}' is not a key; write it as section.key, e.g. train.epochs=1")
     if not text:
-        return key, None
+        raise BertkitError(
+            f"--set {item}: no value after '='. Write {key}=null to unset it, or {key}=\"\" for an empty text"
+        )
     try:
         value = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError:
@@ -504,7 +507,8 @@ def _line_for(loc: tuple, lines: dict[tuple, int | str]) -> int | str | None:
     for end in range(len(loc), 0, -1):
         if loc[:end] in lines:
             return lines[loc[:end]] or None
-    return None
+    below = [origin for key, origin in lines.items() if key[: len(loc)] == loc and origin]
+    return below[0] if below else None  # a section that only a deeper key (a --set) brought in
 
 
 def _fields_at(loc: tuple) -> list[str]:

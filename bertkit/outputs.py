@@ -19,9 +19,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import glob as globmod
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -36,6 +38,18 @@ from bertkit.errors import BertkitError
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
 MANIFEST = ".bertkit-output.json"  # what bertkit wrote into a directory it published
 INFO_FILE = "bertkit.json"  # a bundle's description (bundles from before the manifest have only this)
+_LEFTOVER = re.compile(r"\..+\.(?:tmp-(\d+)-.*|old-(\d+))")
+# how a failed write reads when a library reports it without an errno (safetensors, numpy)
+WRITE_FAILURES = {
+    "No space left on device": "No space left on device",
+    "StorageFull": "No space left on device",  # Rust's io::ErrorKind, as safetensors prints it
+    "os error 28": "No space left on device",
+    "Disk quota exceeded": "Disk quota exceeded",
+    "QuotaExceeded": "Disk quota exceeded",
+    "Read-only file system": "Read-only file system",
+    "ReadOnlyFilesystem": "Read-only file system",
+}
+LOCK_UNREADABLE_AFTER = 60  # seconds after which a lock that cannot be read is taken over
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.EFBIG}
 
 
@@ -71,8 +85,34 @@ def follow_umask(path: Path, directory: bool = False) -> None:
     os.chmod(path, base & ~_umask())
 
 
+def follow_umask_tree(folder: Path) -> None:
+    """Every file and folder under `folder` made to follow the umask (libraries write some files
+    0600, such as safetensors weights, which would make a shared model unreadable to others)."""
+    for item in folder.rglob("*"):
+        if not item.is_symlink():
+            follow_umask(item, directory=item.is_dir())
+
+
 def _tmp_prefix(name: str) -> str:
     return f".{name}.tmp-{os.getpid()}-"
+
+
+def is_leftover(name: str) -> bool:
+    """Whether `name` is a temporary (`.NAME.tmp-PID-*`, `.NAME.old-PID`) of a bertkit writer
+    that no longer runs."""
+    match = _LEFTOVER.fullmatch(name)
+    if not match:
+        return False
+    pid = int(match.group(1) or match.group(2))
+    return pid != os.getpid() and not pid_alive(pid)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def sweep_stale(folder: Path, name: str) -> None:
@@ -82,23 +122,24 @@ def sweep_stale(folder: Path, name: str) -> None:
         return
     for kind in ("tmp", "old"):
         for leftover in folder.glob(f".{glob_escape(name)}.{kind}-*"):
-            pid = leftover.name[len(name) + len(kind) + 3 :].split("-", 1)[0].split(".", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-                if leftover.is_dir() and not leftover.is_symlink():
-                    shutil.rmtree(leftover, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        leftover.unlink()
+            if is_leftover(leftover.name):
+                _remove(leftover)
 
 
 def glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 
 
-def writing_failed(err: OSError, path) -> BertkitError | None:
-    """A clear error for an OSError that means the file system refused a write."""
+def writing_failed(err: BaseException, path, after: str = "Nothing was written there.") -> BertkitError | None:
+    """A clear error for an exception that means the file system refused a write: an OSError
+    with such an errno, or a library's error that says so in words (safetensors reports a full
+    disk as `IoError(Os { code: 28, ... })`)."""
     if isinstance(err, OSError) and err.errno in WRITE_ERRORS:
-        return BertkitError(f"cannot write {path}: {err.strerror or err}. Nothing was written there.")
+        return BertkitError(f"cannot write {path}: {err.strerror or err}. {after}")
+    text = str(err)
+    for words, reason in WRITE_FAILURES.items():
+        if words in text and not isinstance(err, BertkitError):
+            return BertkitError(f"cannot write {path}: {reason}. {after}")
     return None
 
 
@@ -125,7 +166,14 @@ def check_output_file(path: str | None, *inputs: str | None) -> None:
     if not _is_special(target):
         check_writable(target)
     for source in inputs:
-        if source in (None, "-") or not Path(source).exists() or not target.exists():
+        if source in (None, "-") or not Path(source).exists():
+            continue
+        if Path(source).is_dir() and _contains(Path(source).resolve(), target.resolve()):
+            raise BertkitError(
+                f"--output {path} is inside {source}, an input of this command; writing there would change it. "
+                "Choose an output outside it."
+            )
+        if not target.exists():
             continue
         with contextlib.suppress(OSError):
             if os.path.samefile(source, target) and not _is_special(target):
@@ -136,15 +184,37 @@ def check_output_file(path: str | None, *inputs: str | None) -> None:
 
 
 def check_writable(target: Path) -> None:
-    """Create (and remove) a temporary file where `target` would be written."""
-    real = Path(os.path.realpath(target)) if target.is_symlink() else target
+    """Create (and remove) a temporary file where `target` would be written; folders made for
+    the test are removed again, so a refused command leaves nothing behind."""
+    real = Path(os.path.realpath(target)) if target.is_symlink() else Path(target)
+    made = []
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
+        ensure_folder(real.parent, target, made)
         fd, name = tempfile.mkstemp(prefix=_tmp_prefix(real.name), dir=real.parent)
         os.close(fd)
         os.unlink(name)
     except OSError as err:
         raise writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}") from None
+    finally:
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def ensure_folder(folder: Path, target, made: list | None = None) -> None:
+    """Create `folder` (and its parents) for writing `target`; a parent that is a file is a clear
+    error. `made` collects the folders created, outermost first."""
+    missing = []
+    for parent in [folder, *folder.parents]:
+        if parent.is_dir():
+            break
+        if parent.exists() or parent.is_symlink():
+            raise BertkitError(f"cannot write {target}: {parent} is a file, not a folder. Choose another path.")
+        missing.append(parent)
+    for parent in reversed(missing):
+        parent.mkdir()
+        if made is not None:
+            made.append(parent)
 
 
 @contextlib.contextmanager
@@ -161,7 +231,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     special = _is_special(target)
     folder = target.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        ensure_folder(folder, path)
         sweep_stale(folder, target.name)
         fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name), dir=folder)
         os.close(fd)
@@ -183,7 +253,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     except BaseException as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        failed = writing_failed(err, path) if isinstance(err, OSError) else None
+        failed = writing_failed(err, path)
         if failed:
             raise failed from None
         raise
@@ -228,25 +298,55 @@ def _contains(folder: Path, inner: Path) -> bool:
     return inner == folder or folder in inner.parents
 
 
-def _owned(folder: Path) -> tuple[bool, list[str]]:
-    """Whether bertkit wrote `folder`, and the files in it that bertkit did not write."""
+# what a bundle written before manifests could hold (its own files are recognised by name)
+LEGACY_BUNDLE_FILES = (
+    "bertkit.json", "metrics.json", "README.md", "config.json", "generation_config.json",
+    "*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "training_args.bin",
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
+    "chat_template.jinja", "training_curves.png", "confusion_matrix.png", "per_type_f1.png",
+    "modules.json", "config_sentence_transformers.json", "sentence_bert_config.json",
+    "1_Pooling/config.json",
+)  # fmt: skip
+
+
+def _manifest(folder: Path) -> dict | None:
+    """The manifest of a directory bertkit published (a legacy bundle gets one made up from its
+    known files), or None."""
     manifest = folder / MANIFEST
     if manifest.is_file():
         try:
-            listed = set(json.loads(manifest.read_text(encoding="utf-8")).get("files", []))
-        except (OSError, ValueError, AttributeError):
-            return False, []
-        return True, _unlisted(folder, folder, listed)
+            record = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        files = record.get("files") if isinstance(record, dict) else None
+        if not isinstance(files, list):
+            return None
+        return {"kind": record.get("kind", "bundle"), "files": {str(f) for f in files}}
     if (folder / INFO_FILE).is_file():  # a bundle from before manifests: bertkit's by its description
-        return True, []
-    return False, []
+        known = {
+            p.relative_to(folder).as_posix()
+            for pattern in LEGACY_BUNDLE_FILES
+            for p in folder.glob(pattern)
+            if p.is_file()
+        }
+        return {"kind": "bundle", "files": known}
+    return None
+
+
+def _owned(folder: Path) -> tuple[bool, list[str]]:
+    """Whether bertkit wrote `folder`, and the files in it that bertkit did not write."""
+    record = _manifest(folder)
+    if record is None:
+        return False, []
+    return True, _unlisted(folder, folder, record["files"])
 
 
 def _unlisted(root: Path, folder: Path, listed: set[str]) -> list[str]:
     extra = []
     for item in sorted(folder.iterdir()):
         relative = item.relative_to(root).as_posix()
-        if item.name == MANIFEST or relative in listed:
+        if item.name == MANIFEST or relative in listed or is_leftover(item.name):
             continue
         if item.is_dir() and not item.is_symlink():
             if (item / MANIFEST).is_file() and _owned(item) == (True, []):
@@ -257,7 +357,19 @@ def _unlisted(root: Path, folder: Path, listed: set[str]) -> list[str]:
     return extra
 
 
-def _refusal(path: Path, protect: Iterable[str | Path]) -> str | None:
+def _inputs(protect: Iterable[str | Path]) -> Iterator[Path]:
+    """The existing paths among `protect`, globs expanded."""
+    for item in protect:
+        if not item:
+            continue
+        text = str(item)
+        if any(c in text for c in "*?["):
+            yield from (Path(p) for p in globmod.glob(os.path.expanduser(text), recursive=True))
+        elif Path(text).expanduser().exists():
+            yield Path(text).expanduser()
+
+
+def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None) -> str | None:
     """Why `path` must not be replaced by --overwrite, or None when it may be."""
     real = path.resolve()
     cwd, home = Path.cwd().resolve(), Path.home().resolve()
@@ -265,8 +377,8 @@ def _refusal(path: Path, protect: Iterable[str | Path]) -> str | None:
         return "is the root or your home directory (or holds it)"
     if _contains(real, cwd):
         return "is the current directory (or holds it)"
-    for item in protect:
-        if item and Path(item).exists() and _contains(real, Path(item).resolve()):
+    for item in _inputs(protect):
+        if _contains(real, item.resolve()):
             return f"holds {item}, an input of this run"
     if path.is_symlink():
         return "is a symbolic link; give the directory it points to"
@@ -277,15 +389,21 @@ def _refusal(path: Path, protect: Iterable[str | Path]) -> str | None:
     owned, extra = _owned(path)
     if not owned:
         return f"was not written by bertkit (it has no {MANIFEST} or {INFO_FILE})"
+    found = _manifest(path)["kind"]
+    if kind and found != kind:
+        return f"holds a bertkit {found}, which this command would replace with a {kind}"
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         return f"holds files bertkit did not write ({shown}); move them out first"
     return None
 
 
-def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = ()) -> None:
+def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None) -> None:
     """Fail before any work when `path` exists and may not be replaced."""
     path = Path(path)
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise BertkitError(f"cannot write {path}: {parent} is a file, not a folder. Choose another path.")
     if not path.exists() and not path.is_symlink():
         return
     if path.is_file():
@@ -295,14 +413,14 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
             f"output directory {path} already exists; pass --overwrite to replace it, "
             "or choose another with --output-dir"
         )
-    why = _refusal(path, protect)
+    why = _refusal(path, protect, kind)
     if why:
         raise BertkitError(f"--overwrite: {path} {why}. bertkit replaces only what it wrote; choose another output.")
 
 
 def staging_dir(final: Path) -> Path:
     """A new directory beside `final` to assemble it in (removed by `sweep_stale` if abandoned)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(final.parent, final)
     sweep_stale(final.parent, final.name)
     staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
     follow_umask(staged, directory=True)
@@ -320,7 +438,8 @@ def write_manifest(folder: Path, kind: str) -> None:
 
 def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=()) -> None:
     """Move a fully written `staged` directory to `final`, replacing an old one only if allowed."""
-    check_output_dir(final, overwrite, protect)
+    check_output_dir(final, overwrite, protect, kind)
+    follow_umask_tree(staged)
     write_manifest(staged, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
     old = None
@@ -336,14 +455,14 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
 def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[Path]:
     """A directory to fill that becomes `final` when the block ends without error; on any error
     (or interruption) it is removed and `final` is left as it was."""
-    check_output_dir(final, overwrite, protect)
+    check_output_dir(final, overwrite, protect, kind)
     staged = staging_dir(final)
     try:
         yield staged
         publish_dir(staged, final, overwrite, kind, protect)
     except BaseException as err:
         shutil.rmtree(staged, ignore_errors=True)
-        failed = writing_failed(err, final) if isinstance(err, OSError) else None
+        failed = writing_failed(err, final)
         if failed:
             raise failed from None
         raise
@@ -362,41 +481,70 @@ class OutputLock:
         self.held = False
 
     def acquire(self) -> OutputLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from bertkit.progress import console
+
+        ensure_folder(self.path.parent, self.target)
         mine = {"pid": os.getpid(), "host": _host(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         for _ in range(3):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-            except FileExistsError:
-                owner = self._owner()
-                if owner is None or self._stale(owner):
-                    from bertkit.progress import console
-
-                    if owner:
-                        console.print(
-                            f"[yellow]note:[/yellow] taking over the lock of {self.target} left by process "
-                            f"{owner.get('pid')}, which no longer runs"
-                        )
-                    with contextlib.suppress(FileNotFoundError):
-                        self.path.unlink()
-                    continue
+            if self._create(mine):
+                self.held = True
+                return self
+            owner = self._owner()
+            if owner is None and not self._abandoned():
+                raise BertkitError(
+                    f"another bertkit run seems to be writing {self.target}: its lock {self.path} cannot be read "
+                    f"(it may be starting). Try again in a minute; if no run is going, delete {self.path}."
+                ) from None
+            if owner is not None and not self._stale(owner):
                 raise BertkitError(
                     f"another bertkit run is writing {self.target} (process {owner.get('pid')} on "
                     f"{owner.get('host')}, since {owner.get('started')}). Wait for it to finish, or choose "
                     f"another output. If that run is gone, delete {self.path}."
                 ) from None
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(mine, handle)
-            self.held = True
-            return self
+            gone = f"process {owner.get('pid')}, which no longer runs" if owner else "a run that never wrote it out"
+            console.print(f"[yellow]note:[/yellow] taking over the lock of {self.target} left by {gone}")
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
         raise BertkitError(f"could not take the lock {self.path}; try again")
+
+    def _create(self, owner: dict) -> bool:
+        """Make the lock file with its content in one step (written beside it, then hard-linked
+        into place: no other run ever sees it empty). False when it exists."""
+        fd, name = tempfile.mkstemp(prefix=_tmp_prefix(self.path.name), dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(owner, handle)
+            follow_umask(Path(name))
+            try:
+                os.link(name, self.path)
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links here: create, then write (unreadable for an instant)
+                try:
+                    lock = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+                except FileExistsError:
+                    return False
+                with os.fdopen(lock, "w", encoding="utf-8") as handle:
+                    json.dump(owner, handle)
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+
+    def _abandoned(self) -> bool:
+        """An unreadable lock (from a file system without hard links, or damaged) counts as held
+        unless nobody has touched it for a while."""
+        try:
+            return time.time() - self.path.stat().st_mtime > LOCK_UNREADABLE_AFTER
+        except OSError:
+            return True
 
     def _owner(self) -> dict | None:
         try:
             owner = json.loads(self.path.read_text(encoding="utf-8"))
             return owner if isinstance(owner, dict) else None
         except (OSError, ValueError):
-            return None  # half-written by a process killed at that instant
+            return None
 
     @staticmethod
     def _stale(owner: dict) -> bool:

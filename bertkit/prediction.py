@@ -44,7 +44,7 @@ def predict_file(
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
     from bertkit.data.readers import detect_format
 
-    check_output_file(output, None if records is not None else source)
+    check_output_file(output, source, model)
     bundle = open_bundle(model, trust_remote_code)
     task = get_task(bundle.task)
     text_column = options.get("text_column") or bundle.info.get("text_column") or "text"

@@ -30,7 +30,7 @@ def evaluate_file(
 ) -> tuple[dict, Path]:
     bundle = open_bundle(model, trust_remote_code)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
-    outputs.check_output_dir(target, overwrite, [data, model])
+    outputs.check_output_dir(target, overwrite, [data, model], "evaluation")
     task = get_task(bundle.task)
     # staged first: an output that cannot be written fails before the scoring
     with outputs.staged_dir(target, overwrite, "evaluation", [data, model]) as staged:

@@ -65,7 +65,7 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     final = Path(cfg.output_dir)
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
-    inputs = [*protect, *(s.path for s in sources if s is not None and s.path)]
+    inputs = [*protect, *(s.path for s in sources if s is not None and s.path), cfg.model.name, cfg.model.tokenizer]
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
     with lock:
         checkpoint = _check_dirs(final, work_dir(final), overwrite, resume, inputs)
@@ -142,7 +142,11 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
         result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except BaseException as err:
         _discard_if_empty(work)
-        failed = outputs.writing_failed(err, work) if isinstance(err, OSError) else None
+        from bertkit.checkpoints import last_complete
+
+        kept = work.is_dir() and last_complete(work)[0] is not None
+        after = "The complete checkpoints are kept: make room, then run again with --resume." if kept else ""
+        failed = outputs.writing_failed(err, work, after or "Nothing was kept.")
         if failed:
             raise failed from None
         raise
@@ -292,7 +296,7 @@ def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) 
             f"output directory {final} already exists ({what}); pass --overwrite to replace it, "
             "or choose another with --output-dir"
         )
-    outputs.check_output_dir(final, overwrite, inputs)
+    outputs.check_output_dir(final, overwrite, inputs, "bundle")
     if resume:
         found, broken = checkpoints.last_complete(work)
         if found is None:
@@ -310,8 +314,13 @@ def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) 
         console.print(f"resuming from {found.name}")
         return found
     if work.exists():
-        if not checkpoints.is_run_dir(work):
-            raise BertkitError(f"{work} holds files bertkit did not write; move it away to start this run")
+        foreign = checkpoints.foreign_files(work) if work.is_dir() else [work.name]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise BertkitError(
+                f"{work} (where this run keeps its checkpoints) holds files bertkit did not write ({shown}); "
+                "move them away to start this run"
+            )
         found, _ = checkpoints.last_complete(work)
         if found is not None and not overwrite:
             raise BertkitError(

@@ -243,3 +243,184 @@ def test_lock_of_another_host_is_respected(tmp_path):
         with pytest.raises(BertkitError, match="another bertkit run"):
             outputs.OutputLock(tmp_path / "model").acquire()
     assert not lock.exists()
+
+
+# ---------------------------------------------------------------- what --overwrite may replace, continued
+
+
+def test_overwrite_protects_globbed_data_and_the_base_model(cli, tmp_path, tiny_model, easy_data):
+    holder = tmp_path / "holder"
+    holder.mkdir()
+    (holder / "bertkit.json").write_text("{}")
+    (holder / "part1.csv").write_text(easy_data["train"].read_text())
+    config = train_config(tmp_path, tiny_model, holder / "*.csv", holder)
+    code, _, err = cli("train", "classify", "-c", config, "--overwrite")
+    assert_refused(code, err, "an input of this run", "part1.csv")
+    assert (holder / "part1.csv").exists()
+    # the model a run starts from is an input too
+    config = train_config(tmp_path, tiny_model, easy_data["train"], tiny_model)
+    code, _, err = cli("train", "classify", "-c", config, "--overwrite")
+    assert code == 2 and (Path(tiny_model) / "config.json").exists(), err
+
+
+def test_overwrite_of_a_bundle_without_manifest_keeps_unknown_files(cli, tmp_path, tiny_model, easy_data):
+    """A bundle from before manifests is recognised by its own files; anything else in it is the user's."""
+    out = tmp_path / "model"
+    config = train_config(tmp_path, tiny_model, easy_data["train"], out)
+    assert cli("train", "classify", "-c", config)[0] == 0
+    (out / outputs.MANIFEST).unlink()
+    (out / "train.csv").write_text("mine")
+    code, _, err = cli("train", "classify", "-c", config, "--overwrite")
+    assert_refused(code, err, "holds files bertkit did not write", "train.csv")
+    (out / "train.csv").unlink()
+    code, _, err = cli("train", "classify", "-c", config, "--overwrite")
+    assert code == 0, err
+
+
+def test_overwrite_replaces_only_the_same_kind_of_output(cli, tmp_path, classify_bundle, easy_data):
+    """evaluate -o BUNDLE --overwrite would replace a model with a metrics folder: refused."""
+    copy = tmp_path / "model"
+    import shutil
+
+    shutil.copytree(classify_bundle, copy)
+    code, _, err = cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", copy, "--overwrite")
+    assert_refused(code, err, "holds a bertkit bundle", "evaluation")
+    assert (copy / "model.safetensors").exists()
+
+
+def test_debris_of_a_killed_writer_does_not_block_overwrite(cli, tmp_path, classify_bundle, easy_data):
+    target = tmp_path / "scores"
+    assert cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", target)[0] == 0
+    dead = 2**22 + 4242
+    (target / f".metrics.json.tmp-{dead}-abc").write_text("half")
+    code, _, err = cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", target, "--overwrite")
+    assert code == 0, err
+    (target / ".metrics.json.tmp-123-notapid-of-ours").write_text("x")  # a pid that may be alive: kept
+    (target / "mine.txt").write_text("x")
+    code, _, err = cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", target, "--overwrite")
+    assert_refused(code, err, "mine.txt")
+
+
+def test_every_file_of_a_published_bundle_follows_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        with outputs.staged_dir(tmp_path / "bundle", False, "bundle") as staged:
+            weights = staged / "model.safetensors"
+            weights.write_bytes(b"x")
+            weights.chmod(0o600)  # as safetensors writes it
+            (staged / "1_Pooling").mkdir(mode=0o700)
+            (staged / "1_Pooling" / "config.json").write_text("{}")
+        final = tmp_path / "bundle"
+        assert stat.S_IMODE((final / "model.safetensors").stat().st_mode) == 0o644
+        assert stat.S_IMODE((final / "1_Pooling").stat().st_mode) == 0o755
+    finally:
+        os.umask(old)
+
+
+# ---------------------------------------------------------------- paths that cannot be outputs
+
+
+def test_outputs_inside_the_model_or_under_a_file_are_refused(cli, tmp_path, classify_bundle, easy_data):
+    source = tmp_path / "in.txt"
+    source.write_text("great film\n")
+    before = (Path(classify_bundle) / "config.json").read_bytes()
+    for target in (Path(classify_bundle) / "config.json", Path(classify_bundle) / "new.jsonl"):
+        code, _, err = cli("predict", "-m", classify_bundle, "-i", source, "-o", target)
+        assert_refused(code, err, "an input of this command")
+    assert (Path(classify_bundle) / "config.json").read_bytes() == before
+    assert not (Path(classify_bundle) / "new.jsonl").exists()
+    context = tmp_path / "context.txt"
+    context.write_text("Paris is the capital of France.")
+    code, _, err = cli(
+        "predict", "-m", classify_bundle, "--question", "capital?", "--context-file", context, "-o", context
+    )
+    assert_refused(code, err, "input")
+    assert context.read_text() == "Paris is the capital of France."
+    under_file = source / "sub"
+    for command in (
+        ("predict", "-m", classify_bundle, "-i", source, "-o", under_file / "p.jsonl"),
+        ("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", under_file),
+        ("train", "classify", "-c", train_config(tmp_path, classify_bundle, easy_data["train"], under_file)),
+    ):
+        code, _, err = cli(*command)
+        assert_refused(code, err, "is a file, not a folder")
+    # a refused output leaves no folder it made for the check
+    code, _, err = cli("predict", "-m", classify_bundle, "-i", source, "-o", "/proc/x/y.jsonl")
+    assert code == 2
+    made = tmp_path / "new" / "deeper"
+    code, _, err = cli("predict", "-m", classify_bundle, "-i", tmp_path / "missing.txt", "-o", made / "p.jsonl")
+    assert_refused(code, err, "not found")
+    assert not (tmp_path / "new").exists()
+
+
+def test_missing_or_damaged_inputs_are_clear_errors(cli, tmp_path, classify_bundle):
+    fake = tmp_path / "texts.txt.gz"
+    fake.write_bytes(b"not gzip at all")
+    for command in ("predict", "embed"):
+        for source, needle in ((tmp_path / "missing.txt", "not found"), (fake, "Not a gzipped file")):
+            code, _, err = cli(command, "-m", classify_bundle, "-i", source, "-o", tmp_path / "out.npy")
+            assert_refused(code, err, needle)
+    surrogate = tmp_path / "bad.jsonl"
+    surrogate.write_text('{"text": "fine"}\n{"text": "half \\ud800 a pair"}\n')
+    code, _, err = cli("predict", "-m", classify_bundle, "-i", surrogate)
+    assert_refused(code, err, f"{surrogate}:2", "surrogate")
+
+
+def test_a_library_reporting_a_full_disk_in_words_is_a_clear_error():
+    class SafetensorError(Exception):
+        pass
+
+    err = SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "..." })')
+    assert "No space left on device" in str(outputs.writing_failed(err, "out.partial"))
+    assert outputs.writing_failed(ValueError("bad value"), "x") is None
+
+
+# ---------------------------------------------------------------- the lock, continued
+
+
+def test_an_unreadable_lock_is_held_until_it_is_old(tmp_path):
+    lock = tmp_path / ".model.lock"
+    lock.write_text("")  # a run that is creating its lock right now, or a damaged one
+    with pytest.raises(BertkitError, match="cannot be read"):
+        outputs.OutputLock(tmp_path / "model").acquire()
+    old = time.time() - outputs.LOCK_UNREADABLE_AFTER - 5
+    os.utime(lock, (old, old))
+    with outputs.OutputLock(tmp_path / "model") as held:
+        assert held.held and json.loads(lock.read_text())["pid"] == os.getpid()
+
+
+def test_the_lock_is_whole_when_it_appears(tmp_path, monkeypatch):
+    """Another run never sees an empty lock: it is written beside and linked into place."""
+    seen = []
+    real_link = os.link
+
+    def watch(source, target, **kwargs):
+        seen.append(Path(source).read_text())
+        return real_link(source, target, **kwargs)
+
+    monkeypatch.setattr(os, "link", watch)
+    with outputs.OutputLock(tmp_path / "model"):
+        pass
+    assert seen and json.loads(seen[0])["pid"] == os.getpid()
+
+
+def test_ctrl_c_says_it_was_interrupted(tmp_path, classify_bundle):
+    out = tmp_path / "pred.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bertkit", "predict", "-m", str(classify_bundle), "-i", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    process.stdin.write(b"great film\n" * 10)
+    process.stdin.flush()
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(tmp_path.glob(".pred.jsonl.tmp-*")):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err.decode()
+    assert "interrupted" in err.decode() and "Traceback" not in err.decode()
+    assert list(tmp_path.iterdir()) == []

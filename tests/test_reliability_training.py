@@ -122,3 +122,19 @@ def test_declared_metrics_are_the_ones_reported():
     assert set(get_task("qa").metric_names({"version_2": True})) <= set(squad)
     retrieval = metrics.load("retrieval").compute(ranks=[1, 2])
     assert set(get_task("embed").metric_names({"scored": False})) <= set(retrieval)
+
+
+def test_unfinished_work_with_user_files_is_never_cleared(cli, tmp_path, tiny_model, easy_data):
+    """The run marker alone does not make a folder bertkit's: a file or folder the user put in
+    `OUT.partial` (even one named like a checkpoint) stops the run, with or without --overwrite."""
+    from bertkit.checkpoints import RUN_MARKER
+
+    path = config(tmp_path, tiny_model, easy_data["train"])
+    work = tmp_path / "out.partial"
+    (work / "checkpoint-backup").mkdir(parents=True)
+    (work / "checkpoint-backup" / "weights.bin").write_text("mine")
+    (work / RUN_MARKER).write_text("bertkit run\n")
+    for extra in ((), ("--overwrite",)):
+        code, _, err = cli("train", "classify", "-c", path, *extra)
+        assert_refused(code, err, "holds files bertkit did not write", "checkpoint-backup")
+        assert (work / "checkpoint-backup" / "weights.bin").read_text() == "mine"

@@ -18,7 +18,9 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -150,8 +152,7 @@ def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -
     fmt = detect_format(path, fmt)
     if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):  # conll: sentences span lines
         return None
-    with _open_binary(path) as handle:
-        lines = sum(1 for line in handle if keep_blank or line.strip())
+    lines = sum(1 for _, line in _lines(path) if keep_blank or line.strip())
     return max(lines - (1 if fmt in ("csv", "tsv") else 0), 0)
 
 
@@ -159,11 +160,17 @@ def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -
 
 
 def _open_binary(path: str):
+    """The file (or stdin) to read in bytes; a missing, unreadable or folder path is a clear error."""
     if path == STDIN:
         return sys.stdin.buffer
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+    if Path(path).is_dir():
+        raise BertkitError(f"{path} is a folder; give a file (or a format that reads folders)")
+    try:
+        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    except FileNotFoundError:
+        raise BertkitError(f"data file not found: {path}") from None
+    except OSError as err:
+        raise BertkitError(f"cannot read {path}: {err.strerror or err}") from None
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
@@ -182,7 +189,7 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
             if number == 1:
                 text = text.removeprefix("\ufeff")
             yield number, text
-    except (OSError, EOFError) as err:  # e.g. a truncated .gz
+    except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated or fake .gz
         raise BertkitError(f"{name}: cannot read: {err}") from None
     finally:
         if handle is not sys.stdin.buffer:
@@ -265,16 +272,44 @@ def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) 
             raise BertkitError(f"{name}:{number}: not valid JSON: {err.msg} (column {err.colno})") from None
         if not isinstance(record, dict):
             raise BertkitError(f"{name}:{number}: each line must be a JSON object, found {type(record).__name__}")
+        check_characters(f"{name}:{number}", line, record)
         yield f"{name}:{number}", record
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_characters(where: str, raw: str, value) -> None:
+    """JSON can spell a lone UTF-16 surrogate (`"\\ud800"`), which is no character: tokenizers
+    fail on it. An error naming the place, not a crash deep inside the tokenizer."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise BertkitError(
+                    f"{where}: the JSON escape \\u{ord(found.group()):04x} is half of a UTF-16 surrogate pair, not "
+                    "a character; fix or remove it"
+                )
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
 
 
 def load_json(path: str):
     """A whole JSON document; a syntax error names its line."""
     text = "".join(line for _, line in _lines(path))
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
+    check_characters(path, text, data)
+    return data
 
 
 def read_head(path: str, size: int = 65536) -> str:
@@ -282,7 +317,7 @@ def read_head(path: str, size: int = 65536) -> str:
     handle = _open_binary(path)
     try:
         return handle.read(size).decode("utf-8", errors="replace")
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return ""
     finally:
         handle.close()
