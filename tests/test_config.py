@@ -15,7 +15,7 @@ def test_defaults_fill_every_key(tmp_path):
     cfg = load_config(write(tmp_path, "data:\n  train: a.csv\n"))
     assert cfg.task == "classify"
     assert cfg.model.max_length == 256
-    assert cfg.train.learning_rate == 2e-5
+    assert cfg.train.learning_rate == 5e-5  # classify's measured rate, not the generic field default
     assert cfg.data.train.path == "a.csv"
 
 
@@ -147,3 +147,62 @@ def test_shipped_configs_validate(name):
 def test_unquoted_no_is_a_strategy(tmp_path):
     assert load_config(write(tmp_path, "train:\n  eval_strategy: no\n")).train.eval_strategy == "no"
     assert load_config(None, ["train.eval_strategy=no"]).train.eval_strategy == "no"
+
+
+@pytest.mark.parametrize(
+    "task, expected",
+    [
+        ("classify", {"train.learning_rate": 5e-5, "train.head_learning_rate": None, "model.max_length": 256}),
+        ("ner", {"train.learning_rate": 5e-5, "model.max_length": 256}),
+        (
+            "qa",
+            {
+                "train.learning_rate": 3e-4,
+                "train.head_learning_rate": 3e-3,
+                "train.warmup_ratio": 0.1,
+                "train.group_by_length": True,
+                "model.max_length": 384,
+                "qa.doc_stride": 128,
+            },
+        ),
+        ("mlm-adapt", {"train.learning_rate": 1e-4, "train.head_learning_rate": 1e-3, "model.max_length": 128}),
+        ("embed", {"train.learning_rate": 3e-5, "train.batch_size": 32, "train.warmup_ratio": 0.1}),
+    ],
+)
+def test_each_task_takes_its_measured_defaults(tmp_path, task, expected):
+    """A key the config leaves out takes the task's measured value; `config show` prints it; a
+    value the user writes (file or --set) wins."""
+    from bertkit.config import TASK_DEFAULTS
+
+    path = write(tmp_path, f"task: {task}\ndata:\n  train: a.txt\n")
+    cfg = load_config(path)
+    shown = yaml.safe_load(to_yaml(cfg))
+    for key, value in expected.items():
+        section, name = key.split(".")
+        assert getattr(getattr(cfg, section), name) == value, key
+        assert shown[section][name] == value, key
+    from bertkit.config import STARTER_VALUES
+
+    starter = yaml.safe_load(starter_yaml(task))
+    for (section, name), value in TASK_DEFAULTS[task].items():
+        assert getattr(getattr(cfg, section), name) == value
+        if (section, name) not in STARTER_VALUES[task]:  # the starter file shows the task's default
+            assert starter[section][name] == value, (section, name)
+    written = write(tmp_path, f"task: {task}\ntrain:\n  learning_rate: 1.0e-5\ndata:\n  train: a.txt\n")
+    assert load_config(written).train.learning_rate == 1e-5
+    assert load_config(path, ["train.learning_rate=2e-6"]).train.learning_rate == 2e-6
+
+
+def test_training_uses_the_task_defaults(tmp_path):
+    from bertkit.training import training_arguments
+
+    cfg = load_config(write(tmp_path, "task: qa\ndata:\n  train: a.json\n"))
+    args = training_arguments(cfg, tmp_path / "work", "fp32", "f1")
+    assert args.learning_rate == pytest.approx(3e-4) and args.warmup_steps == pytest.approx(0.1)
+
+
+def test_qa_doc_stride_follows_the_window_unless_set(tmp_path):
+    path = write(tmp_path, "task: qa\nmodel:\n  max_length: 192\ndata:\n  train: a.json\n")
+    assert load_config(path).qa.doc_stride == 64  # a fixed 128 would leave 192-token windows no room
+    assert load_config(path, ["qa.doc_stride=100"]).qa.doc_stride == 100
+    assert load_config(path, ["model.max_length=384"]).qa.doc_stride == 128

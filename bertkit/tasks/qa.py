@@ -21,7 +21,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import graphemes, metrics, models, tokenization
-from bertkit.config import Config, DataSource, QaConfig
+from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
@@ -217,8 +217,10 @@ def _complete(info: dict) -> dict:
         qa.update(info["qa"])
     else:  # windows in proportion to the model's length limit
         quarter = info["max_length"] // 4
-        qa["doc_stride"] = min(qa["doc_stride"], quarter)
+        qa["doc_stride"] = min(derived_doc_stride(info["max_length"]), quarter)
         qa["max_question_length"] = min(qa["max_question_length"], quarter)
+    if qa["doc_stride"] is None:
+        qa["doc_stride"] = derived_doc_stride(info["max_length"])
     version_2 = bool(info.get("version_2", qa.get("version_2")))
     return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
 
