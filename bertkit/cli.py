@@ -446,11 +446,12 @@ def tokenizer_train(
     """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it).
     With --japanese: MeCab words, then WordPiece, as the Tohoku Japanese BERT models do."""
     from bertkit.data.corpus import read_lines
-    from bertkit.outputs import check_output_dir
+    from bertkit.outputs import check_output_dir, check_writable
     from bertkit.progress import console, status
     from bertkit.vocab import save_tokenizer, train_wordpiece
 
     check_output_dir(output, overwrite, input)
+    check_writable(output)  # before the vocabulary is learnt, which can take long
     texts = (line for path in input for line in read_lines(path, text_column, option="--text-column"))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
         tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, ", ".join(input), japanese)

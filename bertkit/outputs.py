@@ -22,6 +22,7 @@ import errno
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -95,11 +96,26 @@ def glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 
 
-def writing_failed(err: OSError, path) -> BertkitError | None:
-    """A clear error for an OSError that means the file system refused a write."""
+def writing_failed(err: BaseException, path) -> BertkitError | None:
+    """A clear error for an error that means the file system refused a write: an OSError, or the
+    plain Exception ending in `(os error N)` that Rust libraries (tokenizers) raise instead."""
     if isinstance(err, OSError) and err.errno in WRITE_ERRORS:
         return BertkitError(f"cannot write {path}: {err.strerror or err}. Nothing was written there.")
+    rust = re.fullmatch(r"(.*) \(os error (\d+)\)", str(err).strip()) if type(err) is Exception else None
+    if rust and int(rust[2]) in WRITE_ERRORS:
+        return BertkitError(f"cannot write {path}: {rust[1]}. Nothing was written there.")
     return None
+
+
+def cannot_write(err: OSError, target) -> BertkitError:
+    """One clear error for a place `target` cannot be written, naming a file that stands where a
+    folder is needed (`-o notes.txt/out`) rather than the system's "File exists"."""
+    for parent in Path(target).parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                return BertkitError(f"cannot write {target}: {parent} is a file, not a folder. Choose another output.")
+            break
+    return writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}")
 
 
 # ---------------------------------------------------------------- files
@@ -144,7 +160,7 @@ def check_writable(target: Path) -> None:
         os.close(fd)
         os.unlink(name)
     except OSError as err:
-        raise writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}") from None
+        raise cannot_write(err, target) from None
 
 
 @contextlib.contextmanager
@@ -166,7 +182,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name), dir=folder)
         os.close(fd)
     except OSError as err:
-        raise writing_failed(err, path) or BertkitError(f"cannot write {path}: {err.strerror or err}") from None
+        raise cannot_write(err, path) from None
     tmp = Path(name)
     try:
         if target.exists() and not special:
@@ -302,9 +318,12 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
 
 def staging_dir(final: Path) -> Path:
     """A new directory beside `final` to assemble it in (removed by `sweep_stale` if abandoned)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(final.parent, final.name)
-    staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale(final.parent, final.name)
+        staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
+    except OSError as err:
+        raise cannot_write(err, final) from None
     follow_umask(staged, directory=True)
     return staged
 
@@ -335,7 +354,8 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
 @contextlib.contextmanager
 def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[Path]:
     """A directory to fill that becomes `final` when the block ends without error; on any error
-    (or interruption) it is removed and `final` is left as it was."""
+    (or interruption) it is removed and `final` is left as it was. An error names `final`, not
+    the temporary directory, which the user never sees."""
     check_output_dir(final, overwrite, protect)
     staged = staging_dir(final)
     try:
@@ -343,9 +363,11 @@ def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[
         publish_dir(staged, final, overwrite, kind, protect)
     except BaseException as err:
         shutil.rmtree(staged, ignore_errors=True)
-        failed = writing_failed(err, final) if isinstance(err, OSError) else None
+        failed = writing_failed(err, final)
         if failed:
             raise failed from None
+        if isinstance(err, BertkitError) and str(staged) in str(err):  # a file inside it could not be written
+            raise BertkitError(str(err).replace(str(staged), str(final))) from None
         raise
 
 
