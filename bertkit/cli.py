@@ -510,18 +510,21 @@ def config_show(config: Path = ConfigOption, set_: list[str] | None = SetOption)
 @config_app.command("init")
 def config_init(
     task: str = typer.Argument("classify", help="The task to write a config for."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file (- or absent: stdout)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
 ) -> None:
     """Write a complete, commented starting config for TASK."""
     from bertkit.config import starter_yaml
+    from bertkit.outputs import atomic_text, check_output_file
 
     text = starter_yaml(task)
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    if output.exists():
-        raise BertkitError(f"{output} already exists; choose another name")
-    output.write_text(text, encoding="utf-8")
+    check_output_file(output, replace=overwrite, example=f"{task}.yaml")
+    with atomic_text(output) as handle:
+        handle.write(text)
+    if output not in (None, "-"):
+        from bertkit.progress import console
+
+        console.print(f"[green]config for {task} written to[/green] {output}")
 
 
 @app.command()

@@ -130,14 +130,20 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def check_output_file(path: str | None, *inputs: str | None) -> None:
+def check_output_file(
+    path: str | None, *inputs: str | None, replace: bool = True, example: str = "results.jsonl"
+) -> None:
     """Fail before any work when `path` cannot be a result file: an existing directory, one of
-    the command's own inputs (which writing would destroy), or a place that cannot be written."""
+    the command's own inputs (which writing would destroy), or a place that cannot be written.
+    With `replace` false, an existing file is refused too (one the user may have written by
+    hand, such as a config: `--overwrite` allows it)."""
     if path in (None, "-"):
         return
     target = Path(path)
     if target.is_dir():
-        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / 'results.jsonl'}")
+        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / example}")
+    if not replace and target.is_file():
+        raise BertkitError(f"{path} already exists; pass --overwrite to replace it, or choose another name")
     if not _is_special(target):
         check_writable(target)
     for source in inputs:

@@ -306,3 +306,43 @@ def test_tokenizer_manifest_write_failure_names_the_target(cli, tmp_path, words,
     assert_refused(code, err, f"cannot write {target / '.bertkit-output.json'}: No space left on device")
     assert ".tmp-" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["words.txt"]
+
+
+# ---------------------------------------------------------------- config init: its output
+
+
+def test_config_init_to_stdout_with_a_dash(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, plain, _ = cli("config", "init", "ner")
+    assert code == 0
+    code, dashed, err = cli("config", "init", "ner", "-o", "-")
+    assert code == 0 and dashed == plain, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_config_init_makes_missing_folders_and_leaves_no_temporaries(cli, tmp_path):
+    _, text, _ = cli("config", "init", "qa")
+    target = tmp_path / "configs" / "runs" / "qa.yaml"
+    code, _, err = cli("config", "init", "qa", "-o", target)
+    assert code == 0, err
+    assert target.read_text(encoding="utf-8") == text
+    assert [p.name for p in target.parent.iterdir()] == ["qa.yaml"]
+
+
+def test_config_init_refusals(cli, tmp_path):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine")
+    code, _, err = cli("config", "init", "classify", "-o", blocker / "run.yaml")
+    assert_refused(code, err, f"cannot write {blocker / 'run.yaml'}", f"{blocker} is a file, not a folder")
+    code, _, err = cli("config", "init", "classify", "-o", tmp_path)
+    assert_refused(code, err, f"--output {tmp_path} is a directory")
+    code, _, err = cli("config", "init", "classify", "-o", blocker)
+    assert_refused(code, err, f"{blocker} already exists", "--overwrite")
+    assert blocker.read_text() == "mine"
+    code, _, err = cli("config", "init", "clasify", "-o", tmp_path / "new" / "x.yaml")
+    assert_refused(code, err, "did you mean 'classify'")
+    assert not (tmp_path / "new").exists()
+    code, _, err = cli("config", "init", "classify", "-o", blocker, "--overwrite")
+    assert code == 0, err
+    assert blocker.read_text().startswith("# bertkit config")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
