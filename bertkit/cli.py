@@ -446,11 +446,12 @@ def tokenizer_train(
     """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it).
     With --japanese: MeCab words, then WordPiece, as the Tohoku Japanese BERT models do."""
     from bertkit.data.corpus import read_lines
-    from bertkit.outputs import check_output_dir
+    from bertkit.outputs import check_output_dir, check_writable
     from bertkit.progress import console, status
     from bertkit.vocab import save_tokenizer, train_wordpiece
 
     check_output_dir(output, overwrite, input, "tokenizer")
+    check_writable(output)  # before the vocabulary is learnt, which can take long
     texts = (line for path in input for line in read_lines(path, text_column, option="--text-column"))
     with status(f"learning a {vocab_size:,}-entry WordPiece vocabulary"):
         tokenizer = train_wordpiece(texts, vocab_size, lowercase, min_frequency, max_length, ", ".join(input), japanese)
@@ -509,18 +510,21 @@ def config_show(config: Path = ConfigOption, set_: list[str] | None = SetOption)
 @config_app.command("init")
 def config_init(
     task: str = typer.Argument("classify", help="The task to write a config for."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file (- or absent: stdout)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
 ) -> None:
     """Write a complete, commented starting config for TASK."""
     from bertkit.config import starter_yaml
+    from bertkit.outputs import atomic_text, check_output_file
 
     text = starter_yaml(task)
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    if output.exists():
-        raise BertkitError(f"{output} already exists; choose another name")
-    output.write_text(text, encoding="utf-8")
+    check_output_file(output, replace=overwrite, example=f"{task}.yaml")
+    with atomic_text(output) as handle:
+        handle.write(text)
+    if output not in (None, "-"):
+        from bertkit.progress import console
+
+        console.print(f"[green]config for {task} written to[/green] {output}")
 
 
 @app.command()

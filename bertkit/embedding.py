@@ -51,38 +51,60 @@ class Settings:
     origin: str = "defaults"
 
 
-def model_settings(path: str, config) -> Settings:
+def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     """What a model folder says about making sentence vectors: bertkit.json of an embed bundle,
-    or the sentence-transformers files (pooling mode, Normalize module, max_seq_length)."""
-    from bertkit.bundle import read_json
+    or the sentence-transformers files (pooling mode, Normalize module, max_seq_length). Each
+    file is checked as it is read, so a damaged one is an error naming it; the pooling the files
+    give is checked only when it is used (`pooling_needed`: no --pooling was given)."""
+    from bertkit.bundle import positive_int, read_info, read_json, read_object
 
     root = Path(path)
     limit = _limit(config)
     settings = Settings(max_length=limit)
-    info_file = root / "bertkit.json"
-    if info_file.is_file():
-        info = read_json(info_file, "restore it, or train the model again")
-        settings.max_length = min(int(info.get("max_length", limit)), limit)
-        if info.get("task") == "embed":
-            settings.pooling, settings.normalize = info["pooling"], bool(info.get("normalize"))
+    info = read_info(root, pooling_needed)
+    if info is not None:
+        settings.max_length = min(info.get("max_length") or limit, limit)
+        if info["task"] == "embed":
+            settings.pooling = info.get("pooling") or settings.pooling
+            settings.normalize = bool(info.get("normalize"))
             settings.origin = "bertkit.json"
         return settings
+    restore = "restore it from the original model"
     modules_file = root / "modules.json"
     if modules_file.is_file():
-        modules = read_json(modules_file, "restore it from the original model")
+        modules = read_json(modules_file, restore)
+        if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+            raise BertkitError(
+                f"{modules_file} must be a list of modules (objects with 'type' and 'path'), as "
+                f"sentence-transformers writes it; {restore}"
+            )
+        if not all(isinstance(m.get(key, ""), str) for m in modules for key in ("type", "path")):
+            raise BertkitError(f"{modules_file}: each module's 'type' and 'path' must be text; {restore}")
         settings.normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
         for module in modules:
             pooling_file = root / module.get("path", "") / "config.json"
             if module.get("type", "").endswith("Pooling") and pooling_file.is_file():
-                settings.pooling = _sentence_transformers_pooling(read_json(pooling_file, "restore it"))
+                mode = _sentence_transformers_pooling(read_object(pooling_file, restore))
+                if mode is None and pooling_needed:
+                    raise BertkitError(
+                        f"{pooling_file} does not name a pooling mode bertkit knows (mean, cls or max tokens); "
+                        f"{restore}, or pass --pooling"
+                    )
+                settings.pooling = mode or settings.pooling
         st_config = root / "sentence_bert_config.json"
         if st_config.is_file():
-            settings.max_length = min(int(read_json(st_config, "restore it").get("max_seq_length") or limit), limit)
+            length = read_object(st_config, restore).get("max_seq_length")
+            if length is not None and not positive_int(length):
+                raise BertkitError(
+                    f"{st_config}: 'max_seq_length' must be a positive whole number of tokens, not {length!r}; "
+                    f"{restore}"
+                )
+            settings.max_length = min(length or limit, limit)
         settings.origin = "sentence-transformers files"
     return settings
 
 
-def _sentence_transformers_pooling(config: dict) -> str:
+def _sentence_transformers_pooling(config: dict) -> str | None:
     for key, mode in (
         ("pooling_mode_mean_tokens", "mean"),
         ("pooling_mode_cls_token", "cls"),
@@ -90,7 +112,7 @@ def _sentence_transformers_pooling(config: dict) -> str:
     ):
         if config.get(key):
             return mode
-    raise BertkitError(f"the model's pooling ({config}) is not one bertkit knows; pass --pooling")
+    return None
 
 
 @dataclass
@@ -163,12 +185,15 @@ def load_encoder(
 
     models.quiet_transformers()
     path = models.resolve(name)
+    if pooling is not None and pooling not in POOLINGS:
+        raise BertkitError(f"--pooling {pooling}: use one of {', '.join(POOLINGS)}")
     config = models.from_pretrained(AutoConfig, path, trust_remote_code)
+    # the model's own files are checked before its weights are read
+    settings = (
+        model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
+    )
     model, loading = models.from_pretrained(AutoModel, path, trust_remote_code, output_loading_info=True)
-    settings = model_settings(path, config) if Path(path).is_dir() else Settings(max_length=_limit(config))
     if pooling is not None:
-        if pooling not in POOLINGS:
-            raise BertkitError(f"--pooling {pooling}: use one of {', '.join(POOLINGS)}")
         settings.pooling = pooling
     if settings.pooling == "pooler" and any(k.startswith("pooler.") for k in loading.get("missing_keys", [])):
         raise BertkitError(

@@ -101,9 +101,13 @@ CODE_FILES = ("config.json", "tokenizer_config.json", "preprocessor_config.json"
 
 def check_custom_code(source: str, trusted: bool) -> None:
     """A local model whose files ask for Python code shipped with it (`auto_map`) loads only when
-    the user allowed that on the command line or in the config; never through a prompt."""
+    the user allowed that on the command line or in the config; never through a prompt. These
+    settings files are read here anyway, so one that is valid JSON but not an object (which
+    transformers would crash on) is refused here too, trusted or not."""
+    from bertkit.bundle import not_an_object
+
     folder = Path(source)
-    if trusted or not folder.is_dir():
+    if not folder.is_dir():
         return
     for name in CODE_FILES:
         path = folder / name
@@ -113,7 +117,11 @@ def check_custom_code(source: str, trusted: bool) -> None:
             settings = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # a broken file is reported by the loader
-        mapping = settings.get("auto_map") if isinstance(settings, dict) else None
+        if not isinstance(settings, dict):
+            raise not_an_object(path, settings, "restore it from the original model")
+        if trusted:
+            continue
+        mapping = settings.get("auto_map")
         if mapping:
             code = sorted({str(v).split("--")[-1].split(".")[0] + ".py" for v in _flat(mapping) if v})
             raise BertkitError(

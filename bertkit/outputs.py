@@ -132,15 +132,32 @@ def glob_escape(name: str) -> str:
 
 def writing_failed(err: BaseException, path, after: str = "Nothing was written there.") -> BertkitError | None:
     """A clear error for an exception that means the file system refused a write: an OSError
-    with such an errno, or a library's error that says so in words (safetensors reports a full
+    with such an errno, the plain Exception ending in `(os error N)` that Rust libraries
+    (tokenizers) raise, or a library's error that says so in words (safetensors reports a full
     disk as `IoError(Os { code: 28, ... })`)."""
+    if isinstance(err, BertkitError):
+        return None
     if isinstance(err, OSError) and err.errno in WRITE_ERRORS:
         return BertkitError(f"cannot write {path}: {err.strerror or err}. {after}")
+    rust = re.fullmatch(r"(.*) \(os error (\d+)\)", str(err).strip()) if type(err) is Exception else None
+    if rust and int(rust[2]) in WRITE_ERRORS:
+        return BertkitError(f"cannot write {path}: {rust[1]}. {after}")
     text = str(err)
     for words, reason in WRITE_FAILURES.items():
-        if words in text and not isinstance(err, BertkitError):
+        if words in text:
             return BertkitError(f"cannot write {path}: {reason}. {after}")
     return None
+
+
+def cannot_write(err: OSError, target) -> BertkitError:
+    """One clear error for a place `target` cannot be written, naming a file that stands where a
+    folder is needed (`-o notes.txt/out`) rather than the system's "File exists"."""
+    for parent in Path(target).parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                return BertkitError(f"cannot write {target}: {parent} is a file, not a folder. Choose another output.")
+            break
+    return writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}")
 
 
 # ---------------------------------------------------------------- files
@@ -155,14 +172,20 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def check_output_file(path: str | None, *inputs: str | None) -> None:
+def check_output_file(
+    path: str | None, *inputs: str | None, replace: bool = True, example: str = "results.jsonl"
+) -> None:
     """Fail before any work when `path` cannot be a result file: an existing directory, one of
-    the command's own inputs (which writing would destroy), or a place that cannot be written."""
+    the command's own inputs (which writing would destroy), or a place that cannot be written.
+    With `replace` false, an existing file is refused too (one the user may have written by
+    hand, such as a config: `--overwrite` allows it)."""
     if path in (None, "-"):
         return
     target = Path(path)
     if target.is_dir():
-        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / 'results.jsonl'}")
+        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / example}")
+    if not replace and target.is_file():
+        raise BertkitError(f"{path} already exists; pass --overwrite to replace it, or choose another name")
     if not _is_special(target):
         check_writable(target)
     for source in inputs:
@@ -194,7 +217,7 @@ def check_writable(target: Path) -> None:
         os.close(fd)
         os.unlink(name)
     except OSError as err:
-        raise writing_failed(err, target) or BertkitError(f"cannot write {target}: {err.strerror or err}") from None
+        raise cannot_write(err, target) from None
     finally:
         for folder in reversed(made):
             with contextlib.suppress(OSError):
@@ -236,7 +259,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         fd, name = tempfile.mkstemp(prefix=_tmp_prefix(target.name), dir=folder)
         os.close(fd)
     except OSError as err:
-        raise writing_failed(err, path) or BertkitError(f"cannot write {path}: {err.strerror or err}") from None
+        raise cannot_write(err, path) from None
     tmp = Path(name)
     try:
         if target.exists() and not special:
@@ -420,9 +443,12 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
 
 def staging_dir(final: Path) -> Path:
     """A new directory beside `final` to assemble it in (removed by `sweep_stale` if abandoned)."""
-    ensure_folder(final.parent, final)
-    sweep_stale(final.parent, final.name)
-    staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
+    try:
+        ensure_folder(final.parent, final)
+        sweep_stale(final.parent, final.name)
+        staged = Path(tempfile.mkdtemp(prefix=_tmp_prefix(final.name), dir=final.parent))
+    except OSError as err:
+        raise cannot_write(err, final) from None
     follow_umask(staged, directory=True)
     return staged
 
@@ -454,7 +480,8 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
 @contextlib.contextmanager
 def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[Path]:
     """A directory to fill that becomes `final` when the block ends without error; on any error
-    (or interruption) it is removed and `final` is left as it was."""
+    (or interruption) it is removed and `final` is left as it was. An error names `final`, not
+    the temporary directory, which the user never sees."""
     check_output_dir(final, overwrite, protect, kind)
     staged = staging_dir(final)
     try:
@@ -465,6 +492,8 @@ def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[
         failed = writing_failed(err, final)
         if failed:
             raise failed from None
+        if isinstance(err, BertkitError) and str(staged) in str(err):  # a file inside it could not be written
+            raise BertkitError(str(err).replace(str(staged), str(final))) from None
         raise
 
 

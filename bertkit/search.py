@@ -132,7 +132,6 @@ def corpus_vectors(encoder, corpus: str, text_column: str, cache_dir: Path | Non
     """(texts, unit vectors, whether they came from the cache) for a corpus path. Blank lines
     keep their place (their text is '', their vector zeros), so hit indices are line positions."""
     from bertkit.data.corpus import corpus_files, read_lines
-    from bertkit.outputs import atomic_path
     from bertkit.progress import console, status
 
     texts = list(read_lines(corpus, text_column, keep_blank=True, option="--text-column"))
@@ -140,18 +139,58 @@ def corpus_vectors(encoder, corpus: str, text_column: str, cache_dir: Path | Non
         raise BertkitError(f"{corpus}: the corpus has no text")
     cached = None
     if cache_dir is not None:
-        cached = cache_dir / f"{corpus_key(corpus_files(corpus), encoder, text_column)}.npy"
+        cached = Path(cache_dir) / f"{corpus_key(corpus_files(corpus), encoder, text_column)}.npy"
         if cached.is_file():
-            vectors = np.load(cached)
-            if len(vectors) == len(texts):
+            from rich.markup import escape
+
+            vectors, damage = _read_cache(cached, (len(texts), encoder.dimension))
+            if vectors is not None:
                 console.print(f"[dim]corpus embeddings reused from {cached}[/dim]")
                 return texts, vectors, True
+            console.print(
+                f"[yellow]note:[/yellow] the corpus embeddings in {escape(str(cached))} are damaged "
+                f"({escape(damage)}); embedding the corpus again",
+                soft_wrap=True,
+            )
     with status(f"embedding {sum(1 for t in texts if t):,} corpus texts"):
         vectors = encode_texts(encoder, texts, batch_size)
     if cached is not None:
-        with atomic_path(cached) as tmp, open(tmp, "wb") as handle:
-            np.save(handle, vectors)
+        _write_cache(cached, vectors)
     return texts, vectors, False
+
+
+def _read_cache(path: Path, shape: tuple[int, int]) -> tuple[np.ndarray | None, str]:
+    """The cached vectors, or None and what is wrong with the file (cut short, not an array,
+    made for another corpus or model width, not finite numbers): a cache is only ever a copy,
+    so a damaged one is rebuilt, never trusted and never fatal."""
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        return None, str(err).split("\n")[0].split(". ")[0].rstrip(".") or type(err).__name__
+    if not isinstance(vectors, np.ndarray) or vectors.shape != shape:
+        return None, f"shape {getattr(vectors, 'shape', '?')}, not {shape}"
+    if vectors.dtype.kind != "f" or not np.isfinite(vectors).all():
+        return None, "values that are not finite numbers"
+    return vectors, ""
+
+
+def _write_cache(path: Path, vectors: np.ndarray) -> None:
+    """Keep the vectors for the next search, written atomically; a place that cannot be written
+    costs only the time saved next time, so it is a warning, not an error."""
+    from rich.markup import escape
+
+    from bertkit.outputs import atomic_path
+    from bertkit.progress import console
+
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.save(handle, vectors)
+    except (BertkitError, OSError) as err:
+        console.print(
+            f"[yellow]warning:[/yellow] cannot keep the corpus embeddings in {escape(str(path))} ({escape(str(err))}); "
+            "the search goes on without the cache (--cache-dir chooses another place)",
+            soft_wrap=True,
+        )
 
 
 def top_hits(

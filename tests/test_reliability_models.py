@@ -106,7 +106,7 @@ def _truncate(path):
         ("no-weights", lambda f: (f / "model.safetensors").unlink(), "no model weights in it"),
         ("truncated", lambda f: _truncate(f / "model.safetensors"), "model.safetensors is damaged or incomplete"),
         ("garbage", lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 64), "model.safetensors is damaged"),
-        ("bad-config", lambda f: (f / "config.json").write_text("{not json"), "config.json is not valid JSON"),
+        ("bad-config", lambda f: (f / "config.json").write_text("{not json"), "config.json:1: not valid JSON"),
         ("bad-info", lambda f: (f / "bertkit.json").write_text('{"task": '), "bertkit.json:1: not valid JSON"),
         ("no-task", lambda f: (f / "bertkit.json").write_text("{}"), "does not name the model's task"),
         ("odd-task", lambda f: (f / "bertkit.json").write_text('{"task": "dance"}'), "unknown task 'dance'"),
