@@ -215,6 +215,8 @@ def predict(
 
 
 def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise BertkitError(f"--context-file {path} is a directory; give the text file to find the answer in")
     if not path.is_file():
         raise BertkitError(f"--context-file {path}: no such file")
     try:
