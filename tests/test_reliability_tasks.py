@@ -16,6 +16,20 @@ def rows_of(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def sentences(conll: str) -> list[list[str]]:
+    """The tokens of each sentence of CoNLL output: its token lines up to the blank line that
+    ends it (an empty sentence is that blank line alone)."""
+    found, current = [], []
+    for line in conll.splitlines():
+        if line:
+            current.append(line.split()[0])
+        else:
+            found.append(current)
+            current = []
+    assert not current, "the last sentence is not ended by a blank line"
+    return found
+
+
 # ---------------------------------------------------------------- QA
 
 
@@ -63,3 +77,47 @@ def test_qa_context_file_that_is_missing_or_not_a_file_is_refused(cli, tmp_path,
     assert_refused(code, err, f"--context-file {tmp_path} is a directory")
     code, _, err = cli("predict", "-m", head_models["qa"], "-q", "who ?")
     assert_refused(code, err, "--question and --context-file go together")
+
+
+# ---------------------------------------------------------------- NER
+
+
+def test_ner_blank_lines_in_token_input_get_token_shaped_results(cli, tmp_path, head_models):
+    source = jsonl(tmp_path / "tokens.jsonl", None, {"tokens": ["alice", "met", "bruno"]}, None, {"tokens": ["kyoto"]})
+    code, out, err = cli("predict", "-m", head_models["ner"], "-i", source)
+    rows = rows_of(out)
+    assert code == 0 and len(rows) == 4, err
+    assert rows[0] == rows[2] == {"tokens": [], "tags": [], "empty": True}
+    assert rows[1]["tokens"] == ["alice", "met", "bruno"] and len(rows[1]["tags"]) == 3
+    target = tmp_path / "out.conll"
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "-f", "conll", "-o", target)
+    assert code == 0, err
+    assert sentences(target.read_text()) == [[], ["alice", "met", "bruno"], [], ["kyoto"]]
+
+
+def test_ner_all_blank_input_with_conll_output_gives_empty_sentences(cli, tmp_path, head_models):
+    source = tmp_path / "blank.jsonl"
+    source.write_text("\n\n")
+    target = tmp_path / "out.conll"
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "-f", "conll", "-o", target)
+    assert code == 0, err
+    assert target.read_text() == "\n\n" and sentences(target.read_text()) == [[], []]
+    code, out, err = cli("predict", "-m", head_models["ner"], "-i", source)
+    assert code == 0 and rows_of(out) == [{"text": "", "entities": [], "empty": True}] * 2, err
+
+
+def test_ner_conll_input_with_docstart_and_extra_blank_lines(cli, tmp_path, head_models):
+    source = tmp_path / "in.conll"
+    source.write_text("-DOCSTART- O\n\nalice B-PER\nmet O\n\n\n\nkyoto B-LOC\n\n-DOCSTART- O\n\nbruno B-PER\n")
+    target = tmp_path / "out.conll"
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "-o", target)
+    assert code == 0, err
+    # document markers and runs of blank lines between sentences are not sentences: no result
+    assert sentences(target.read_text()) == [["alice", "met"], ["kyoto"], ["bruno"]]
+    assert all(len(line.split()) in (0, 3) for line in target.read_text().splitlines())
+
+
+def test_ner_record_without_text_or_tokens_names_its_line(cli, tmp_path, head_models):
+    source = jsonl(tmp_path / "in.jsonl", {"text": "alice met bruno"}, {"sentence": "in kyoto"})
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", source)
+    assert_refused(code, err, f"{source}:2: no 'text' or 'tokens' field", "--text-column")

@@ -73,7 +73,13 @@ class Record(dict):
 
 
 class Blank(Record):
-    """The record of a blank input line (kept where outputs align with input lines)."""
+    """The record of a blank input line (kept where outputs align with input lines).
+
+    `like` is the input's first record that is not blank (None when there is none), set by
+    `bertkit.prediction.aligned` before it asks for the blank's result: a blank line has no
+    fields of its own, so its result takes the shape of the input's (NER: token lists or text)."""
+
+    like: dict | None = None
 
 
 def placed(where: str, record: dict) -> Record:
