@@ -121,3 +121,26 @@ def test_ner_record_without_text_or_tokens_names_its_line(cli, tmp_path, head_mo
     source = jsonl(tmp_path / "in.jsonl", {"text": "alice met bruno"}, {"sentence": "in kyoto"})
     code, _, err = cli("predict", "-m", head_models["ner"], "-i", source)
     assert_refused(code, err, f"{source}:2: no 'text' or 'tokens' field", "--text-column")
+
+
+# ---------------------------------------------------------------- fill-mask and classify messages
+
+
+def test_fill_mask_errors_name_file_and_line(cli, tmp_path, head_models):
+    source = tmp_path / "masked.txt"
+    source.write_text("the [MASK] was great\n\nno mask here\n")
+    code, _, err = cli("predict", "-m", head_models["mlm"], "-i", source)
+    assert_refused(code, err, f"{source}:3: no [MASK] in 'no mask here'")
+    records = jsonl(tmp_path / "masked.jsonl", {"text": "a [MASK] film"}, {"sentence": "the [MASK]"})
+    code, _, err = cli("predict", "-m", head_models["mlm"], "-i", records)
+    assert_refused(code, err, f"{records}:2: no 'text' field", "--text-column")
+
+
+def test_span_ner_data_given_to_the_classifier_is_recognised(cli, tmp_path, tiny_model, ner_data):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {ner_data['spans']}\n"
+        f"output_dir: {tmp_path / 'model'}\n"
+    )
+    code, _, err = cli("train", "classify", "-c", config)
+    assert_refused(code, err, "no column 'label'", "This looks like NER data")

@@ -96,8 +96,11 @@ def place_of(record: dict, number: int) -> str:
 def kind_hint(fields) -> str:
     """What data with these fields looks like, when it is not what a command expects."""
     names = set(fields)
-    if "tokens" in names:
-        return " This looks like NER data (CoNLL columns or token lists): use `bertkit train ner` / an NER model."
+    if "tokens" in names or "entities" in names:
+        return (
+            " This looks like NER data (CoNLL columns, token lists or entity spans): use `bertkit train ner` / "
+            "an NER model."
+        )
     if {"question", "context"} <= names:
         return " This looks like question-answering data (SQuAD): use `bertkit train qa` / a QA model."
     return ""
