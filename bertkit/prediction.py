@@ -62,8 +62,7 @@ def predict_file(
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device)
-        with bar("predicting", total) as progress:
-            writer = RecordWriter(handle, chosen)
+        with bar("predicting", total) as progress, RecordWriter(handle, chosen) as writer:
             for record in aligned(task, network, tokenizer, bundle.info, records, options):
                 writer.write(record)
                 written += 1
@@ -71,7 +70,6 @@ def predict_file(
                 progress.advance(progress.task_ids[0])
             if written == 0:
                 raise BertkitError(f"{source}: no input records (the file is empty)")
-            writer.finish()
     if empty:
         console.print(f'[dim]{empty:,} empty input(s) got empty results (marked "empty": true)[/dim]')
     return written

@@ -1,6 +1,8 @@
 """Each task's predictions stay aligned with its input, whatever its kind (text, token lists,
 question records), and a record it cannot read is refused with its file and line."""
 
+import csv
+import io
 import json
 
 from checks import assert_refused
@@ -144,3 +146,48 @@ def test_span_ner_data_given_to_the_classifier_is_recognised(cli, tmp_path, tiny
     )
     code, _, err = cli("train", "classify", "-c", config)
     assert_refused(code, err, "no column 'label'", "This looks like NER data")
+
+
+# ---------------------------------------------------------------- CSV / TSV columns
+
+
+def table(path, fmt: str) -> list[list[str]]:
+    text = path.read_text()
+    if fmt == "csv":
+        return list(csv.reader(io.StringIO(text)))
+    return [line.split("\t") for line in text.splitlines()]
+
+
+def test_csv_and_tsv_columns_do_not_depend_on_the_first_record(cli, tmp_path, classify_bundle):
+    first = jsonl(tmp_path / "first.jsonl", None, {"id": 2, "text": "great film"}, {"id": 3, "text": "awful"})
+    later = jsonl(tmp_path / "later.jsonl", {"id": 1, "text": "great film"}, None, {"id": 3, "text": "awful"})
+    for fmt in ("csv", "tsv"):
+        headers = []
+        for source in (first, later):
+            target = tmp_path / f"{source.stem}.{fmt}"
+            code, _, err = cli("predict", "-m", classify_bundle, "-i", source, "-o", target)
+            assert code == 0, err
+            rows = table(target, fmt)
+            assert len(rows) == 4 and all(len(r) == len(rows[0]) for r in rows), rows
+            header = rows[0]
+            headers.append(header)
+            assert header[0] == "id" and header[-1] == "empty", header
+            by_name = [dict(zip(header, r, strict=True)) for r in rows[1:]]
+            blank = 0 if source is first else 1
+            assert [r["empty"] for r in by_name] == ["true" if i == blank else "false" for i in range(3)]
+            assert by_name[blank]["label"] == "" and by_name[blank]["id"] == ""
+            assert by_name[2]["id"] == "3" and by_name[2]["label"] in ("positive", "negative")
+        assert headers[0] == headers[1]
+
+
+def test_csv_keeps_fields_that_only_later_records_have(cli, tmp_path, head_models):
+    source = jsonl(
+        tmp_path / "q.jsonl",
+        {"question": "who ?", "context": "bruno left"},
+        {"id": "b", "question": "where ?", "context": "alice met bruno in kyoto"},
+    )
+    target = tmp_path / "out.csv"
+    code, _, err = cli("predict", "-m", head_models["qa"], "-i", source, "-o", target)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [r["id"] for r in rows] == ["", "b"] and [r["empty"] for r in rows] == ["false", "false"]
