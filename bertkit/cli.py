@@ -215,6 +215,8 @@ def predict(
 
 
 def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise BertkitError(f"--context-file {path} is a directory; give the text file to find the answer in")
     if not path.is_file():
         raise BertkitError(f"--context-file {path}: no such file")
     try:
@@ -374,9 +376,9 @@ def similarity(
         rows, scores = similarity_rows(encoder, records, matrix, (text_column, text_pair_column), batch_size)
         if picture is not None:
             draw(scores, [r["text"] for r in rows], picture)
-        writer = RecordWriter(handle, output_format(output, None))
-        for row in rows:
-            writer.write(row)
+        with RecordWriter(handle, output_format(output, None)) as writer:
+            for row in rows:
+                writer.write(row)
     encoder.report_truncation()
 
 
@@ -417,9 +419,9 @@ def search(
     cache = None if no_cache else (cache_dir or searching.default_cache_dir())
     with atomic_text(output) as handle:
         encoder = load_encoder(model, pooling, None, max_length, device, trust_remote_code)
-        writer = RecordWriter(handle, "jsonl")
-        for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
-            writer.write(record)
+        with RecordWriter(handle, "jsonl") as writer:
+            for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
+                writer.write(record)
     encoder.report_truncation()
 
 

@@ -58,12 +58,11 @@ def predict_file(
         records = list(records)
         total = len(records)
     written = empty = 0
-    chosen = output_format(output, fmt, input_format)
+    chosen = options["output_format"] = output_format(output, fmt, input_format)
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device)
-        with bar("predicting", total) as progress:
-            writer = RecordWriter(handle, chosen)
+        with bar("predicting", total) as progress, RecordWriter(handle, chosen) as writer:
             for record in aligned(task, network, tokenizer, bundle.info, records, options):
                 writer.write(record)
                 written += 1
@@ -71,7 +70,6 @@ def predict_file(
                 progress.advance(progress.task_ids[0])
             if written == 0:
                 raise BertkitError(f"{source}: no input records (the file is empty)")
-            writer.finish()
     if empty:
         console.print(f'[dim]{empty:,} empty input(s) got empty results (marked "empty": true)[/dim]')
     return written
@@ -81,24 +79,35 @@ def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options
     """The task's results for `records`, one per record in order; empty records get the task's
     empty result without reaching the model (the task sees only the others)."""
     queue: deque = deque()  # (is empty, record) in input order, for records the task has taken
+    first: list[dict] = []  # the input's first record that is not a blank line
 
     def feed() -> Iterator[dict]:
         for record in records:
+            if not first and not isinstance(record, Blank):
+                first.append(record)
             hollow = is_empty(task, record, info, options)
             queue.append((hollow, record))
             if not hollow:
                 yield record
 
+    def empty(record: dict) -> dict:
+        # Every record up to the one whose result comes next has been fed, so `first` is the
+        # input's first non-blank record whenever there is one before or at that point: the same
+        # shape for a blank line wherever it is.
+        if isinstance(record, Blank):
+            record.like = first[0] if first else None
+        return task.empty_result(model, record, info, options)
+
     for result in task.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
-            yield task.empty_result(model, queue.popleft()[1], info, options)
+            yield empty(queue.popleft()[1])
         queue.popleft()
         yield result
     while queue:
         hollow, record = queue.popleft()
         if not hollow:  # a task must give one result per record: never pad silently
             raise RuntimeError(f"{task.name}: no prediction for a record ({record!r:.80})")
-        yield task.empty_result(model, record, info, options)
+        yield empty(record)
 
 
 def is_empty(task, record: dict, info: dict, options: dict) -> bool:

@@ -104,7 +104,7 @@ def test_evaluate_and_bad_predict_input(qa_bundle, squad_files, tmp_path, cli):
     bad.write_text(json.dumps({"id": "1", "question": "which place ?", "context": ""}) + "\n")
     out = tmp_path / "never.jsonl"
     code, _, err = cli("predict", "-m", qa_bundle, "-i", bad, "-o", out)
-    assert code == 2 and "input record 1: the context is empty" in " ".join(err.split())
+    assert code == 2 and f"{bad}:1: the context is empty" in " ".join(err.split())
     assert not out.exists()
     code, _, err = cli("predict", "-m", qa_bundle, "--question", "where?")
     assert code == 2 and "--context-file go together" in err

@@ -75,7 +75,13 @@ class Record(dict):
 
 
 class Blank(Record):
-    """The record of a blank input line (kept where outputs align with input lines)."""
+    """The record of a blank input line (kept where outputs align with input lines).
+
+    `like` is the input's first record that is not blank (None when there is none), set by
+    `bertkit.prediction.aligned` before it asks for the blank's result: a blank line has no
+    fields of its own, so its result takes the shape of the input's (NER: token lists or text)."""
+
+    like: dict | None = None
 
 
 def placed(where: str, record: dict) -> Record:
@@ -92,8 +98,11 @@ def place_of(record: dict, number: int) -> str:
 def kind_hint(fields) -> str:
     """What data with these fields looks like, when it is not what a command expects."""
     names = set(fields)
-    if "tokens" in names:
-        return " This looks like NER data (CoNLL columns or token lists): use `bertkit train ner` / an NER model."
+    if "tokens" in names or "entities" in names:
+        return (
+            " This looks like NER data (CoNLL columns, token lists or entity spans): use `bertkit train ner` / "
+            "an NER model."
+        )
     if {"question", "context"} <= names:
         return " This looks like question-answering data (SQuAD): use `bertkit train qa` / a QA model."
     return ""

@@ -16,6 +16,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.data.corpus import load_corpus
+from bertkit.data.readers import place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward
 from bertkit.masking import IGNORE, MaskingCollator, fixed_masks
@@ -191,12 +192,12 @@ class MlmTask:
                 text = _text(record, column, number)
                 if mask not in text:
                     raise BertkitError(
-                        f"input record {number}: no {mask} in {text[:80]!r}; mark the word to guess with {mask}"
+                        f"{place_of(record, number)}: no {mask} in {text[:80]!r}; mark the word to guess with {mask}"
                     )
                 encoded = tokenizer(text, truncation=True, max_length=info["max_length"])
                 if encoded["input_ids"].count(tokenizer.mask_token_id) < text.count(mask):
                     raise BertkitError(
-                        f"input record {number}: a {mask} lies past the model's {info['max_length']}-token limit; "
+                        f"{place_of(record, number)}: a {mask} lies past the model's {info['max_length']}-token limit; "
                         "shorten the text around it"
                     )
                 features.append(dict(encoded))
@@ -322,7 +323,7 @@ def _describe(record: dict, column: str, found, tokenizer) -> dict:
 def _text(record: dict, column: str, number: int) -> str:
     if column not in record:
         raise BertkitError(
-            f"input record {number} has no '{column}' field (fields: {', '.join(record)}); set --text-column"
+            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set --text-column"
         )
     return "" if record[column] is None else str(record[column])
 

@@ -22,6 +22,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import graphemes, metrics, models, tags, tokenization
 from bertkit.config import Config, DataSource
+from bertkit.data.readers import Blank, place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
@@ -167,36 +168,45 @@ class NerTask:
         """A token list with no tokens, or a text with nothing in it."""
         from bertkit.prediction import blank
 
-        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-        for field in (tokens_field, "tokens"):
-            if field in record:
-                return not record[field]
+        field = _tokens_field(record, info)
+        if field is not None:
+            return not record[field]
         column = options.get("text_column") or info.get("text_column") or "text"
         return column in record and blank(record[column])
 
     def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
-        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-        if tokens_field in record or "tokens" in record:
+        """Token-shaped (no tokens, no tags) for a token list, and for a blank line when the
+        input's records are token lists or the output is CoNLL; text-shaped (no entities) else."""
+        shape = record
+        if isinstance(record, Blank):
+            shape = record.like if record.like is not None else {}
+            if options.get("output_format") == "conll":
+                shape = {"tokens": []}
+        if _tokens_field(shape, info) is not None:
             return empty_record(record, None, tokens=[], tags=[])
         return empty_record(record, options.get("text_column") or info.get("text_column") or "text", entities=[])
 
     def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
         """Text -> entities as character spans; tokens (JSON or CoNLL) -> a tag per token."""
         text_column = options.get("text_column") or info.get("text_column") or "text"
-        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+        number = 0
         for chunk in chunks(records, options.get("chunk_size", CHUNK)):
             words, offsets = [], []
             for record in chunk:
-                if tokens_field in record or "tokens" in record:
-                    words.append([str(t) for t in record.get(tokens_field, record.get("tokens"))])
+                number += 1
+                field = _tokens_field(record, info)
+                if field is not None:
+                    words.append([str(t) for t in record[field]])
                     offsets.append(None)
                 elif text_column in record:
                     found = tokenization.words_with_offsets(tokenizer, str(record[text_column] or ""))
                     words.append([w for w, _, _ in found])
                     offsets.append([(s, e) for _, s, e in found])
                 else:
+                    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
                     raise BertkitError(
-                        f"input record has neither '{text_column}' nor '{tokens_field}' (fields: {', '.join(record)})"
+                        f"{place_of(record, number)}: no '{text_column}' or '{tokens_field}' field (fields: "
+                        f"{', '.join(record)}); set --text-column to the field holding the text"
                     )
             tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
             for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
@@ -204,6 +214,13 @@ class NerTask:
 
 
 TASK = NerTask()
+
+
+def _tokens_field(record: dict, info: dict) -> str | None:
+    """The field of `record` holding its token list (the bundle's `ner.tokens_field`, or
+    `tokens`, as CoNLL input gives it), or None for a record that is not a token list."""
+    own = (info.get("ner") or {}).get("tokens_field", "tokens")
+    return next((field for field in (own, "tokens") if field in record), None)
 
 
 # ---------------------------------------------------------------- reading

@@ -22,6 +22,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import graphemes, metrics, models, tokenization
 from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
+from bertkit.data.readers import place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
@@ -116,12 +117,13 @@ class QaTask:
         return score_answers(found, records, info)
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
-        """A record with neither a question nor a context (one without the other is an error)."""
+        """A record whose question and context are both there and both blank. One without either
+        field is not empty: `predict` refuses it, naming the field (as it refuses a question
+        without a context, or the reverse)."""
         from bertkit.prediction import blank
 
-        qa = _complete(info)["qa"]
-        fields = [qa[f"{k}_field"] if qa[f"{k}_field"] in record else k for k in ("question", "context")]
-        return all(blank(record.get(f)) for f in fields)
+        fields = _fields(record, _complete(info)["qa"])
+        return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
 
     def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
         id_field = _complete(info)["qa"]["id_field"]
@@ -140,11 +142,7 @@ class QaTask:
             checked = []
             for record in chunk:
                 number += 1
-                # records built by `--question` use the plain field names
-                fields = {
-                    k: qa[f"{k}_field"] if qa[f"{k}_field"] in record else k for k in ("question", "context", "id")
-                }
-                checked.append(_checked(record, fields, record.get("where") or f"input record {number}", seen))
+                checked.append(_checked(record, _fields(record, qa), place_of(record, number), seen))
             ids, questions, contexts = (list(column) for column in zip(*checked, strict=True))
             batch = options.get("batch_size", 32)
             found = answer_questions(model, tokenizer, info, questions, contexts, batch, keep=alternatives)
@@ -157,6 +155,17 @@ class QaTask:
 
 
 TASK = QaTask()
+
+
+def _fields(record: dict, qa: dict) -> dict[str, str]:
+    """The names of a prediction record's question, context and id fields: the bundle's
+    (`qa.question_field`, ...), or the plain names, which records built by `--question` use.
+    A field that is in neither form is named as the bundle names it, for the error message."""
+    names = {}
+    for key in ("question", "context", "id"):
+        own = qa[f"{key}_field"]
+        names[key] = key if own not in record and key in record else own
+    return names
 
 
 def answer_questions(model, tokenizer, info: dict, questions, contexts, batch_size: int, keep: int = 0) -> list:
@@ -355,8 +364,9 @@ def _checked(record: dict, fields: dict, where: str, ids: dict, default_id: str 
     for name in ("question", "context"):
         if fields[name] not in record:
             raise BertkitError(
-                f"{where}: no '{fields[name]}' field (fields: {', '.join(record)}); set qa.question_field / "
-                "qa.context_field if the data names them differently"
+                f"{where}: no '{fields[name]}' field (fields: {', '.join(record) or 'none'}). Every question "
+                f"needs a '{fields['question']}' and a '{fields['context']}' field (qa.question_field / "
+                "qa.context_field name them when training on data that calls them differently)"
             )
     question, context = str(record[fields["question"]] or ""), str(record[fields["context"]] or "")
     if not context.strip():
