@@ -24,7 +24,7 @@ SECTION_NAMES = ("model", "data", "train", *SECTIONS.values())
 # Each task's measured settings (docs/benchmarks.md, MiniLM on this project's benchmarks): a key
 # a config leaves out takes the task's value here, else the generic default of its field.
 TASK_DEFAULTS: dict[str, dict[tuple[str, str], Any]] = {
-    # IMDb and SST-2 (bench/classify_speed.py, bench/imdb_quality.py): 5e-5 reaches the targets
+    # IMDb and SST-2 (bench/classify_speed.py, bench/classify_quality.py): 5e-5 reaches the targets
     "classify": {("train", "learning_rate"): 5.0e-5},
     # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1
     "ner": {("train", "learning_rate"): 5.0e-5},

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.data.readers import place_of, text_value
 from bertkit.embedding import unit_rows
 from bertkit.errors import BertkitError
 
@@ -52,7 +53,7 @@ def similarity_rows(encoder, records: list[dict], matrix: bool, columns: tuple[s
     text with its scores against all), and the matrix itself (None for pairs). A score that
     involves an empty text is null, and its row is marked `"empty": true`."""
     text_column, pair_column = columns
-    texts = [_text(r.get(text_column)) for r in records]
+    texts = [text_value(r.get(text_column), place_of(r, i + 1), text_column) for i, r in enumerate(records)]
     if matrix:
         scores = matrix_scores(encoder, texts, batch_size)
         rows = []
@@ -61,7 +62,7 @@ def similarity_rows(encoder, records: list[dict], matrix: bool, columns: tuple[s
             if not text.strip():
                 rows[-1]["empty"] = True
         return rows, scores
-    pairs = [_text(r.get(pair_column)) for r in records]
+    pairs = [text_value(r.get(pair_column), place_of(r, i + 1), pair_column) for i, r in enumerate(records)]
     rows = []
     for record, value in zip(records, pair_scores(encoder, texts, pairs, batch_size), strict=True):
         rows.append({**record, "score": _rounded(value)})
@@ -72,10 +73,6 @@ def similarity_rows(encoder, records: list[dict], matrix: bool, columns: tuple[s
 
 def _rounded(value) -> float | None:
     return None if np.isnan(value) else round(float(value), 6)
-
-
-def _text(value) -> str:
-    return "" if value is None else str(value)
 
 
 def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 
 VECTOR_FORMATS = {".npy": "npy", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl"}
@@ -44,7 +45,7 @@ class VectorWriter:
                 row = {k: record[k] for k in ("id",) if k in record}
                 row["text"] = record.get(self.column)
                 row["embedding"] = [round(float(x), 7) for x in vector]
-                if not _text(row["text"]).strip():
+                if not text_value(row["text"]).strip():
                     row["empty"] = True
                 self._handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         else:
@@ -55,7 +56,7 @@ class VectorWriter:
         import pyarrow.parquet as pq
 
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-        columns = {"text": pa.array([_text(r.get(self.column)) for r in records], pa.string())}
+        columns = {"text": pa.array([text_value(r.get(self.column)) for r in records], pa.string())}
         if "id" in records[0]:
             columns = {"id": pa.array([str(r.get("id")) for r in records], pa.string()), **columns}
         columns["embedding"] = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
@@ -82,10 +83,6 @@ def _add_npy_header(path: Path, rows: int, width: int) -> None:
             shutil.copyfileobj(body, out, 1 << 20)
     finally:
         raw.unlink(missing_ok=True)
-
-
-def _text(value) -> str:
-    return "" if value is None else str(value)
 
 
 def embed_file(
@@ -133,4 +130,4 @@ def _checked_text(record, column: str, number: int) -> str:
         raise BertkitError(
             f"{record.where}: record {number} has no '{column}' field (fields: {', '.join(record)}); set --text-column"
         )
-    return _text(record[column])
+    return text_value(record[column], place_of(record, number), column)

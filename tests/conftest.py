@@ -15,6 +15,39 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from tiny import build_tiny_bert, ner_sentence, sentence, write_conll, write_easy_csv, write_spans  # noqa: E402
 
+# ---------------------------------------------------------------- the `slow` marker is kept honest
+# Every test that trains a model (itself or through a fixture it is the first to use) must carry
+# `@pytest.mark.slow`, so that `make test-fast` (`-m "not slow"`) trains nothing. A test that
+# trains without it fails, naming itself.
+
+_running: dict = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _running["item"] = item
+
+
+def pytest_runtest_teardown(item):
+    _running.pop("item", None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _training_needs_the_slow_marker():
+    from transformers import Trainer
+
+    real = Trainer.train
+
+    def guarded(self, *args, **kwargs):
+        item = _running.get("item")
+        if item is not None and item.get_closest_marker("slow") is None:
+            raise AssertionError(f"{item.nodeid} trains a model: mark it @pytest.mark.slow")
+        return real(self, *args, **kwargs)
+
+    Trainer.train = guarded
+    yield
+    Trainer.train = real
+
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from checks import assert_refused
+from checks import assert_refused, write_config
 
 CONFIG_CODE = """
 from transformers import BertConfig
@@ -78,11 +78,7 @@ def test_custom_code_never_runs_on_consent_read_from_the_data(custom_code_bundle
 
 
 def test_train_from_a_model_with_custom_code_needs_consent(cli, tmp_path, custom_code_bundle, easy_data):
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        f"task: classify\nmodel:\n  name: {custom_code_bundle}\n  max_length: 32\n"
-        f"data:\n  train: {easy_data['train']}\noutput_dir: {tmp_path / 'out'}\n"
-    )
+    config = write_config(tmp_path, custom_code_bundle, easy_data["train"])
     code, _, err = cli("train", "classify", "-c", config)
     assert_refused(code, err, "asks to run Python code", "model.trust_remote_code: true")
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
@@ -132,11 +128,7 @@ def test_broken_model_directories_are_clear_errors(cli, tmp_path, classify_bundl
 
 
 def test_max_length_beyond_the_model_is_refused_before_training(cli, tmp_path, tiny_model, easy_data):
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 4096\n"
-        f"data:\n  train: {easy_data['train']}\noutput_dir: {tmp_path / 'out'}\n"
-    )
+    config = write_config(tmp_path, tiny_model, easy_data["train"], max_length=4096)
     code, _, err = cli("train", "classify", "-c", config)
     assert_refused(code, err, "model.max_length: 4096 tokens", "reads at most 128", "Set model.max_length: 128")
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()

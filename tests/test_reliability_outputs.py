@@ -13,20 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
-from checks import assert_refused
+from checks import assert_refused, write_config
 
 from bertkit import outputs
 from bertkit.errors import BertkitError
 
 
 def train_config(tmp_path, model, train, out, extra=""):
-    path = tmp_path / "run.yaml"
-    path.write_text(
-        f"task: classify\nmodel:\n  name: {model}\n  max_length: 32\n"
-        f"data:\n  train: {train}\ntrain:\n  epochs: 1\n  max_steps: 2\n  eval_strategy: 'no'\n"
-        f"output_dir: {out}\n{extra}"
-    )
-    return path
+    steps = "train:\n  epochs: 1\n  max_steps: 2\n  eval_strategy: 'no'\n"
+    return write_config(tmp_path, model, train, out, steps + extra)
 
 
 # ---------------------------------------------------------------- --overwrite

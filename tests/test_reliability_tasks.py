@@ -5,7 +5,8 @@ import csv
 import io
 import json
 
-from checks import assert_refused
+import pytest
+from checks import assert_refused, write_config
 
 
 def jsonl(path, *records):
@@ -139,11 +140,7 @@ def test_fill_mask_errors_name_file_and_line(cli, tmp_path, head_models):
 
 
 def test_span_ner_data_given_to_the_classifier_is_recognised(cli, tmp_path, tiny_model, ner_data):
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {ner_data['spans']}\n"
-        f"output_dir: {tmp_path / 'model'}\n"
-    )
+    config = write_config(tmp_path, tiny_model, ner_data["spans"])
     code, _, err = cli("train", "classify", "-c", config)
     assert_refused(code, err, "no column 'label'", "This looks like NER data")
 
@@ -191,3 +188,24 @@ def test_csv_keeps_fields_that_only_later_records_have(cli, tmp_path, head_model
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
     assert [r["id"] for r in rows] == ["", "b"] and [r["empty"] for r in rows] == ["false", "false"]
+
+
+@pytest.mark.slow
+def test_a_text_field_that_is_not_text_is_refused_in_every_task(cli, tmp_path, head_models, classify_bundle):
+    """A list or a mapping where the text belongs is an error naming its line, not its Python
+    spelling (`['a']`) run through the model; a number is written out as text, as CSV has it."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "fine [MASK] words"}\n{"text": "42 [MASK]"}\n{"text": ["a", "list"]}\n')
+    for model in (classify_bundle, head_models["ner"], head_models["mlm"]):
+        code, _, err = cli("predict", "-m", model, "-i", source)
+        assert_refused(code, err, f"{source}:3: 'text' holds a list, not text")
+    code, _, err = cli("embed", "-m", classify_bundle, "-i", source, "-o", tmp_path / "v.npy")
+    assert_refused(code, err, f"{source}:3: 'text' holds a list, not text")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": {"a": 1}, "context": "some words"}\n')
+    code, _, err = cli("predict", "-m", head_models["qa"], "-i", questions)
+    assert_refused(code, err, f"{questions}:1: 'question' holds a JSON object, not text")
+    numbers = tmp_path / "numbers.jsonl"
+    numbers.write_text('{"text": 42}\n')
+    code, out, err = cli("predict", "-m", classify_bundle, "-i", numbers)
+    assert code == 0 and json.loads(out)["label"] is not None, err

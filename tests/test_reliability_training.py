@@ -6,19 +6,14 @@ import json
 import shutil
 
 import pytest
-from checks import assert_refused
+from checks import assert_refused, write_config
 
 pytestmark = pytest.mark.slow
 
 
 def config(tmp_path, model, train, extra=""):
-    path = tmp_path / "run.yaml"
-    path.write_text(
-        f"task: classify\nmodel:\n  name: {model}\n  max_length: 32\n"
-        f"data:\n  train: {train}\ntrain:\n  epochs: 3\n  batch_size: 32\n  learning_rate: 3.0e-3\n"
-        f"  save_total_limit: 3\noutput_dir: {tmp_path / 'out'}\n{extra}"
-    )
-    return path
+    steps = "train:\n  epochs: 3\n  batch_size: 32\n  learning_rate: 3.0e-3\n  save_total_limit: 3\n"
+    return write_config(tmp_path, model, train, extra=steps + extra)
 
 
 def test_a_metric_typo_is_caught_before_training(cli, tmp_path, tiny_model, easy_data):

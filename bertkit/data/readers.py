@@ -285,6 +285,20 @@ def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) 
         yield f"{name}:{number}", record
 
 
+def text_value(value, where: str | None = None, field: str = "text") -> str:
+    """A record's text field as text: null is empty, a number is written out (CSV-style), and a
+    list, mapping or true/false is an error naming the record (not its Python spelling as text)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    kind = {bool: "true/false", list: "list", dict: "JSON object"}.get(type(value), type(value).__name__)
+    place = f"{where}: " if where else ""
+    raise BertkitError(f"{place}'{field}' holds a {kind}, not text; give each record its text as a string")
+
+
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

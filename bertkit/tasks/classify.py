@@ -15,6 +15,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
+from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
 
@@ -302,9 +303,9 @@ TASK = ClassifyTask()
 
 
 def encode_texts(tokenizer, split, info: dict) -> dict:
-    texts = [_as_text(t) for t in split[info["text_column"]]]
+    texts = [text_value(t, None, info["text_column"]) for t in split[info["text_column"]]]
     pair_column = info.get("text_pair_column")
-    pairs = [_as_text(t) for t in split[pair_column]] if pair_column else None
+    pairs = [text_value(t, None, pair_column) for t in split[pair_column]] if pair_column else None
     return encode_columns(tokenizer, texts, pairs, info)
 
 
@@ -345,17 +346,13 @@ def _rows(columns: dict) -> list[dict]:
 
 def _text_of(record: dict, column: str, number: int, option: str = "--text-column") -> str:
     if column not in record:
-        from bertkit.data.readers import kind_hint, place_of
+        from bertkit.data.readers import kind_hint
 
         raise BertkitError(
             f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set {option}."
             + kind_hint(record)
         )
-    return _as_text(record[column])
-
-
-def _as_text(value) -> str:
-    return "" if value is None else str(value)
+    return text_value(record[column], place_of(record, number), column)
 
 
 def _label_name(value) -> str:

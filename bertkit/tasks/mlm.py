@@ -16,7 +16,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config, DataSource, load_config
 from bertkit.data.corpus import load_corpus
-from bertkit.data.readers import place_of
+from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward
 from bertkit.masking import IGNORE, MaskingCollator, fixed_masks
@@ -325,7 +325,7 @@ def _text(record: dict, column: str, number: int) -> str:
         raise BertkitError(
             f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set --text-column"
         )
-    return "" if record[column] is None else str(record[column])
+    return text_value(record[column], place_of(record, number), column)
 
 
 def _masked_only(model):

@@ -22,7 +22,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import graphemes, metrics, models, tags, tokenization
 from bertkit.config import Config, DataSource
-from bertkit.data.readers import Blank, place_of
+from bertkit.data.readers import Blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
@@ -199,7 +199,9 @@ class NerTask:
                     words.append([str(t) for t in record[field]])
                     offsets.append(None)
                 elif text_column in record:
-                    found = tokenization.words_with_offsets(tokenizer, str(record[text_column] or ""))
+                    found = tokenization.words_with_offsets(
+                        tokenizer, text_value(record[text_column], place_of(record, number), text_column)
+                    )
                     words.append([w for w, _, _ in found])
                     offsets.append([(s, e) for _, s, e in found])
                 else:
@@ -259,7 +261,7 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
                         "ner.entities_field to the field that lists the entities (a sentence without any "
                         "has an empty list)"
                     )
-                text = str(record[cfg.data.text_column] or "")
+                text = text_value(record[cfg.data.text_column], where, cfg.data.text_column)
                 found.append({"text": text, "entities": _spans(record, ner, text, where), "where": where})
             else:
                 raise BertkitError(
@@ -540,7 +542,7 @@ def describe(record: dict, words: list[str], offsets, tagged: WordTags, text_col
         if "rows" in record:
             out["rows"] = record["rows"]
         return out
-    text = str(record[text_column] or "")
+    text = text_value(record[text_column], place_of(record, 0), text_column)
     out["text"] = text
     clusters = graphemes.Graphemes(text)
     confidence = tagged.probs.max(-1) if len(tagged.probs) else np.zeros(0)

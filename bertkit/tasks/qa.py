@@ -22,7 +22,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import graphemes, metrics, models, tokenization
 from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
-from bertkit.data.readers import place_of
+from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
@@ -368,7 +368,8 @@ def _checked(record: dict, fields: dict, where: str, ids: dict, default_id: str 
                 f"needs a '{fields['question']}' and a '{fields['context']}' field (qa.question_field / "
                 "qa.context_field name them when training on data that calls them differently)"
             )
-    question, context = str(record[fields["question"]] or ""), str(record[fields["context"]] or "")
+    question = text_value(record[fields["question"]], where, fields["question"])
+    context = text_value(record[fields["context"]], where, fields["context"])
     if not context.strip():
         raise BertkitError(f"{where}: the context is empty; a question needs a passage to find its answer in")
     if not question.strip():
