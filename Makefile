@@ -1,4 +1,5 @@
-# bertkit: `make demo` trains and runs a classifier offline; `make test` runs the test suite.
+# bertkit: `make demo` trains and runs a classifier offline; `make test` runs the test suite
+# (`make test-fast`: only the tests that train nothing).
 # torch is installed first, from TORCH_SPEC (the CPU wheel here; override for CUDA builds), and
 # never upgraded afterwards: the project's own requirement on torch is a range it satisfies.
 
@@ -8,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-fast lint bench clean
 
 install: $(VENV)/.installed
 
@@ -25,6 +26,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# unit tests and everything that trains nothing (under a minute); `make test` runs them all
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: install
 	$(BIN)/ruff check bertkit tests bench

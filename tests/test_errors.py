@@ -131,6 +131,7 @@ def test_model_that_is_not_a_model_directory(cli, tmp_path):
     assert_clean_failure(code, err, "not a directory")
 
 
+@pytest.mark.slow
 def test_predict_empty_input_writes_nothing(cli, tmp_path, run_config):
     assert run_config(None)[0] == 0
     empty = tmp_path / "empty.txt"

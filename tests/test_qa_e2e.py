@@ -7,6 +7,8 @@ import random
 import pytest
 from tiny import qa_paragraph, write_squad
 
+pytestmark = pytest.mark.slow  # every test here trains a model
+
 
 @pytest.fixture(scope="module")
 def squad_files(tmp_path_factory):

@@ -6,6 +6,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 
 LINES = ["great film", "", "awful film", "   ", "lovely book"]
 
@@ -15,6 +16,7 @@ def write_lines(path, lines=LINES):
     return path
 
 
+@pytest.mark.slow
 def test_predict_keeps_blank_lines_in_every_format(cli, tmp_path, classify_bundle):
     source = write_lines(tmp_path / "in.txt")
     code, out, err = cli("predict", "-m", classify_bundle, "-i", source)

@@ -57,6 +57,7 @@ def _drop_label(info):
         ("problem", lambda p: _edit_json(p, _set("problem_type", "poetry")), "'problem_type' must be one of"),
     ],
 )
+@pytest.mark.slow
 def test_wrong_bundle_descriptions_are_refused(cli, tmp_path, classify_bundle, texts, name, write, needle):
     folder = _copy(tmp_path, classify_bundle)
     write(folder / "bertkit.json")
@@ -66,6 +67,7 @@ def test_wrong_bundle_descriptions_are_refused(cli, tmp_path, classify_bundle, t
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_labels_that_do_not_fit_the_model_name_both_files(cli, tmp_path, classify_bundle, texts):
     folder = _copy(tmp_path, classify_bundle)
     _edit_json(folder / "bertkit.json", _drop_label)
@@ -83,6 +85,7 @@ def test_ner_labels_that_do_not_fit_the_model_are_refused(cli, tmp_path, head_mo
     assert_refused(code, err, "bertkit.json lists 2 labels, but", "has 5")
 
 
+@pytest.mark.slow
 def test_a_config_json_that_is_not_an_object_is_refused(cli, tmp_path, classify_bundle, texts):
     folder = _copy(tmp_path, classify_bundle)
     (folder / "config.json").write_text("[]")

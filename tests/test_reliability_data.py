@@ -139,6 +139,7 @@ def test_label_errors_name_file_and_line(train, tmp_path):
     assert_refused(code, err, "d.csv:2: label 'neu' is not in data.labels (pos, neg)")
 
 
+@pytest.mark.slow
 def test_ner_and_qa_files_given_to_a_classifier(train, tmp_path, cli, classify_bundle):
     conll = tmp_path / "d.conll"
     conll.write_text("Alice B-PER\nmet O\n\nBob B-PER\nleft O\n")
@@ -152,6 +153,7 @@ def test_ner_and_qa_files_given_to_a_classifier(train, tmp_path, cli, classify_b
     assert_refused(code, err, "q.jsonl:1", "question-answering data")
 
 
+@pytest.mark.slow
 def test_a_rare_class_is_not_sent_wholly_to_validation(train, tmp_path):
     data = tmp_path / "d.csv"
     rows = [f"text {i},{'pos' if i % 2 else 'neg'}" for i in range(60)] + ["odd one,neutral", "odd two,neutral"]

@@ -60,6 +60,7 @@ def run_bertkit(*args, stdin: bytes = b"", env=None):
     return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
+@pytest.mark.slow
 def test_custom_code_never_runs_on_consent_read_from_the_data(custom_code_bundle, tmp_path):
     marker = tmp_path / "ran.txt"
     env = {"BERTKIT_TEST_MARKER": str(marker), "HF_MODULES_CACHE": str(tmp_path / "modules")}
@@ -77,6 +78,7 @@ def test_custom_code_never_runs_on_consent_read_from_the_data(custom_code_bundle
     assert marker.exists() and json.loads(out)["label"] in ("positive", "negative")
 
 
+@pytest.mark.slow
 def test_train_from_a_model_with_custom_code_needs_consent(cli, tmp_path, custom_code_bundle, easy_data):
     config = write_config(tmp_path, custom_code_bundle, easy_data["train"])
     code, _, err = cli("train", "classify", "-c", config)
@@ -115,6 +117,7 @@ def _truncate(path):
         ("bad-tokenizer", lambda f: _truncate(f / "tokenizer.json"), "tokenizer.json"),
     ],
 )
+@pytest.mark.slow
 def test_broken_model_directories_are_clear_errors(cli, tmp_path, classify_bundle, name, damage, needle):
     folder = _broken(tmp_path, classify_bundle, name, damage)
     source = tmp_path / "in.txt"
@@ -134,6 +137,7 @@ def test_max_length_beyond_the_model_is_refused_before_training(cli, tmp_path, t
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
 
 
+@pytest.mark.slow
 def test_a_bundle_that_records_too_long_a_length_still_predicts(cli, tmp_path, classify_bundle):
     folder = tmp_path / "old"
     shutil.copytree(classify_bundle, folder)

@@ -64,6 +64,7 @@ def test_overwrite_refuses_the_current_home_and_data_directories(cli, tmp_path, 
     assert data.exists()
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_a_bundle_but_not_files_added_to_it(cli, tmp_path, tiny_model, easy_data):
     out = tmp_path / "model"
     config = train_config(tmp_path, tiny_model, easy_data["train"], out)
@@ -81,6 +82,7 @@ def test_overwrite_replaces_a_bundle_but_not_files_added_to_it(cli, tmp_path, ti
     assert (out / "my-notes.txt").read_text() == "keep me" and (out / "bertkit.json").is_file()
 
 
+@pytest.mark.slow
 def test_overwrite_of_evaluate_and_tokenizer_outputs(cli, tmp_path, classify_bundle, easy_data):
     target = tmp_path / "scores"
     target.mkdir()
@@ -96,6 +98,7 @@ def test_overwrite_of_evaluate_and_tokenizer_outputs(cli, tmp_path, classify_bun
 # ---------------------------------------------------------------- result files
 
 
+@pytest.mark.slow
 def test_results_follow_the_umask_and_keep_an_existing_mode(cli, tmp_path, classify_bundle):
     source = tmp_path / "in.txt"
     source.write_text("great film\n")
@@ -113,6 +116,7 @@ def test_results_follow_the_umask_and_keep_an_existing_mode(cli, tmp_path, class
         os.umask(old)
 
 
+@pytest.mark.slow
 def test_symlink_output_writes_through_the_link(cli, tmp_path, classify_bundle):
     source = tmp_path / "in.txt"
     source.write_text("great film\nawful film\n")
@@ -126,6 +130,7 @@ def test_symlink_output_writes_through_the_link(cli, tmp_path, classify_bundle):
     assert link.is_symlink() and len(real.read_text().splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_fifo_output_is_written_into(cli, tmp_path, classify_bundle):
     source = tmp_path / "in.txt"
     source.write_text("great film\nawful film\n")
@@ -140,6 +145,7 @@ def test_fifo_output_is_written_into(cli, tmp_path, classify_bundle):
     assert stat.S_ISFIFO(fifo.stat().st_mode) and len(received[0].splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_unwritable_outputs_fail_before_any_work(cli, tmp_path, classify_bundle, monkeypatch):
     source = tmp_path / "in.txt"
     source.write_text("great film\n")
@@ -156,6 +162,7 @@ def test_unwritable_outputs_fail_before_any_work(cli, tmp_path, classify_bundle,
     assert code == 2 and ".npy" in err
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_nothing_behind(cli, tmp_path, classify_bundle, monkeypatch):
     import errno
 
@@ -186,6 +193,7 @@ def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
     assert alive.exists() and (tmp_path / "pred.jsonl").read_text() == "new\n"
 
 
+@pytest.mark.slow
 def test_sigterm_during_predict_leaves_no_temporary_file(tmp_path, classify_bundle):
     out = tmp_path / "pred.jsonl"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -212,6 +220,7 @@ def test_sigterm_during_predict_leaves_no_temporary_file(tmp_path, classify_bund
 # ---------------------------------------------------------------- one run at a time
 
 
+@pytest.mark.slow
 def test_a_running_job_locks_its_output(cli, tmp_path, tiny_model, easy_data):
     out = tmp_path / "model"
     config = train_config(tmp_path, tiny_model, easy_data["train"], out)
@@ -258,6 +267,7 @@ def test_overwrite_protects_globbed_data_and_the_base_model(cli, tmp_path, tiny_
     assert code == 2 and (Path(tiny_model) / "config.json").exists(), err
 
 
+@pytest.mark.slow
 def test_overwrite_of_a_bundle_without_manifest_keeps_unknown_files(cli, tmp_path, tiny_model, easy_data):
     """A bundle from before manifests is recognised by its own files; anything else in it is the user's."""
     out = tmp_path / "model"
@@ -272,6 +282,7 @@ def test_overwrite_of_a_bundle_without_manifest_keeps_unknown_files(cli, tmp_pat
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_only_the_same_kind_of_output(cli, tmp_path, classify_bundle, easy_data):
     """evaluate -o BUNDLE --overwrite would replace a model with a metrics folder: refused."""
     copy = tmp_path / "model"
@@ -283,6 +294,7 @@ def test_overwrite_replaces_only_the_same_kind_of_output(cli, tmp_path, classify
     assert (copy / "model.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_debris_of_a_killed_writer_does_not_block_overwrite(cli, tmp_path, classify_bundle, easy_data):
     target = tmp_path / "scores"
     assert cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", target)[0] == 0
@@ -315,6 +327,7 @@ def test_every_file_of_a_published_bundle_follows_the_umask(tmp_path):
 # ---------------------------------------------------------------- paths that cannot be outputs
 
 
+@pytest.mark.slow
 def test_outputs_inside_the_model_or_under_a_file_are_refused(cli, tmp_path, classify_bundle, easy_data):
     source = tmp_path / "in.txt"
     source.write_text("great film\n")
@@ -348,6 +361,7 @@ def test_outputs_inside_the_model_or_under_a_file_are_refused(cli, tmp_path, cla
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow
 def test_missing_or_damaged_inputs_are_clear_errors(cli, tmp_path, classify_bundle):
     fake = tmp_path / "texts.txt.gz"
     fake.write_bytes(b"not gzip at all")
@@ -399,6 +413,7 @@ def test_the_lock_is_whole_when_it_appears(tmp_path, monkeypatch):
     assert seen and json.loads(seen[0])["pid"] == os.getpid()
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_it_was_interrupted(tmp_path, classify_bundle):
     out = tmp_path / "pred.jsonl"
     process = subprocess.Popen(

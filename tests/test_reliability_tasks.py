@@ -155,6 +155,7 @@ def table(path, fmt: str) -> list[list[str]]:
     return [line.split("\t") for line in text.splitlines()]
 
 
+@pytest.mark.slow
 def test_csv_and_tsv_columns_do_not_depend_on_the_first_record(cli, tmp_path, classify_bundle):
     first = jsonl(tmp_path / "first.jsonl", None, {"id": 2, "text": "great film"}, {"id": 3, "text": "awful"})
     later = jsonl(tmp_path / "later.jsonl", {"id": 1, "text": "great film"}, None, {"id": 3, "text": "awful"})
