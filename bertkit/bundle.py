@@ -70,7 +70,7 @@ def read_info(root: Path, pooling_needed: bool = True) -> dict | None:
     not an object, no task or an unknown one, a `max_length` that is not a positive whole
     number, labels that do not fit the model's head (classify, NER), or an embed bundle's pooling
     (checked only when it is used: `pooling_needed` is false when the user gave --pooling)."""
-    from bertkit.tasks import MODULES
+    from bertkit.tasks import registry
 
     file = root / INFO_FILE
     if not file.is_file():
@@ -82,9 +82,10 @@ def read_info(root: Path, pooling_needed: bool = True) -> dict | None:
             f"{file} does not name the model's task (no 'task' key); restore the file, or delete it "
             "to run the model as a plain Hugging Face model"
         )
-    if not isinstance(task, str) or task not in MODULES:
+    if not isinstance(task, str) or task not in registry.names():
+        known = ", ".join(registry.names())
         raise BertkitError(
-            f"{file}: unknown task {_shown(task)}; 'task' must be one of {', '.join(MODULES)}. {RESTORE.capitalize()}."
+            f"{file}: unknown task {_shown(task)}; 'task' must be one of {known}. {RESTORE.capitalize()}."
         )
     if "max_length" in info and not positive_int(info["max_length"]):
         raise BertkitError(

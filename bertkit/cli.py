@@ -58,15 +58,6 @@ def root(
 # ---------------------------------------------------------------- train
 
 
-TRAIN_COMMANDS = {
-    "classify": "Text classification: single texts or pairs; multi-class, multi-label or regression.",
-    "ner": "Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
-    "qa": "Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
-    "mlm-adapt": "Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
-    "embed": "Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
-}
-
-
 def _register_train_command(task: str, summary: str) -> None:
     def command(
         config: Path = ConfigOption,
@@ -83,8 +74,17 @@ def _register_train_command(task: str, summary: str) -> None:
     train_app.command(task, help=summary)(command)
 
 
-for _task, _summary in TRAIN_COMMANDS.items():
-    _register_train_command(_task, _summary)
+def _sync_train_commands() -> None:
+    """One `bertkit train NAME` per registered task (tasks registered later get theirs too)."""
+    from bertkit.tasks import registry
+
+    known = {info.name for info in train_app.registered_commands}
+    for item in registry.records():
+        if item.name not in known:
+            _register_train_command(item.name, item.summary)
+
+
+_sync_train_commands()
 
 
 def _train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bool, trust: bool = False) -> None:
@@ -577,6 +577,7 @@ def main(argv: list[str] | None = None) -> None:
         if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             with contextlib.suppress(ValueError):  # not the main thread
                 signal.signal(number, stop)
+    _sync_train_commands()
     try:
         app(args=argv, prog_name="bertkit")
     except BertkitError as err:

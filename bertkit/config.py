@@ -10,52 +10,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from bertkit.errors import BertkitError, did_you_mean
+from bertkit.tasks import registry
 
-TASKS = ("classify", "ner", "qa", "mlm-adapt", "embed")
-# the config section of each task's own settings
-SECTIONS = {"classify": "classify", "ner": "ner", "qa": "qa", "mlm-adapt": "mlm", "embed": "embed"}
+BASE_SECTIONS = ("model", "data", "train")  # every run has these; each task adds its own (registry)
 
 
-SECTION_NAMES = ("model", "data", "train", *SECTIONS.values())
-
-# Each task's measured settings (docs/benchmarks.md, MiniLM on this project's benchmarks): a key
-# a config leaves out takes the task's value here, else the generic default of its field.
-TASK_DEFAULTS: dict[str, dict[tuple[str, str], Any]] = {
-    # IMDb and SST-2 (bench/classify_speed.py, bench/classify_quality.py): 5e-5 reaches the targets
-    "classify": {("train", "learning_rate"): 5.0e-5},
-    # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1
-    "ner": {("train", "learning_rate"): 5.0e-5},
-    # SQuAD (bench/qa_quality.py): 3e-4 with the fresh head at 3e-3 and 10% warmup, F1 33.0
-    # where run_qa.py's 5e-5 gives 12.2 on the same budget
-    "qa": {
-        ("model", "max_length"): 384,
-        ("train", "learning_rate"): 3.0e-4,
-        ("train", "head_learning_rate"): 3.0e-3,
-        ("train", "warmup_ratio"): 0.1,
-        ("train", "group_by_length"): True,
-    },
-    # scicite adaptation (bench/adapt_quality.py mlm): blocks of 128, 1e-4, a new head at 1e-3
-    "mlm-adapt": {
-        ("model", "max_length"): 128,
-        ("train", "learning_rate"): 1.0e-4,
-        ("train", "head_learning_rate"): 1.0e-3,
-    },
-    # SQuAD retrieval (bench/adapt_quality.py embed): 3e-5, batch 32 (more in-batch negatives), 10% warmup
-    "embed": {
-        ("train", "learning_rate"): 3.0e-5,
-        ("train", "batch_size"): 32,
-        ("train", "warmup_ratio"): 0.1,
-    },
-}
+def section_names() -> tuple[str, ...]:
+    return (*BASE_SECTIONS, *(item.section for item in registry.records()))
 
 
 def default_of(task: str, section: str, key: str) -> Any:
-    """The value `section.key` takes in a `task` config that leaves it out."""
-    if (section, key) in TASK_DEFAULTS.get(task, {}):
-        return TASK_DEFAULTS[task][(section, key)]
+    """The value `section.key` takes in a `task` config that leaves it out: the task's measured
+    default (its registry record), else the field's own."""
+    defaults = registry.record(task).defaults
+    if (section, key) in defaults:
+        return defaults[(section, key)]
     return _model_of(Config.model_fields[section].annotation).model_fields[key].get_default(call_default_factory=True)
 
 
@@ -272,6 +244,11 @@ class QaConfig(Section):
         "mostly Chinese / Japanese characters",
     )
 
+    def derive(self, run: RunConfig) -> None:
+        """Settings that follow others when left out (called once the whole config is read)."""
+        if self.doc_stride is None:
+            self.doc_stride = derived_doc_stride(run.model.max_length)
+
 
 class MlmConfig(Section):
     mode: Literal["blocks", "lines"] = Field(
@@ -339,16 +316,13 @@ class EmbedConfig(Section):
     )
 
 
-class Config(Section):
-    task: str = Field("classify", description="the job: " + ", ".join(TASKS))
+class RunConfig(Section):
+    """What every run has; `Config` adds one section per registered task (`_build`)."""
+
+    task: str = Field("classify", description="the job: a task of `bertkit train --help` (classify, ner, qa, ...)")
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
     data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
     train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
-    classify: ClassifyConfig = Field(default_factory=ClassifyConfig, description="settings of the classify task")
-    ner: NerConfig = Field(default_factory=NerConfig, description="settings of the ner task")
-    qa: QaConfig = Field(default_factory=QaConfig, description="settings of the qa task")
-    mlm: MlmConfig = Field(default_factory=MlmConfig, description="settings of the mlm-adapt task")
-    embed: EmbedConfig = Field(default_factory=EmbedConfig, description="settings of the embed task")
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @model_validator(mode="before")
@@ -357,8 +331,10 @@ class Config(Section):
         # `mlm:` with nothing under it is an empty section in YAML terms, not an error
         if not isinstance(value, dict):
             return value
-        value = {k: {} if v is None and k in SECTION_NAMES else v for k, v in value.items()}
-        for (section, key), default in TASK_DEFAULTS.get(value.get("task", "classify"), {}).items():
+        value = {k: {} if v is None and k in section_names() else v for k, v in value.items()}
+        task = value.get("task", "classify")
+        defaults = registry.record(task).defaults if task in registry.names() else {}
+        for (section, key), default in defaults.items():
             given = value.setdefault(section, {})
             if isinstance(given, dict):
                 value[section] = {key: default, **given}
@@ -367,20 +343,45 @@ class Config(Section):
         return value
 
     @model_validator(mode="after")
-    def _derived(self) -> Config:
-        if self.qa.doc_stride is None:
-            self.qa.doc_stride = derived_doc_stride(self.model.max_length)
+    def _derived(self) -> RunConfig:
+        for item in registry.records():
+            derive = getattr(getattr(self, item.section, None), "derive", None)
+            if derive is not None:
+                derive(self)
         return self
 
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
-        if value not in TASKS:
-            raise ValueError(f"unknown task '{value}'; choose one of {', '.join(TASKS)}")
+        if value not in registry.names():
+            raise ValueError(f"unknown task '{value}'; choose one of {', '.join(registry.names())}")
         return value
 
+    def settings(self):
+        """The section of this run's own task."""
+        return getattr(self, registry.record(self.task).section)
+
     def dump(self) -> dict:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        data["output_dir"] = data.pop("output_dir")  # last, as config files have it
+        return data
+
+
+def _build() -> type[RunConfig]:
+    """The config schema: the common sections and one per registered task."""
+    sections = {}
+    for item in registry.records():
+        settings = item.settings_class()
+        sections[item.section] = (
+            settings,
+            Field(default_factory=settings, description=f"settings of the {item.name} task"),
+        )
+    return create_model("Config", __base__=RunConfig, **sections)
+
+
+def _rebuild() -> None:
+    global Config
+    Config = _build()
 
 
 # ---------------------------------------------------------------- loading
@@ -592,32 +593,15 @@ def _model_of(annotation) -> type[BaseModel] | None:
 # ---------------------------------------------------------------- writing
 
 
-def to_yaml(config: Config) -> str:
+def to_yaml(config: RunConfig) -> str:
     import yaml
 
     return yaml.safe_dump(config.dump(), sort_keys=False, allow_unicode=True)
 
 
-STARTER_VALUES = {
-    "classify": {("data", "train"): "examples/reviews/train.csv", ("data", "test"): "examples/reviews/test.csv"},
-    "ner": {("data", "train"): "data/train.conll", ("data", "validation"): "data/dev.conll"},
-    "qa": {
-        ("data", "train"): "data/train-v1.1.json",
-        ("data", "validation"): "data/dev-v1.1.json",
-    },
-    "mlm-adapt": {("data", "train"): "data/domain.txt"},
-    "embed": {
-        ("data", "train"): "data/pairs.jsonl",
-        ("data", "text_pair_column"): "positive",
-        ("model", "max_length"): 128,
-    },
-}
-
-
 def starter_yaml(task: str) -> str:
     """A complete, commented config for `task`: every key, its default and its help."""
-    if task not in TASKS:
-        raise BertkitError(f"unknown task '{task}'{did_you_mean(task, TASKS)}; choose from {TASKS}")
+    item = registry.record(task)
 
     out = [
         f"# bertkit config for `bertkit train {task}`. Every key shows its default, except those marked",
@@ -625,8 +609,8 @@ def starter_yaml(task: str) -> str:
         "",
         f"task: {task}",
     ]
-    sections = ["model", "data", "train", SECTIONS[task]]
-    examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **STARTER_VALUES[task]}
+    sections = [*BASE_SECTIONS, item.section]
+    examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **item.starter}
     for name in sections:
         field = Config.model_fields[name]
         out += ["", f"# {field.description}", f"{name}:"]
@@ -647,3 +631,7 @@ def _flow(value) -> str:
 
     text = yaml.safe_dump(value, default_flow_style=True).strip()
     return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+Config = _build()
+registry.on_change(_rebuild)

@@ -113,11 +113,7 @@ def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options
 def is_empty(task, record: dict, info: dict, options: dict) -> bool:
     if isinstance(record, Blank):
         return True
-    own = getattr(task, "is_empty", None)
-    if own is not None:
-        return own(record, info, options)
-    column = options.get("text_column") or "text"
-    return column in record and blank(record[column])
+    return task.is_empty(record, info, options)
 
 
 def blank(value) -> bool:

@@ -33,13 +33,14 @@ def bar(description: str, total: int | None = None) -> Progress:
     return progress
 
 
-def _transformers_callback_base():
+def callback_base():
+    """transformers' TrainerCallback, imported only when a callback class is defined."""
     from transformers import TrainerCallback
 
     return TrainerCallback
 
 
-class RichProgress(_transformers_callback_base()):
+class RichProgress(callback_base()):
     """Shows training steps as a rich progress bar and each log entry as one readable line."""
 
     def __init__(self):

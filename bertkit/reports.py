@@ -4,16 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PIPELINES = {
-    "classify": "text-classification",
-    "ner": "token-classification",
-    "qa": "question-answering",
-    "mlm-adapt": "fill-mask",
-    "embed": "sentence-similarity",
-}
-# (the model card's tag; transformers 5 runs QA models without a pipeline, see _python_use)
-
-
 # Fonts with Japanese and Chinese glyphs, tried after the default for labels such as 人名 or 地名.
 CJK_FONTS = ["Noto Sans CJK JP", "IPAexGothic", "IPAGothic", "TakaoGothic", "Hiragino Sans", "Yu Gothic", "MS Gothic"]
 
@@ -140,18 +130,6 @@ def task_plots(scores: dict, folder: Path) -> list[str]:
 # ---------------------------------------------------------------- model card
 
 
-def _kind(info: dict) -> str:
-    if info.get("task") == "mlm-adapt":
-        masking = "whole-word masking" if info.get("whole_word_masking") else "token masking"
-        return f"masked LM, {info.get('mode')} of {info.get('block_size')} tokens, {masking}"
-    if info.get("task") == "embed":
-        norm = ", L2-normalised" if info.get("normalize") else ""
-        return f"sentence embeddings: {info.get('pooling')} pooling{norm}, {info.get('loss')} loss"
-    if info.get("task") == "qa":
-        return "SQuAD v2: may answer nothing" if info.get("version_2") else "SQuAD v1: always answers"
-    return info.get("problem_type") or "IOB2 tags"
-
-
 def model_card(info: dict, path: Path) -> None:
     from bertkit.outputs import atomic_text
 
@@ -160,6 +138,9 @@ def model_card(info: dict, path: Path) -> None:
 
 
 def card_text(info: dict) -> str:
+    from bertkit.tasks import get_task, record
+
+    task = get_task(info["task"])
     cfg = info.get("config", {})
     data = cfg.get("data", {})
     train = cfg.get("train", {})
@@ -167,12 +148,12 @@ def card_text(info: dict) -> str:
         "---",
         "library_name: transformers",
         f"base_model: {info.get('base_model')}",
-        f"tags: [bertkit, {PIPELINES.get(info.get('task'), 'feature-extraction')}]",
+        f"tags: [bertkit, {record(info['task']).pipeline}]",
         "---",
         "",
         f"# {Path(cfg.get('output_dir', 'model')).name}",
         "",
-        f"A `{info.get('task')}` model ({_kind(info)}) "
+        f"A `{info.get('task')}` model ({task.card_summary(info)}) "
         + ("pre-trained from scratch" if info.get("from_scratch") else f"fine-tuned from `{info.get('base_model')}`")
         + f" with bertkit {info.get('bertkit_version')}.",
         "",
@@ -221,11 +202,11 @@ def card_text(info: dict) -> str:
         "## Use",
         "",
         "```bash",
-        _cli_use(info.get("task"), where),
+        task.cli_usage(where),
         "```",
         "",
         "```python",
-        *_python_use(info.get("task"), where),
+        *task.python_usage(where),
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
@@ -243,34 +224,6 @@ def _headline(info: dict) -> list[str]:
         f"**{scores[name + '_after']:.4g}** after it."
         for name in names
     ] + ([""] if names else [])
-
-
-def _cli_use(task: str | None, where: str) -> str:
-    if task == "embed":
-        return f"bertkit embed --model {where} --input texts.txt --output vectors.npy"
-    example = {"qa": "questions.jsonl", "mlm-adapt": "masked.txt"}.get(task, "texts.txt")
-    return f"bertkit predict --model {where} --input {example} --output predictions.jsonl"
-
-
-def _python_use(task: str | None, where: str) -> list[str]:
-    if task == "embed":
-        return [
-            "import torch",
-            "from transformers import AutoModel, AutoTokenizer",
-            f'model, tokenizer = AutoModel.from_pretrained("{where}"), AutoTokenizer.from_pretrained("{where}")',
-            'batch = tokenizer(["a sentence"], padding=True, truncation=True, return_tensors="pt")',
-            "with torch.no_grad():",
-            "    tokens = model(**batch).last_hidden_state  # pool as bertkit.json's `pooling` says; mean:",
-            '    mask = batch["attention_mask"].unsqueeze(-1)',
-            "    vectors = (tokens * mask).sum(1) / mask.sum(1)",
-        ]
-    if task == "qa":  # transformers 5 has no question-answering pipeline
-        return [
-            "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",
-            f'model = AutoModelForQuestionAnswering.from_pretrained("{where}")',
-            f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
-        ]
-    return ["from transformers import pipeline", f'model = pipeline("{PIPELINES[task]}", model="{where}")']
 
 
 def _source(value) -> str:

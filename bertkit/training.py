@@ -18,15 +18,10 @@ from pathlib import Path
 from bertkit import __version__, metrics, models, outputs, reports
 from bertkit.config import Config
 from bertkit.errors import BertkitError, did_you_mean
+from bertkit.progress import callback_base
 from bertkit.tasks import get_task
 
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
-
-
-def _callback_base():
-    from transformers import TrainerCallback
-
-    return TrainerCallback
 
 
 def resolve_precision(choice: str) -> str:
@@ -83,7 +78,7 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
     precision = resolve_precision(cfg.train.precision)
     set_seed(cfg.train.seed)
 
-    scratch = getattr(task, "starts_from_scratch", lambda _cfg: False)(cfg)
+    scratch = task.starts_from_scratch(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
         models.check_max_length(source, cfg)
@@ -95,7 +90,7 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
         info = task.setup(raw, cfg)
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     check_metric(best, task.metric_names(info), cfg)
-    tokenizer = getattr(task, "new_tokenizer", lambda _raw, _cfg: None)(raw, cfg)
+    tokenizer = task.new_tokenizer(raw, cfg)
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
     with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
@@ -123,17 +118,16 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
         train_dataset=features["train"],
         eval_dataset=features["validation"],
         processing_class=tokenizer,
-        data_collator=task.collator(tokenizer, cfg) if hasattr(task, "collator") else _collator(tokenizer, cfg),
+        data_collator=task.collator(tokenizer, cfg),
         compute_metrics=remembered.compute,
         compute_loss_func=task.loss(info, cfg, features["train"]),
-        preprocess_logits_for_metrics=getattr(task, "reduce_logits", None),
+        preprocess_logits_for_metrics=task.reduce_logits,
         callbacks=callbacks,
     )
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
-    compare = getattr(task, "compare_before_training", None)
-    if compare:  # the untrained model's score, for tasks whose point is the change (mlm-adapt)
+    if task.scores_before_training:  # the untrained model's score, for tasks whose point is the change
         with status("scoring the validation data before training"):
             before = _score(trainer, scorers["validation"], features["validation"])
     _mark_run_dir(work)
@@ -156,7 +150,7 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
     for role, scorer in scorers.items():
         reused = remembered.best(trainer.state) if role == "validation" else None
         scores[role] = reused or _score(trainer, scorer, features[role])
-    headline = compare(before, scores["validation"]) if compare else {}
+    headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
     scores["validation"] = {**headline, **scores["validation"]}
     if trainer.is_world_process_zero():
         stats = {
@@ -166,8 +160,7 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
             "train_examples": len(features["train"]),
             "precision": precision,
         }
-        export = getattr(task, "export", None)
-        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, export, inputs)
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}
 
@@ -215,7 +208,7 @@ def longest_first(features):
     return features.select(sorted(range(len(lengths)), key=lambda i: -lengths[i]))
 
 
-class RememberEvaluations(_callback_base()):
+class RememberEvaluations(callback_base()):
     """Keeps the full validation metrics of every evaluation, so the best checkpoint's numbers
     need not be computed a second time after training (the Trainer only logs plain numbers)."""
 
@@ -332,14 +325,6 @@ def _check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) 
     return None
 
 
-def _collator(tokenizer, cfg: Config):
-    import torch
-    from transformers import DataCollatorWithPadding
-
-    multiple = cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
-    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=multiple)
-
-
 def _cuda() -> bool:
     import torch
 
@@ -433,8 +418,9 @@ def write_bundle(
     tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
     final = Path(cfg.output_dir)
     with outputs.staged_dir(final, overwrite, "bundle", protect) as staged:
-        if export:
-            export(trainer.model, info).save_pretrained(str(staged))
+        exported = export(trainer.model, info) if export else None
+        if exported is not None:
+            exported.save_pretrained(str(staged))
             trainer.processing_class.save_pretrained(str(staged))
         else:
             trainer.save_model(str(staged))

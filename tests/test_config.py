@@ -1,8 +1,9 @@
 import pytest
 import yaml
 
-from bertkit.config import TASKS, Config, load_config, starter_yaml, to_yaml
+from bertkit.config import Config, load_config, starter_yaml, to_yaml
 from bertkit.errors import BertkitError
+from bertkit.tasks import registry
 
 
 def write(tmp_path, text):
@@ -141,7 +142,7 @@ def test_shipped_configs_validate(name):
     from conftest import ROOT
 
     cfg = load_config(ROOT / "configs" / name)
-    assert cfg.task in TASKS and cfg.data.train is not None
+    assert cfg.task in registry.names() and cfg.data.train is not None
 
 
 def test_unquoted_no_is_a_strategy(tmp_path):
@@ -172,8 +173,6 @@ def test_unquoted_no_is_a_strategy(tmp_path):
 def test_each_task_takes_its_measured_defaults(tmp_path, task, expected):
     """A key the config leaves out takes the task's measured value; `config show` prints it; a
     value the user writes (file or --set) wins."""
-    from bertkit.config import TASK_DEFAULTS
-
     path = write(tmp_path, f"task: {task}\ndata:\n  train: a.txt\n")
     cfg = load_config(path)
     shown = yaml.safe_load(to_yaml(cfg))
@@ -181,12 +180,10 @@ def test_each_task_takes_its_measured_defaults(tmp_path, task, expected):
         section, name = key.split(".")
         assert getattr(getattr(cfg, section), name) == value, key
         assert shown[section][name] == value, key
-    from bertkit.config import STARTER_VALUES
-
     starter = yaml.safe_load(starter_yaml(task))
-    for (section, name), value in TASK_DEFAULTS[task].items():
+    for (section, name), value in registry.record(task).defaults.items():
         assert getattr(getattr(cfg, section), name) == value
-        if (section, name) not in STARTER_VALUES[task]:  # the starter file shows the task's default
+        if (section, name) not in registry.record(task).starter:  # the starter file shows the task's default
             assert starter[section][name] == value, (section, name)
     written = write(tmp_path, f"task: {task}\ntrain:\n  learning_rate: 1.0e-5\ndata:\n  train: a.txt\n")
     assert load_config(written).train.learning_rate == 1e-5

@@ -1,36 +1,97 @@
-"""Task registry: the name in `task:` / `bertkit train NAME` to the module that implements it."""
+"""The tasks bertkit trains and runs: one registry record each (bertkit/tasks/registry.py says
+what a record holds; bertkit/tasks/base.py is the contract a task's code fulfils).
+
+The measured defaults come from the benchmarks in docs/benchmarks.md (MiniLM on this project's
+data): a key a config leaves out takes the task's value here, else its field's generic default.
+"""
 
 from __future__ import annotations
 
-import importlib
+from bertkit.tasks.registry import TaskRecord, get_task, record, register, task_for_architecture
 
-from bertkit.errors import BertkitError, did_you_mean
+__all__ = ["TaskRecord", "get_task", "record", "register", "task_for_architecture"]
 
-MODULES = {
-    "classify": "bertkit.tasks.classify",
-    "ner": "bertkit.tasks.ner",
-    "qa": "bertkit.tasks.qa",
-    "mlm-adapt": "bertkit.tasks.mlm",
-    "embed": "bertkit.tasks.embed",
-}
-# Model architectures (config.json `architectures`) to the task that runs them, for plain HF models.
-ARCHITECTURES = {
-    "ForSequenceClassification": "classify",
-    "ForTokenClassification": "ner",
-    "ForQuestionAnswering": "qa",
-    "ForMaskedLM": "mlm-adapt",
-}
-
-
-def get_task(name: str):
-    if name not in MODULES:
-        raise BertkitError(f"unknown task '{name}'{did_you_mean(name, MODULES)}; tasks: {', '.join(MODULES)}")
-    return importlib.import_module(MODULES[name]).TASK
-
-
-def task_for_architecture(architectures: list[str]) -> str | None:
-    for arch in architectures or []:
-        for suffix, task in ARCHITECTURES.items():
-            if arch.endswith(suffix):
-                return task
-    return None
+register(
+    TaskRecord(
+        name="classify",
+        module="bertkit.tasks.classify",
+        summary="Text classification: single texts or pairs; multi-class, multi-label or regression.",
+        section="classify",
+        settings="bertkit.config:ClassifyConfig",
+        architecture="ForSequenceClassification",
+        pipeline="text-classification",
+        # IMDb and SST-2 (bench/classify_speed.py, bench/classify_quality.py): 5e-5 reaches the targets
+        defaults={("train", "learning_rate"): 5.0e-5},
+        starter={("data", "train"): "examples/reviews/train.csv", ("data", "test"): "examples/reviews/test.csv"},
+    )
+)
+register(
+    TaskRecord(
+        name="ner",
+        module="bertkit.tasks.ner",
+        summary="Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
+        section="ner",
+        settings="bertkit.config:NerConfig",
+        architecture="ForTokenClassification",
+        pipeline="token-classification",
+        # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1
+        defaults={("train", "learning_rate"): 5.0e-5},
+        starter={("data", "train"): "data/train.conll", ("data", "validation"): "data/dev.conll"},
+    )
+)
+register(
+    TaskRecord(
+        name="qa",
+        module="bertkit.tasks.qa",
+        summary="Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
+        section="qa",
+        settings="bertkit.config:QaConfig",
+        architecture="ForQuestionAnswering",
+        pipeline="question-answering",
+        # SQuAD (bench/qa_quality.py): 3e-4 with the fresh head at 3e-3 and 10% warmup, F1 33.0
+        # where run_qa.py's 5e-5 gives 12.2 on the same budget
+        defaults={
+            ("model", "max_length"): 384,
+            ("train", "learning_rate"): 3.0e-4,
+            ("train", "head_learning_rate"): 3.0e-3,
+            ("train", "warmup_ratio"): 0.1,
+            ("train", "group_by_length"): True,
+        },
+        starter={("data", "train"): "data/train-v1.1.json", ("data", "validation"): "data/dev-v1.1.json"},
+    )
+)
+register(
+    TaskRecord(
+        name="mlm-adapt",
+        module="bertkit.tasks.mlm",
+        summary="Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
+        section="mlm",
+        settings="bertkit.config:MlmConfig",
+        architecture="ForMaskedLM",
+        pipeline="fill-mask",
+        # scicite adaptation (bench/adapt_quality.py mlm): blocks of 128, 1e-4, a new head at 1e-3
+        defaults={
+            ("model", "max_length"): 128,
+            ("train", "learning_rate"): 1.0e-4,
+            ("train", "head_learning_rate"): 1.0e-3,
+        },
+        starter={("data", "train"): "data/domain.txt"},
+    )
+)
+register(
+    TaskRecord(
+        name="embed",
+        module="bertkit.tasks.embed",
+        summary="Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
+        section="embed",
+        settings="bertkit.config:EmbedConfig",
+        pipeline="sentence-similarity",
+        # SQuAD retrieval (bench/adapt_quality.py embed): 3e-5, batch 32 (more in-batch negatives), 10% warmup
+        defaults={("train", "learning_rate"): 3.0e-5, ("train", "batch_size"): 32, ("train", "warmup_ratio"): 0.1},
+        starter={
+            ("data", "train"): "data/pairs.jsonl",
+            ("data", "text_pair_column"): "positive",
+            ("model", "max_length"): 128,
+        },
+    )
+)

@@ -18,6 +18,7 @@ from bertkit.config import Config, DataSource, load_config
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
+from bertkit.tasks.base import Task
 
 SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
 HF_PROBLEM = {
@@ -35,7 +36,7 @@ METRIC_NAMES = {
 }
 
 
-class ClassifyTask:
+class ClassifyTask(Task):
     name = "classify"
     auto_model = "AutoModelForSequenceClassification"
 

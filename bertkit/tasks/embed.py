@@ -19,11 +19,12 @@ from bertkit.config import Config, DataSource, load_config
 from bertkit.embedding import Encoder, Settings, l2_normalize, pool, unit_rows
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
+from bertkit.tasks.base import Task, pad_multiple
 
 PAIR = "pair_"  # prefix of the second text's model inputs
 
 
-class EmbedTask:
+class EmbedTask(Task):
     name = "embed"
     auto_model = "AutoModel"
 
@@ -91,9 +92,7 @@ class EmbedTask:
         return pair_encoder_class()(encoder, info["pooling"], info["loss"], info["scale"])
 
     def collator(self, tokenizer, cfg: Config):
-        import torch
-
-        return PairCollator(tokenizer, cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None))
+        return PairCollator(tokenizer, pad_multiple(cfg))
 
     def export(self, model, info: dict):
         return model.encoder
@@ -106,10 +105,9 @@ class EmbedTask:
             return ["mse", "rmse", "mae", "pearson", "spearman"]
         return ["recall_at_1", "recall_at_5", "recall_at_10", "mrr"]
 
-    def loss(self, info: dict, cfg: Config, train):
-        return None  # the model computes its own
+    scores_before_training = True
 
-    def compare_before_training(self, before: dict, after: dict) -> dict:
+    def compare(self, before: dict, after: dict) -> dict:
         """The starting model's numbers next to the trained one's: what the training bought."""
         names = ("spearman",) if "spearman" in after else ("recall_at_1", "recall_at_5", "mrr")
         return {f"{n}_{when}": scores[n] for n in names for when, scores in (("before", before), ("after", after))}
@@ -160,6 +158,25 @@ class EmbedTask:
             for record, vector in zip(chunk, vectors, strict=True):
                 out = {k: record[k] for k in ("id",) if k in record}
                 yield {**out, "text": record.get(column), "embedding": [round(float(x), 7) for x in vector]}
+
+    def card_summary(self, info: dict) -> str:
+        norm = ", L2-normalised" if info.get("normalize") else ""
+        return f"sentence embeddings: {info.get('pooling')} pooling{norm}, {info.get('loss')} loss"
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit embed --model {where} --input texts.txt --output vectors.npy"
+
+    def python_usage(self, where: str) -> list[str]:
+        return [
+            "import torch",
+            "from transformers import AutoModel, AutoTokenizer",
+            f'model, tokenizer = AutoModel.from_pretrained("{where}"), AutoTokenizer.from_pretrained("{where}")',
+            'batch = tokenizer(["a sentence"], padding=True, truncation=True, return_tensors="pt")',
+            "with torch.no_grad():",
+            "    tokens = model(**batch).last_hidden_state  # pool as bertkit.json's `pooling` says; mean:",
+            '    mask = batch["attention_mask"].unsqueeze(-1)',
+            "    vectors = (tokens * mask).sum(1) / mask.sum(1)",
+        ]
 
 
 TASK = EmbedTask()

@@ -21,9 +21,10 @@ from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward
 from bertkit.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.progress import console
+from bertkit.tasks.base import Task, pad_multiple
 
 
-class MlmTask:
+class MlmTask(Task):
     name = "mlm-adapt"
     auto_model = "AutoModelForMaskedLM"
 
@@ -130,19 +131,13 @@ class MlmTask:
         return model
 
     def collator(self, tokenizer, cfg: Config):
-        import torch
-
-        multiple = cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
-        return MaskingCollator(tokenizer, cfg.mlm.mlm_probability, cfg.mlm.whole_word_masking, multiple)
+        return MaskingCollator(tokenizer, cfg.mlm.mlm_probability, cfg.mlm.whole_word_masking, pad_multiple(cfg))
 
     def best_metric(self, info: dict) -> str:
         return "perplexity"
 
     def metric_names(self, info: dict) -> list[str]:
         return ["loss", "perplexity", "accuracy"]
-
-    def loss(self, info: dict, cfg: Config, train):
-        return None
 
     @staticmethod
     def reduce_logits(logits, labels):
@@ -153,7 +148,9 @@ class MlmTask:
     def metric_fn(self, info: dict, features, examples):
         return lambda prediction: score(prediction.predictions, prediction.label_ids)
 
-    def compare_before_training(self, before: dict, after: dict) -> dict:
+    scores_before_training = True
+
+    def compare(self, before: dict, after: dict) -> dict:
         """Validation perplexity before and after: the point of the job."""
         return {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
 
@@ -206,6 +203,13 @@ class MlmTask:
             )
             for record, found in zip(chunk, results, strict=True):
                 yield _describe(record, column, found, tokenizer)
+
+    def card_summary(self, info: dict) -> str:
+        masking = "whole-word masking" if info.get("whole_word_masking") else "token masking"
+        return f"masked LM, {info.get('mode')} of {info.get('block_size')} tokens, {masking}"
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit predict --model {where} --input masked.txt --output predictions.jsonl"
 
 
 TASK = MlmTask()

@@ -26,12 +26,13 @@ from bertkit.data.readers import Blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
+from bertkit.tasks.base import Task, pad_multiple
 
 IGNORE = -100
 CHUNK = 512  # sentences tagged together by predict and evaluate (the same batches, so the same tags)
 
 
-class NerTask:
+class NerTask(Task):
     name = "ner"
     auto_model = "AutoModelForTokenClassification"
 
@@ -103,11 +104,9 @@ class NerTask:
         )
 
     def collator(self, tokenizer, cfg: Config):
-        import torch
         from transformers import DataCollatorForTokenClassification
 
-        multiple = cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
-        return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=multiple)
+        return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
     def best_metric(self, info: dict) -> str:
         return "f1"
@@ -115,9 +114,6 @@ class NerTask:
     def metric_names(self, info: dict) -> list[str]:
         names = ["precision", "recall", "f1"]
         return [*names, "token_accuracy", *[f"lenient_{n}" for n in names]]
-
-    def loss(self, info: dict, cfg: Config, train):
-        return None
 
     def metric_fn(self, info: dict, features, examples):
         """Exact entity-level scores of a Trainer prediction on `features`: window predictions
@@ -213,6 +209,9 @@ class NerTask:
             tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
             for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
                 yield describe(record, sentence, where, found, text_column)
+
+    def card_summary(self, info: dict) -> str:
+        return "IOB2 tags"
 
 
 TASK = NerTask()

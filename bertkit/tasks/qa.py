@@ -26,11 +26,12 @@ from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
+from bertkit.tasks.base import Task
 
 NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
 
 
-class QaTask:
+class QaTask(Task):
     name = "qa"
     auto_model = "AutoModelForQuestionAnswering"
 
@@ -88,9 +89,6 @@ class QaTask:
     def metric_names(self, info: dict) -> list[str]:
         v2 = [f"{part}_{m}" for part in ("has_ans", "no_ans", "best") for m in ("exact_match", "f1")]
         return ["exact_match", "f1", *(v2 if info["version_2"] else [])]
-
-    def loss(self, info: dict, cfg: Config, train):
-        return None
 
     def metric_fn(self, info: dict, features, examples):
         """Official SQuAD scores of a Trainer prediction on `features` (windows of `examples`)."""
@@ -152,6 +150,19 @@ class QaTask:
                 if alternatives:
                     out["alternatives"] = answer["alternatives"]
                 yield out
+
+    def card_summary(self, info: dict) -> str:
+        return "SQuAD v2: may answer nothing" if info.get("version_2") else "SQuAD v1: always answers"
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit predict --model {where} --input questions.jsonl --output predictions.jsonl"
+
+    def python_usage(self, where: str) -> list[str]:
+        return [  # transformers 5 has no question-answering pipeline
+            "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",
+            f'model = AutoModelForQuestionAnswering.from_pretrained("{where}")',
+            f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
+        ]
 
 
 TASK = QaTask()

@@ -1,0 +1,137 @@
+"""The task contract: what `training.train`, `bertkit predict`, `bertkit evaluate` and the model
+card ask of a task. A task subclasses `Task`, implements the methods marked *required*, and
+overrides an optional hook only where its default does not fit. Its module exposes the instance
+as `TASK`, and a registry record (bertkit/tasks/registry.py) names the module.
+
+`info` is the run's description: built by `setup` from the config and the training data, saved
+as the bundle's `bertkit.json`, and handed back to `predict` / `evaluate` when the bundle is
+used. It is read-only after `setup`.
+
+The path of a training run, in the order the hooks are called:
+`load` → `setup` → `metric_names` / `best_metric` → `new_tokenizer` → `prepare` →
+`build_model` → `collator`, `loss`, `reduce_logits`, `metric_fn` (the Trainer's parts) →
+(`scores_before_training`: scored once before) → training → `compare` → `export` (the bundle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bertkit.config import RunConfig
+
+
+def pad_multiple(cfg: RunConfig) -> int | None:
+    """Batches are padded to a multiple of this (train.pad_to_multiple_of; 8 on a GPU, where
+    tensor cores want it; none on a CPU)."""
+    import torch
+
+    return cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
+
+
+class Task:
+    name: str  # as in the registry
+    auto_model: str = "AutoModel"  # the transformers Auto class that loads a trained bundle
+
+    # ------------------------------------------------------------ training: required
+
+    def load(self, cfg: RunConfig) -> dict:
+        """The splits as `datasets.Dataset`s: {"train": ..., "validation": ..., "test"?: ...}."""
+        raise NotImplementedError
+
+    def setup(self, ds: dict, cfg: RunConfig) -> dict:
+        """The run's description (`info`, saved as bertkit.json): labels, lengths, settings.
+        Must hold "task" and "max_length"."""
+        raise NotImplementedError
+
+    def prepare(self, ds: dict, tokenizer, info: dict) -> dict:
+        """The splits turned into model features (token ids, labels)."""
+        raise NotImplementedError
+
+    def build_model(self, source: str | None, info: dict, cfg: RunConfig):
+        """The model to train, from `source` (a path or hub id; None when `starts_from_scratch`)."""
+        raise NotImplementedError
+
+    def metric_names(self, info: dict) -> list[str]:
+        """The metrics `metric_fn` reports (train.metric_for_best_model is checked against them)."""
+        raise NotImplementedError
+
+    def best_metric(self, info: dict) -> str:
+        """The metric that picks the best checkpoint when the config does not say."""
+        raise NotImplementedError
+
+    def metric_fn(self, info: dict, features, examples) -> Callable[[Any], dict]:
+        """The Trainer's compute_metrics for one split (`features` prepared from `examples`)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ training: optional hooks
+
+    scores_before_training = False  # score the validation data once before training (see `compare`)
+    reduce_logits = None  # the Trainer's preprocess_logits_for_metrics, when logits are too big to keep
+
+    def starts_from_scratch(self, cfg: RunConfig) -> bool:
+        """True when the model is built from a config, not loaded (no model.name to resolve)."""
+        return False
+
+    def new_tokenizer(self, ds: dict, cfg: RunConfig):
+        """A tokenizer learnt from the data, or None to load model.tokenizer / model.name's."""
+        return None
+
+    def collator(self, tokenizer, cfg: RunConfig):
+        """Batches of `prepare`'s features: padded to the longest row of each batch."""
+        from transformers import DataCollatorWithPadding
+
+        return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
+
+    def loss(self, info: dict, cfg: RunConfig, train) -> Callable | None:
+        """The Trainer's compute_loss_func, or None for the model's own loss."""
+        return None
+
+    def compare(self, before: dict, after: dict) -> dict:
+        """Headline numbers from the scores before and after training (when
+        `scores_before_training`); they lead metrics.json and the model card."""
+        return {}
+
+    def export(self, model, info: dict):
+        """What the bundle saves, when it is not the trained module as it is (an encoder inside a
+        wrapper, a model with settings changed back); None saves the trained module."""
+        return None
+
+    # ------------------------------------------------------------ using a bundle: required
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        """Scores of the model on a labelled file (`bertkit evaluate`)."""
+        raise NotImplementedError
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """One result per record, in order (records for which `is_empty` is true never reach it)."""
+        raise NotImplementedError
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        """The result of an empty input: the usual shape, prediction fields null, "empty": true."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ using a bundle: optional hooks
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """Whether a record has nothing to predict on (its text is blank)."""
+        from bertkit.prediction import blank
+
+        column = options.get("text_column") or "text"
+        return column in record and blank(record[column])
+
+    # ------------------------------------------------------------ the model card
+
+    def card_summary(self, info: dict) -> str:
+        """A few words on what kind of model this is."""
+        return info.get("problem_type") or self.name
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit predict --model {where} --input texts.txt --output predictions.jsonl"
+
+    def python_usage(self, where: str) -> list[str]:
+        from bertkit.tasks import record
+
+        pipeline = record(self.name).pipeline
+        return ["from transformers import pipeline", f'model = pipeline("{pipeline}", model="{where}")']
