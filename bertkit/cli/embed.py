@@ -1,0 +1,46 @@
+"""`bertkit embed`: one sentence vector per input text."""
+
+from __future__ import annotations
+
+import typer
+
+from bertkit.cli.options import (
+    BatchOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    NormalizeOption,
+    PoolingOption,
+    TextColumnOption,
+    TrustOption,
+)
+
+
+def embed(
+    model: str = ModelOption,
+    input: str = typer.Option(..., "--input", "-i", help="Text lines, CSV/TSV/JSONL/JSON/Parquet, or - for stdin."),
+    output: str = typer.Option(..., "--output", "-o", help="vectors.npy, vectors.parquet or vectors.jsonl."),
+    pooling: str | None = PoolingOption,
+    normalize: bool | None = NormalizeOption,
+    max_length: int | None = MaxLengthOption,
+    text_column: str = TextColumnOption,
+    input_format: str | None = typer.Option(None, "--input-format", help="When the extension does not say."),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
+) -> None:
+    """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
+    from bertkit.embedding import load_encoder
+    from bertkit.outputs import check_output_file
+    from bertkit.progress import console
+    from bertkit.vectors import embed_file, vector_format
+
+    vector_format(output)  # a bad extension fails before the model loads
+    check_output_file(output, input, model)
+    encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code)
+    count = embed_file(encoder, input, output, input_format, text_column, batch_size)
+    s = encoder.settings
+    console.print(
+        f"[green]{count:,} vectors of {encoder.dimension} written to[/green] {output} "
+        f"(pooling {s.pooling}, {'normalised' if s.normalize else 'not normalised'}, settings from {s.origin})"
+    )

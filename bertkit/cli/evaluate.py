@@ -1,0 +1,57 @@
+"""`bertkit evaluate`: score a trained model on a labelled data set."""
+
+from __future__ import annotations
+
+import typer
+
+from bertkit.cli.options import TrustOption
+
+
+def evaluate(
+    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    data: str = typer.Option(
+        ...,
+        "--data",
+        "-d",
+        help="Labelled file: CSV, TSV, JSONL, JSON, Parquet, CoNLL, SQuAD JSON, or a class-per-folder directory.",
+    ),
+    output_dir: str | None = typer.Option(
+        None, "--output-dir", "-o", help="Where metrics.json and plots go (default: MODEL/eval-NAME)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
+    data_format: str | None = typer.Option(
+        None, "--format", help="csv, tsv, jsonl, json, parquet, folder or conll, when the extension does not say."
+    ),
+    text_column: str | None = typer.Option(
+        None, "--text-column", help="Text field (default: the one the model was trained on)."
+    ),
+    text_pair_column: str | None = typer.Option(None, "--text-pair-column", help="Second-text field for pairs."),
+    label_column: str | None = typer.Option(
+        None, "--label-column", help="Label field (default: the one the model was trained on)."
+    ),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    trust_remote_code: bool = TrustOption,
+) -> None:
+    """Score a trained model on a labelled data set; writes metrics.json and plots."""
+    from bertkit.scoring import evaluate_file
+
+    scores, target = evaluate_file(
+        model,
+        data,
+        output_dir,
+        overwrite,
+        device,
+        trust_remote_code=trust_remote_code,
+        data_format=data_format,
+        batch_size=batch_size,
+        text_column=text_column,
+        text_pair_column=text_pair_column,
+        label_column=label_column,
+    )
+    from rich.console import Console
+
+    Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
+    from bertkit.progress import console
+
+    console.print(f"[green]metrics written to[/green] {target / 'metrics.json'}")

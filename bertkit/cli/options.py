@@ -1,0 +1,29 @@
+"""Options that several commands share, written once so their names, defaults and help agree."""
+
+from __future__ import annotations
+
+import typer
+
+ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
+TrustOption = typer.Option(
+    False,
+    "--trust-remote-code",
+    help="Allow a model that ships its own Python code to run it (only for models you trust; never asked).",
+)
+SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
+
+# ---------------------------------------------------------------- embeddings
+
+ModelOption = typer.Option(
+    ..., "--model", "-m", help="Any BERT-family model: a bertkit bundle, a HF model folder or a hub id."
+)
+PoolingOption = typer.Option(None, "--pooling", help="mean, cls, max or pooler (default: the model's own, else mean).")
+NormalizeOption = typer.Option(
+    None, "--normalize/--no-normalize", help="L2-normalise the vectors (default: as the model says, else no)."
+)
+MaxLengthOption = typer.Option(
+    None, "--max-length", min=8, help="Cut texts to this many tokens (default: the model's)."
+)
+BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
+DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
+TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")

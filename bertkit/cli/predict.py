@@ -1,0 +1,116 @@
+"""`bertkit predict`: run a trained model on texts, one result per input record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bertkit.cli.options import TrustOption
+from bertkit.errors import BertkitError
+
+
+def predict(
+    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    input: str | None = typer.Option(
+        None,
+        "--input",
+        "-i",
+        help="Text lines, CSV/TSV/JSONL/JSON/Parquet, CoNLL or SQuAD JSON file, or - for stdin.",
+    ),
+    output: str | None = typer.Option(None, "--output", "-o", help="Where to write results (stdout when absent)."),
+    format: str | None = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help="jsonl, csv, tsv or conll (default: from --output's extension; conll for CoNLL input; else jsonl).",
+    ),
+    input_format: str | None = typer.Option(
+        None, "--input-format", help="text, csv, tsv, jsonl, json, parquet or conll, when the extension does not say."
+    ),
+    text_column: str | None = typer.Option(
+        None, "--text-column", help="Field holding the text (default: the one the model was trained on)."
+    ),
+    text_pair_column: str | None = typer.Option(
+        None, "--text-pair-column", help="Field holding the second text of a pair."
+    ),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    long_text: str = typer.Option(
+        "truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."
+    ),
+    stride: int | None = typer.Option(
+        None,
+        "--stride",
+        min=0,
+        help="Tokens shared by consecutive windows (--long-text windows; default: a quarter of a window).",
+    ),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Multi-label: score above which a label is on (default: the model's)."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."
+    ),
+    question: str | None = typer.Option(
+        None, "--question", "-q", help="QA: ask this question of --context-file (instead of --input)."
+    ),
+    context_file: Path | None = typer.Option(
+        None, "--context-file", help="QA: a UTF-8 text file of any length to find the --question's answer in."
+    ),
+    n_best: int = typer.Option(0, "--n-best", min=0, help="QA: also list this many alternative answers."),
+    top_k: int | None = typer.Option(
+        None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
+    ),
+    trust_remote_code: bool = TrustOption,
+) -> None:
+    """Run a trained model on texts; one result per input line or record, in input order (a blank
+    line gets an empty result)."""
+    if long_text not in ("truncate", "windows"):
+        raise BertkitError("--long-text: use truncate or windows")
+    records = None
+    if (question is None) != (context_file is None):
+        raise BertkitError("--question and --context-file go together: give both, or neither and --input")
+    if question is not None:
+        if input is not None:
+            raise BertkitError("give --input, or --question with --context-file, not both")
+        records = [{"question": question, "context": _read_text(context_file)}]
+        input = str(context_file)
+    elif input is None:
+        raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
+    from bertkit.prediction import predict_file
+
+    count = predict_file(
+        model,
+        input,
+        output,
+        format,
+        input_format,
+        device,
+        records=records,
+        trust_remote_code=trust_remote_code,
+        n_best=n_best,
+        top_k=top_k,
+        text_column=text_column,
+        text_pair_column=text_pair_column,
+        batch_size=batch_size,
+        long_text=long_text,
+        stride=stride,
+        threshold=threshold,
+    )
+    if output:
+        from bertkit.progress import console
+
+        console.print(f"[green]{count:,} predictions written to[/green] {output}")
+
+
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise BertkitError(f"--context-file {path} is a directory; give the text file to find the answer in")
+    if not path.is_file():
+        raise BertkitError(f"--context-file {path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if not text.strip():
+        raise BertkitError(f"--context-file {path} is empty: there is nothing to find an answer in")
+    return text

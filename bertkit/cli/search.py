@@ -1,0 +1,60 @@
+"""`bertkit search`: exact semantic search of queries in a corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bertkit.cli.options import (
+    BatchOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    PoolingOption,
+    TextColumnOption,
+    TrustOption,
+)
+from bertkit.errors import BertkitError
+
+
+def search(
+    model: str = ModelOption,
+    corpus: str = typer.Option(
+        ..., "--corpus", help="The texts to search: a text file (one a line), a folder or glob of them, or JSONL/CSV."
+    ),
+    query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
+    queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
+    output: str | None = typer.Option(None, "--output", "-o", help="hits.jsonl (stdout when absent)."),
+    text_column: str = TextColumnOption,
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing."),
+    pooling: str | None = PoolingOption,
+    max_length: int | None = MaxLengthOption,
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
+) -> None:
+    """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
+    position in the corpus (blank lines counted); a blank query line gets no hits."""
+    from bertkit import search as searching
+    from bertkit.data.corpus import read_lines
+    from bertkit.embedding import load_encoder
+    from bertkit.outputs import RecordWriter, atomic_text, check_output_file
+
+    if bool(query) == bool(queries):
+        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
+    check_output_file(output, queries, corpus, model)
+    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
+    if not asked:
+        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
+    cache = None if no_cache else (cache_dir or searching.default_cache_dir())
+    with atomic_text(output) as handle:
+        encoder = load_encoder(model, pooling, None, max_length, device, trust_remote_code)
+        with RecordWriter(handle, "jsonl") as writer:
+            for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
+                writer.write(record)
+    encoder.report_truncation()
