@@ -28,7 +28,7 @@ def main() -> None:
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from bertkit.masked_positions import predict_masked_only
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)

@@ -67,7 +67,7 @@ def _peer(kind: str, n: int) -> dict:
     )
 
     from bertkit.data.conll import read_conll
-    from bertkit.tags import to_iob2
+    from bertkit.tasks.ner.tags import to_iob2
 
     def sentences(path, count):
         rows = [s for _, s in zip(range(count), read_conll(str(path), 0, 3), strict=False)]

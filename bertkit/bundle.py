@@ -126,7 +126,7 @@ def _check_labels(root: Path, file: Path, info: dict) -> None:
 
 
 def _check_pooling(file: Path, info: dict, needed: bool) -> None:
-    from bertkit.embedding import POOLINGS
+    from bertkit.embeddings.encoder import POOLINGS
 
     choices = ", ".join(POOLINGS)
     pooling = info.get("pooling")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bertkit import graphemes
-from bertkit.tags import iob2_over_seen
+from bertkit.tasks.ner.tags import iob2_over_seen
 
 NAMES = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 

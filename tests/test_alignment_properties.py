@@ -87,7 +87,7 @@ def tokenizer(request, tmp_path_factory):
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
     from conftest import ROOT
 
-    from bertkit.vocab import train_wordpiece
+    from bertkit.tokenizer_training import train_wordpiece
 
     texts = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
     folder = tmp_path_factory.mktemp("ja-tok")

@@ -143,7 +143,7 @@ def test_shuffled_length_groups():
     import random
 
     from bertkit.inference import chunks
-    from bertkit.sampling import ShuffledLengthGroups
+    from bertkit.training.sampling import ShuffledLengthGroups
 
     rng = random.Random(0)
     lengths = [rng.randint(3, 120) for _ in range(1000)]

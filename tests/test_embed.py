@@ -43,7 +43,7 @@ def texts():
 def test_pooling_modes():
     import torch
 
-    from bertkit.embedding import pool
+    from bertkit.embeddings.encoder import pool
 
     class Out:
         last_hidden_state = torch.tensor([[[1.0, 2.0], [3.0, -4.0], [100.0, 100.0]]])
@@ -94,7 +94,7 @@ def test_pair_metrics_rank_distinct_positives():
 
 
 def test_top_hits_match_brute_force():
-    from bertkit.search import top_hits
+    from bertkit.embeddings.search import top_hits
 
     rng = np.random.default_rng(0)
     corpus, queries = rng.normal(size=(300, 8)), rng.normal(size=(20, 8))
@@ -111,7 +111,7 @@ def test_top_hits_match_brute_force():
 def test_embed_files_keep_input_order(tmp_path, tiny_model, texts, cli):
     import pyarrow.parquet as pq
 
-    from bertkit.embedding import load_encoder
+    from bertkit.embeddings.encoder import load_encoder
 
     source = tmp_path / "texts.txt"
     source.write_text("\n".join(texts) + "\n")
@@ -141,8 +141,8 @@ def test_embed_files_keep_input_order(tmp_path, tiny_model, texts, cli):
 
 
 def test_embed_streams_in_chunks(tmp_path, tiny_model, texts):
-    from bertkit.embedding import load_encoder
-    from bertkit.vectors import embed_file
+    from bertkit.embeddings.embed import embed_file
+    from bertkit.embeddings.encoder import load_encoder
 
     source = tmp_path / "texts.txt"
     source.write_text("\n".join(texts) + "\n")
@@ -237,7 +237,7 @@ def embed_config(tmp_path, model, train, validation, extra=""):
 
 
 def untrained(tiny_model, dev, scored):
-    from bertkit.embedding import load_encoder
+    from bertkit.embeddings.encoder import load_encoder
     from bertkit.tasks.embed import group_ids, pair_metrics
 
     rows = [json.loads(line) for line in dev.read_text().splitlines()]

@@ -179,7 +179,7 @@ def test_whole_word_masking_takes_whole_mecab_words(ja_tokenizer):
     import torch
 
     from bertkit import japanese
-    from bertkit.masking import mask_tokens, special_positions
+    from bertkit.tasks.mlm.masking import mask_tokens, special_positions
 
     text = "株式会社ｻｸﾗ電機は新しいスマートフォンを東京都で発表した。" * 3
     pieces = japanese.pieces(ja_tokenizer, text)

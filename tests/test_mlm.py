@@ -29,7 +29,7 @@ def corpus(tmp_path_factory):
 def test_masking_follows_the_bert_rule(tokenizer):
     import torch
 
-    from bertkit.masking import IGNORE, mask_tokens, special_positions
+    from bertkit.tasks.mlm.masking import IGNORE, mask_tokens, special_positions
 
     ids = torch.tensor([tokenizer("the film was great and the hotel was lovely")["input_ids"]] * 4000)
     special = special_positions(ids, tokenizer)
@@ -49,7 +49,7 @@ def test_masking_follows_the_bert_rule(tokenizer):
 def test_whole_word_masking_takes_every_piece_of_a_word(tokenizer):
     import torch
 
-    from bertkit.masking import IGNORE, mask_tokens, special_positions
+    from bertkit.tasks.mlm.masking import IGNORE, mask_tokens, special_positions
 
     text = "unbelievably wonderful superb delightful hotel"
     tokens = tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
@@ -71,7 +71,7 @@ def test_whole_word_masking_takes_every_piece_of_a_word(tokenizer):
 
 
 def test_fixed_masks_are_reproducible(tokenizer):
-    from bertkit.masking import fixed_masks
+    from bertkit.tasks.mlm.masking import fixed_masks
 
     features = {"input_ids": [tokenizer("the film was great " * 5)["input_ids"]] * 20}
     first = fixed_masks(features, tokenizer, 0.15, False, seed=5)
@@ -86,7 +86,7 @@ def test_training_scores_only_masked_positions_with_the_same_loss_and_gradients(
     import torch
     from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
 
-    from bertkit.masked_positions import predict_masked_only
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
 
     size = {"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2}
     size["intermediate_size"] = 64
@@ -124,7 +124,7 @@ def test_training_scores_only_masked_positions_with_the_same_loss_and_gradients(
 def test_masked_only_scoring_leaves_other_models_alone():
     from transformers import BertConfig, BertForSequenceClassification
 
-    from bertkit.masked_positions import predict_masked_only
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
 
     config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
     assert not predict_masked_only(BertForSequenceClassification(config))

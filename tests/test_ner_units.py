@@ -2,7 +2,7 @@ import pytest
 
 from bertkit.data.conll import read_conll
 from bertkit.errors import BertkitError
-from bertkit.tags import detect_scheme, entities, label_list, to_iob2
+from bertkit.tasks.ner.tags import detect_scheme, entities, label_list, to_iob2
 
 
 def test_detect_schemes():

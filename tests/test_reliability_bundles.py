@@ -242,7 +242,7 @@ def _no_learning(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the vocabulary was learnt before the output was checked")
 
-    monkeypatch.setattr("bertkit.vocab.train_wordpiece", refuse)
+    monkeypatch.setattr("bertkit.tokenizer_training.train_wordpiece", refuse)
 
 
 def test_tokenizer_output_under_a_file_is_refused_before_learning(cli, tmp_path, words, monkeypatch):

@@ -150,7 +150,7 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
     from bertkit.config import DataSource, load_config
     from bertkit.tasks import ner, qa
     from bertkit.tokenization import load_tokenizer
-    from bertkit.vocab import train_wordpiece
+    from bertkit.tokenizer_training import train_wordpiece
 
     train_text = json.loads(shared("ja", "ner_wikipedia", "train.json").read_text(encoding="utf-8"))
     vocab = train_wordpiece([r["text"] for r in train_text], 3000, min_frequency=1, max_length=128, japanese=True)

@@ -72,7 +72,7 @@ def build_tiny_japanese_bert(folder: Path, texts: list[str], vocab_size: int = 6
     import torch
     from transformers import BertConfig, BertModel
 
-    from bertkit.vocab import train_wordpiece
+    from bertkit.tokenizer_training import train_wordpiece
 
     tokenizer = train_wordpiece(texts, vocab_size, min_frequency=1, max_length=128, japanese=True)
     folder.mkdir(parents=True, exist_ok=True)

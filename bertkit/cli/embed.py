@@ -30,10 +30,10 @@ def embed(
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
-    from bertkit.embedding import load_encoder
+    from bertkit.embeddings.embed import embed_file, vector_format
+    from bertkit.embeddings.encoder import load_encoder
     from bertkit.outputs import check_output_file
     from bertkit.progress import console
-    from bertkit.vectors import embed_file, vector_format
 
     vector_format(output)  # a bad extension fails before the model loads
     check_output_file(output, input, model)

@@ -34,7 +34,7 @@ def evaluate(
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
-    from bertkit.scoring import evaluate_file
+    from bertkit.evaluation import evaluate_file
 
     scores, target = evaluate_file(
         model,

@@ -40,9 +40,9 @@ def search(
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
     position in the corpus (blank lines counted); a blank query line gets no hits."""
-    from bertkit import search as searching
     from bertkit.data.corpus import read_lines
-    from bertkit.embedding import load_encoder
+    from bertkit.embeddings import search as searching
+    from bertkit.embeddings.encoder import load_encoder
     from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
     if bool(query) == bool(queries):

@@ -38,11 +38,11 @@ def similarity(
     """Cosine similarity of text pairs (one score each), or of all pairs in a list (a matrix). A
     blank line or an empty text gets a null score."""
     from bertkit.data.readers import Blank, located_records, placed
-    from bertkit.embedding import load_encoder
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.search import heatmap as draw
+    from bertkit.embeddings.search import similarity_rows
     from bertkit.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
     from bertkit.prediction import output_format
-    from bertkit.search import heatmap as draw
-    from bertkit.search import similarity_rows
 
     if heatmap is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")

@@ -36,7 +36,7 @@ def tokenizer_train(
     from bertkit.data.corpus import read_lines
     from bertkit.outputs import check_output_dir, check_writable
     from bertkit.progress import console, status
-    from bertkit.vocab import save_tokenizer, train_wordpiece
+    from bertkit.tokenizer_training import save_tokenizer, train_wordpiece
 
     check_output_dir(output, overwrite, input, "tokenizer")
     check_writable(output)  # before the vocabulary is learnt, which can take long

@@ -11,7 +11,7 @@ untouched, and evaluation (which reads the logits of every position) runs the mo
 
 from __future__ import annotations
 
-from bertkit.masking import IGNORE
+from bertkit.tasks.mlm.masking import IGNORE
 
 # model class -> its vocabulary head, for models whose forward scores `head(hidden)` against
 # `labels` flattened (the loss then ignores nothing but the IGNORE rows we drop)

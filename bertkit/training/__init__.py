@@ -240,7 +240,7 @@ def _trainer_class(cfg: Config):
         def _get_train_sampler(self, train_dataset=None):
             if not grouped:
                 return super()._get_train_sampler(train_dataset)
-            from bertkit.sampling import ShuffledLengthGroups
+            from bertkit.training.sampling import ShuffledLengthGroups
 
             data = train_dataset if train_dataset is not None else self.train_dataset
             lengths = [len(ids) for ids in data["input_ids"]]

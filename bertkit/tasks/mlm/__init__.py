@@ -19,9 +19,9 @@ from bertkit.data.corpus import load_corpus
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward
-from bertkit.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.progress import console
 from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
 
 
 class MlmTask(Task):
@@ -62,7 +62,7 @@ class MlmTask(Task):
         if not cfg.mlm.from_scratch or cfg.model.tokenizer:
             return None
         from bertkit.progress import status
-        from bertkit.vocab import train_wordpiece
+        from bertkit.tokenizer_training import train_wordpiece
 
         with status(f"learning a {cfg.mlm.vocab_size:,}-entry WordPiece vocabulary"):
             return train_wordpiece(
@@ -334,8 +334,8 @@ def _text(record: dict, column: str, number: int) -> str:
 
 def _masked_only(model):
     """Training scores only the masked positions against the vocabulary (same loss, about half
-    the time of a step for a small model); see bertkit.masked_positions."""
-    from bertkit.masked_positions import predict_masked_only
+    the time of a step for a small model); see bertkit.tasks.mlm.masked_positions."""
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
 
     predict_masked_only(model)
     return model

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import graphemes, metrics, models, tags, tokenization
+from bertkit import graphemes, metrics, models, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.data.readers import Blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, softmax
 from bertkit.progress import console
 from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.ner import tags
 
 IGNORE = -100
 CHUNK = 512  # sentences tagged together by predict and evaluate (the same batches, so the same tags)
