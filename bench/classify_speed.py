@@ -111,6 +111,7 @@ def train_peer(train_file, dev_file, n):
 def train_bertkit(train_file, dev_file, n, grouped: bool):
     from bertkit import training
     from bertkit.config import load_config
+    from bertkit.tasks import get_task
 
     out = ROOT / "outputs" / f"bench-bertkit-{'grouped' if grouped else 'random'}"
     cfg = load_config(
@@ -134,17 +135,18 @@ def train_bertkit(train_file, dev_file, n, grouped: bool):
         ],
     )
     counters = []
-    original = training._collator
+    task = get_task("classify")
+    original = task.collator
 
     def counting(tokenizer, cfg):
         counters.append(CountingCollator(original(tokenizer, cfg)))
         return counters[-1]
 
-    training._collator = counting
+    task.collator = counting  # on this instance only: the registered task is the one training asks
     try:
         training.train(cfg, overwrite=True)
     finally:
-        training._collator = original
+        del task.collator
     info = json.loads((out / "bertkit.json").read_text())
     seconds = info["training"]["train_seconds"]
     steps = info["training"]["train_steps"]  # training batches come first; then the dev set is scored

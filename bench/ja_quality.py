@@ -78,8 +78,8 @@ def word_order(model_dir) -> dict:
     from transformers import AutoModelForMaskedLM
 
     from bertkit.inference import forward
-    from bertkit.tasks.mlm import examples, losses_of_rows, score_rows
     from bertkit.tasks.mlm.masking import fixed_masks
+    from bertkit.tasks.mlm.task import examples, losses_of_rows, score_rows
     from bertkit.tokenization import load_tokenizer
 
     if not (model_dir / "config.json").exists():

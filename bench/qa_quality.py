@@ -77,7 +77,7 @@ def _peer(steps: int) -> dict:
 
     from bertkit.config import load_config
     from bertkit.data.squad import read_squad
-    from bertkit.tasks.qa import encode
+    from bertkit.tasks.qa.answers import encode
 
     records = [r for _, r in zip(range(16 * steps), read_squad(str(SQUAD / "train-v1.1.json")), strict=False)]
     tok = AutoTokenizer.from_pretrained(minilm_path())

@@ -106,7 +106,7 @@ def _check_labels(root: Path, file: Path, info: dict) -> None:
             f"{file}: 'labels' must be a list of the model's label names, not {_shown(labels)}; {RESTORE}"
         )
     if info["task"] == "classify":
-        from bertkit.tasks.classify import HF_PROBLEM
+        from bertkit.tasks.classify.task import HF_PROBLEM
 
         if info.get("problem_type") not in HF_PROBLEM:
             raise BertkitError(

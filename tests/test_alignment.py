@@ -93,7 +93,7 @@ def test_unseen_words_get_o_and_move_nothing():
 
 
 def test_tag_words_gives_one_entry_per_word():
-    from bertkit.tasks.ner import tag_words
+    from bertkit.tasks.ner.tagging import tag_words
 
     # one sentence of 5 words, word 2 has no token; one of 2 words split over two windows
     logits = np.full((6, len(NAMES)), -5.0)
@@ -115,7 +115,8 @@ def test_tag_words_gives_one_entry_per_word():
 
 def test_gold_tags_of_unseen_words_are_scored(tiny_model):
     """References are every word's gold tag: an entity on a word the model cannot see is a miss."""
-    from bertkit.tasks.ner import NerTask, encode_words
+    from bertkit.tasks.ner import NerTask
+    from bertkit.tasks.ner.tagging import encode_words
     from bertkit.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model))
@@ -141,7 +142,7 @@ def test_gold_tags_of_unseen_words_are_scored(tiny_model):
 
 
 def test_gold_answers_take_the_tokens_they_overlap():
-    from bertkit.tasks.qa import answer_tokens
+    from bertkit.tasks.qa.answers import answer_tokens
 
     context = "the film met paris\u0301 with book"
     # token offsets as a BERT tokenizer that strips accents gives them
@@ -155,7 +156,7 @@ def test_gold_answers_take_the_tokens_they_overlap():
 
 
 def test_predicted_answers_end_after_the_marks_of_their_last_character():
-    from bertkit.tasks.qa import extract_answers
+    from bertkit.tasks.qa.answers import extract_answers
 
     context = "the film met paris\u0301 with book"
     offsets = [(-1, -1), (-1, -1), (0, 3), (4, 8), (9, 12), (13, 18), (20, 24), (25, 29), (-1, -1)]
@@ -173,7 +174,7 @@ def test_predicted_answers_end_after_the_marks_of_their_last_character():
 
 
 def test_predicted_answers_leave_out_the_space_a_token_carries():
-    from bertkit.tasks.qa import extract_answers
+    from bertkit.tasks.qa.answers import extract_answers
 
     context = "met paris now"
     # byte-level offsets: each token after the first holds the space before it; one is a lone space

@@ -28,7 +28,9 @@ import numpy as np
 import pytest
 
 from bertkit import graphemes, tokenization
-from bertkit.tasks import ner, qa
+from bertkit.tasks import ner
+from bertkit.tasks.ner import tagging as ner_tagging
+from bertkit.tasks.qa import answers as qa_answers
 
 NAMES = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 SEEDS = range(3)
@@ -184,7 +186,7 @@ def test_ner_text_entities_are_whole_characters_of_the_text(tokenizer, tagger, s
 
 
 def _tags(tokenizer, model, sentences: list[list[str]], max_length: int = 32) -> list[list[str]]:
-    return [t.tags for t in ner.tag_sentences(model, tokenizer, ner_info(max_length), sentences, 16)]
+    return [t.tags for t in ner_tagging.tag_sentences(model, tokenizer, ner_info(max_length), sentences, 16)]
 
 
 def _inserted(rng: random.Random, sentence: list[str], zero: list[str]) -> tuple[list[str], int]:
@@ -298,7 +300,7 @@ def test_qa_answers_are_whole_characters_of_the_context(tokenizer, reader, seed)
     contexts = [random_text(rng, longest=rng.choice([10, 60])) for _ in range(30)]
     contexts = [c if c.strip("\u00ad\u0301 ") else "alice" for c in contexts]
     questions = [rng.choice(["which place ?", "who\u00ad ?", "Jose\u0301 ?"]) for _ in contexts]
-    found = qa.answer_questions(reader, tokenizer, qa_info(), questions, contexts, 16, keep=5)
+    found = qa_answers.answer_questions(reader, tokenizer, qa_info(), questions, contexts, 16, keep=5)
     for context, answer in zip(contexts, found, strict=True):
         if answer["start"] is not None:
             check_span(context, answer["start"], answer["end"], answer["answer"], (context, answer))
@@ -326,7 +328,7 @@ def test_qa_gold_answers_label_exactly_the_tokens_they_overlap(tokenizer, seed):
         contexts.append(context)
         answers.append({"text": [context[start:end]], "answer_start": [start]})
         spans.append((start, end))
-    features = qa.encode(tokenizer, ["which place ?"] * len(contexts), contexts, qa_info(48), answers)
+    features = qa_answers.encode(tokenizer, ["which place ?"] * len(contexts), contexts, qa_info(48), answers)
     read = tokenization.tokens_with_offsets(tokenizer, contexts)
     holding: dict[int, int] = {}
     for f in features:

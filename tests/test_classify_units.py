@@ -5,7 +5,8 @@ from bertkit import tokenization
 from bertkit.config import load_config
 from bertkit.errors import BertkitError
 from bertkit.inference import padding_efficiency
-from bertkit.tasks.classify import TASK, encode_columns
+from bertkit.tasks.classify import TASK
+from bertkit.tasks.classify.encoding import encode_columns
 
 
 def info_for(values, **cfg_values):
@@ -167,14 +168,14 @@ def test_head_learning_rate_gets_its_own_groups(tiny_model, tmp_path):
     from transformers import AutoModelForSequenceClassification
 
     from bertkit.config import load_config
-    from bertkit.training import _trainer_class, head_parameters, training_arguments
+    from bertkit.training.trainer import head_parameters, trainer_class, training_arguments
 
     cfg = load_config(None, ["train.learning_rate=1e-4", "train.head_learning_rate=3e-3", "train.eval_strategy=no"])
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2)
     head = head_parameters(model)
     assert head == {id(model.classifier.weight), id(model.classifier.bias)}
     args = training_arguments(cfg, tmp_path, "fp32", None)
-    trainer = _trainer_class(cfg)(model=model, args=args)
+    trainer = trainer_class(cfg)(model=model, args=args)
     optimizer = trainer.create_optimizer()
     rates = {id(p): g["lr"] for g in optimizer.param_groups for p in g["params"]}
     assert len(rates) == sum(1 for _ in model.parameters())  # every parameter, once

@@ -191,7 +191,7 @@ def test_each_task_takes_its_measured_defaults(tmp_path, task, expected):
 
 
 def test_training_uses_the_task_defaults(tmp_path):
-    from bertkit.training import training_arguments
+    from bertkit.training.trainer import training_arguments
 
     cfg = load_config(write(tmp_path, "task: qa\ndata:\n  train: a.json\n"))
     args = training_arguments(cfg, tmp_path / "work", "fp32", "f1")

@@ -159,7 +159,7 @@ def test_mecab_words_and_presplit_words(ja_tokenizer):
 
 
 def test_question_answer_windows_align_on_japanese(ja_tokenizer):
-    from bertkit.tasks.qa import encode
+    from bertkit.tasks.qa.answers import encode
 
     context = "歴史 [SEP] ｻｸﾗ電機は１９９８年に札幌市で創業した。" * 6
     start = context.index("１９９８年")
@@ -227,7 +227,7 @@ def test_tokenizer_train_japanese_and_tokenize_command(cli, tmp_path):
 
 def test_char_level_f1_for_japanese_answers():
     from bertkit import metrics
-    from bertkit.tasks.qa import _f1_unit
+    from bertkit.tasks.qa.answers import _f1_unit
 
     squad = metrics.load("squad")
     predictions = [{"id": "1", "prediction_text": "小笠原諸島を", "no_answer_probability": 0.0, "best_answer": ""}]

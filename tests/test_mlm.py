@@ -153,7 +153,7 @@ def test_corpus_paths_folders_globs_and_json(tmp_path):
 
 def test_blocks_and_lines(tokenizer):
     from bertkit.errors import BertkitError
-    from bertkit.tasks.mlm import examples
+    from bertkit.tasks.mlm.task import examples
 
     texts = ["the film was great and the hotel was lovely"] * 10
     info = {"mode": "blocks", "block_size": 16, "max_length": 16, "long_lines": "truncate"}

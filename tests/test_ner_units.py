@@ -81,7 +81,7 @@ def test_hub_layout_tag_ids_become_names():
     import datasets
 
     from bertkit.config import NerConfig
-    from bertkit.tasks.ner import _hub_tags
+    from bertkit.tasks.ner.reading import _hub_tags
 
     names = ["O", "B-PER", "I-PER"]
     features = datasets.Features(

@@ -113,7 +113,8 @@ def test_squad_files_read_and_every_answer_aligns_to_tokens():
     """The real SQuAD v1.1 dev and v2.0 dev files: counts as published in ../shared/data, and
     for every answerable question some window's start/end tokens cover exactly its answer."""
     from bertkit.config import DataSource, load_config
-    from bertkit.tasks.qa import encode, read_examples
+    from bertkit.tasks.qa.answers import encode
+    from bertkit.tasks.qa.reading import read_examples
     from bertkit.tokenization import load_tokenizer
 
     cfg = load_config(ROOT / "configs" / "local" / "squad.yaml", task="qa")
@@ -148,7 +149,9 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
     import datasets
 
     from bertkit.config import DataSource, load_config
-    from bertkit.tasks import ner, qa
+    from bertkit.tasks.ner import reading as ner_reading
+    from bertkit.tasks.qa import answers as qa_answers
+    from bertkit.tasks.qa import reading as qa_reading
     from bertkit.tokenization import load_tokenizer
     from bertkit.tokenizer_training import train_wordpiece
 
@@ -158,11 +161,11 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
     tok = load_tokenizer(str(tmp_path / "tok"))
 
     cfg = load_config(ROOT / "configs" / "ja" / "local" / "jsquad.yaml", task="qa")
-    records = qa.read_examples(DataSource(path=str(shared("ja", "jsquad", "dev.json"))), cfg, "validation")
+    records = qa_reading.read_examples(DataSource(path=str(shared("ja", "jsquad", "dev.json"))), cfg, "validation")
     assert len(records) == 545
     info = {"max_length": 128, "version_2": False, "qa": cfg.qa.model_dump()}
     questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
-    features = qa.encode(tok, questions, contexts, info, [r["answers"] for r in records])
+    features = qa_answers.encode(tok, questions, contexts, info, [r["answers"] for r in records])
     found, separated = {}, set()
     for f in features:
         if f["start_positions"] != f["cls_index"]:
@@ -179,9 +182,11 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
         assert (start, start + len(record["answers"]["text"][0])) in found.get(k, set()), record["where"]
 
     cfg = load_config(ROOT / "configs" / "ja" / "local" / "ner.yaml", task="ner")
-    records = ner.read_examples(DataSource(path=str(shared("ja", "ner_wikipedia", "dev.json"))), cfg, "validation")
+    records = ner_reading.read_examples(
+        DataSource(path=str(shared("ja", "ner_wikipedia", "dev.json"))), cfg, "validation"
+    )
     split = datasets.Dataset.from_list([{"text": r["text"], "entities": r["entities"]} for r in records])
-    words, word_tags = ner._words_and_tags(split, tok, "validation")
+    words, word_tags = ner_reading.words_and_tags(split, tok, "validation")
     assert len(records) == 534 and sum(len(r["entities"]) for r in records) == 1336
     assert sum(tag.startswith("B-") for seq in word_tags for tag in seq) == 1336
     assert all(len(w) == len(t) for w, t in zip(words, word_tags, strict=True))

@@ -12,7 +12,7 @@ def info() -> None:
     import os
 
     from bertkit.hub import offline
-    from bertkit.training import library_versions
+    from bertkit.training.export import library_versions
 
     for name, version in library_versions().items():
         typer.echo(f"{name:14} {version}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bertkit.data.readers import _lines
+from bertkit.data.files import text_lines
 from bertkit.errors import BertkitError
 
 
@@ -20,7 +20,7 @@ def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) ->
     tags: list[str] = []
     rows: list[list[str]] = []
     start = 0
-    for number, line in _lines(path):
+    for number, line in text_lines(path):
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if tokens:

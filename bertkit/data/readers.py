@@ -16,14 +16,13 @@ GLUE's and most TSV files); CSV follows the usual quoting rules.
 from __future__ import annotations
 
 import csv
-import gzip
 import json
-import re
-import sys
-import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from bertkit.data.conll import read_conll
+from bertkit.data.files import STDIN, check_characters, load_json, text_lines
+from bertkit.data.squad import looks_like_squad, read_squad
 from bertkit.errors import BertkitError
 
 FORMATS = ("csv", "tsv", "jsonl", "json", "squad", "parquet", "text", "folder", "conll")
@@ -42,7 +41,6 @@ EXTENSIONS = {
     ".iob": "conll",
     ".bio": "conll",
 }
-STDIN = "-"
 
 
 def detect_format(path: str, explicit: str | None = None) -> str:
@@ -62,8 +60,6 @@ def detect_format(path: str, explicit: str | None = None) -> str:
     if fmt is None:
         raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
     if fmt == "json" and p.is_file():
-        from bertkit.data.squad import looks_like_squad
-
         fmt = "squad" if looks_like_squad(path) else fmt
     return fmt
 
@@ -131,16 +127,12 @@ def located_records(
         for number, record in enumerate(_read_parquet(path), start=1):
             yield f"{name}, row {number}", record
     elif fmt == "conll":
-        from bertkit.data.conll import read_conll
-
         for record in read_conll(path, tag_column=None):
             yield f"{name}:{record['line']}", record
     elif fmt == "json":
         for number, record in enumerate(_read_json(path), start=1):
             yield f"{name}, record {number}", record
     elif fmt == "squad":
-        from bertkit.data.squad import read_squad
-
         for record in read_squad(path):
             yield record["where"], record
     elif fmt == "jsonl":
@@ -148,7 +140,7 @@ def located_records(
     elif fmt in ("csv", "tsv"):
         yield from _read_delimited(path, fmt, keep_blank)
     else:
-        for number, line in _lines(path):
+        for number, line in text_lines(path):
             line = line.rstrip("\r\n")
             if line.strip():
                 yield f"{name}:{number}", {text_column: line}
@@ -161,64 +153,27 @@ def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -
     fmt = detect_format(path, fmt)
     if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):  # conll: sentences span lines
         return None
-    lines = sum(1 for _, line in _lines(path) if keep_blank or line.strip())
+    lines = sum(1 for _, line in text_lines(path) if keep_blank or line.strip())
     return max(lines - (1 if fmt in ("csv", "tsv") else 0), 0)
 
 
 # ---------------------------------------------------------------- line-level reading
 
 
-def _open_binary(path: str):
-    """The file (or stdin) to read in bytes; a missing, unreadable or folder path is a clear error."""
-    if path == STDIN:
-        return sys.stdin.buffer
-    if Path(path).is_dir():
-        raise BertkitError(f"{path} is a folder; give a file (or a format that reads folders)")
-    try:
-        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-    except FileNotFoundError:
-        raise BertkitError(f"data file not found: {path}") from None
-    except OSError as err:
-        raise BertkitError(f"cannot read {path}: {err.strerror or err}") from None
-
-
-def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line) pairs; a non-UTF-8 line is an error naming its line."""
-    name = "<stdin>" if path == STDIN else path
-    handle = _open_binary(path)
-    try:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise BertkitError(
-                    f"{name}:{number}: not UTF-8 text ({err.reason} at byte {err.start} of the "
-                    "line). Convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
-                ) from None
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            yield number, text
-    except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated or fake .gz
-        raise BertkitError(f"{name}: cannot read: {err}") from None
-    finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
-
-
 def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
     delimiter = "," if fmt == "csv" else "\t"
     kind = "comma" if fmt == "csv" else "tab"
-    numbered = _lines(path)
+    numbered = text_lines(path)
     current = [0]
 
-    def text_lines() -> Iterable[str]:
+    def bare_lines() -> Iterable[str]:
         for number, line in numbered:
             current[0] = number
             yield line
 
     quoting = {"quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
-    reader = csv.reader(text_lines(), delimiter=delimiter, **quoting)
+    reader = csv.reader(bare_lines(), delimiter=delimiter, **quoting)
     try:
         header = next(reader)
     except StopIteration:
@@ -270,7 +225,7 @@ def _check_header(header: list[str], name: str) -> None:
 
 def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
-    for number, line in _lines(path):
+    for number, line in text_lines(path):
         if not line.strip():
             if keep_blank:
                 yield f"{name}:{number}", Blank({text_column: ""})
@@ -297,53 +252,6 @@ def text_value(value, where: str | None = None, field: str = "text") -> str:
     kind = {bool: "true/false", list: "list", dict: "JSON object"}.get(type(value), type(value).__name__)
     place = f"{where}: " if where else ""
     raise BertkitError(f"{place}'{field}' holds a {kind}, not text; give each record its text as a string")
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def check_characters(where: str, raw: str, value) -> None:
-    """JSON can spell a lone UTF-16 surrogate (`"\\ud800"`), which is no character: tokenizers
-    fail on it. An error naming the place, not a crash deep inside the tokenizer."""
-    if not _SURROGATE_ESCAPE.search(raw):
-        return
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found = _SURROGATE.search(item)
-            if found:
-                raise BertkitError(
-                    f"{where}: the JSON escape \\u{ord(found.group()):04x} is half of a UTF-16 surrogate pair, not "
-                    "a character; fix or remove it"
-                )
-        elif isinstance(item, dict):
-            stack += [*item.keys(), *item.values()]
-        elif isinstance(item, list):
-            stack += item
-
-
-def load_json(path: str):
-    """A whole JSON document; a syntax error names its line."""
-    text = "".join(line for _, line in _lines(path))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
-    check_characters(path, text, data)
-    return data
-
-
-def read_head(path: str, size: int = 65536) -> str:
-    """The first `size` bytes of a file, decoded leniently (for sniffing a layout)."""
-    handle = _open_binary(path)
-    try:
-        return handle.read(size).decode("utf-8", errors="replace")
-    except (OSError, EOFError, zlib.error):
-        return ""
-    finally:
-        handle.close()
 
 
 def _read_json(path: str) -> Iterator[dict]:

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from bertkit.data.files import load_json, read_head
 from bertkit.errors import BertkitError
 
 
 def looks_like_squad(path: str) -> bool:
     """Whether a .json file is in the SQuAD layout (judged from its first 64 KiB)."""
-    from bertkit.data.readers import read_head
 
     head = read_head(path)
     return '"paragraphs"' in head and '"qas"' in head
 
 
 def read_squad(path: str) -> Iterator[dict]:
-    from bertkit.data.readers import load_json
 
     root = load_json(path)
     articles = _get(root, "data", list, path, "the top level")

@@ -1,0 +1,104 @@
+"""Reading a data file as bytes or as numbered UTF-8 lines (plain or gzip, or standard input), with
+errors that name the file and line: the layer every format reader (readers, conll, squad) stands
+on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+STDIN = "-"
+
+
+def open_binary(path: str):
+    """The file (or stdin) to read in bytes; a missing, unreadable or folder path is a clear error."""
+    if path == STDIN:
+        return sys.stdin.buffer
+    if Path(path).is_dir():
+        raise BertkitError(f"{path} is a folder; give a file (or a format that reads folders)")
+    try:
+        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    except FileNotFoundError:
+        raise BertkitError(f"data file not found: {path}") from None
+    except OSError as err:
+        raise BertkitError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) pairs; a non-UTF-8 line is an error naming its line."""
+    name = "<stdin>" if path == STDIN else path
+    handle = open_binary(path)
+    try:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise BertkitError(
+                    f"{name}:{number}: not UTF-8 text ({err.reason} at byte {err.start} of the "
+                    "line). Convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
+                ) from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            yield number, text
+    except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated or fake .gz
+        raise BertkitError(f"{name}: cannot read: {err}") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_characters(where: str, raw: str, value) -> None:
+    """JSON can spell a lone UTF-16 surrogate (`"\\ud800"`), which is no character: tokenizers
+    fail on it. An error naming the place, not a crash deep inside the tokenizer."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise BertkitError(
+                    f"{where}: the JSON escape \\u{ord(found.group()):04x} is half of a UTF-16 surrogate pair, not "
+                    "a character; fix or remove it"
+                )
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+
+
+def load_json(path: str):
+    """A whole JSON document; a syntax error names its line."""
+    text = "".join(line for _, line in text_lines(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
+    check_characters(path, text, data)
+    return data
+
+
+def read_head(path: str, size: int = 65536) -> str:
+    """The first `size` bytes of a file, decoded leniently (for sniffing a layout)."""
+    handle = open_binary(path)
+    try:
+        return handle.read(size).decode("utf-8", errors="replace")
+    except (OSError, EOFError, zlib.error):
+        return ""
+    finally:
+        handle.close()

@@ -1,0 +1,83 @@
+"""Labels read from the data: the problem type guessed from the label column (single-label, multi-
+label, regression), label names in a stable order, non-finite regression targets refused with
+their line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bertkit.errors import BertkitError
+
+SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"  # the problem types
+
+
+def label_name(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def guess_problem(values: list, separator: str | None) -> str:
+    if separator or any(isinstance(v, list) for v in values):
+        return MULTI
+    numbers = [_number(v) for v in values]
+    if all(n is not None for n in numbers) and any(not float(n).is_integer() for n in numbers):
+        return REGRESSION
+    return SINGLE
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def split_multi(values: list, separator: str | None) -> list[list[str]]:
+    out = []
+    for v in values:
+        if isinstance(v, list):
+            out.append([label_name(x) for x in v])
+        elif v is None or str(v).strip() == "":
+            out.append([])
+        else:
+            out.append([label_name(x) for x in str(v).split(separator)] if separator else [label_name(v)])
+    return out
+
+
+def ordered_labels(values: list, places: list[str], column: str) -> list[str]:
+    for value, place in zip(values, places, strict=True):
+        if value is None or str(value).strip() == "":
+            raise BertkitError(f"{place}: the example has an empty '{column}'; label every example")
+    names = {label_name(v) for v in values}
+    numeric = all(_number(n) is not None for n in names)
+    return sorted(names, key=(lambda n: float(n)) if numeric else None)
+
+
+def unknown_label(name: str, labels: list[str], place: str, given: bool) -> None:
+    if given:
+        raise BertkitError(
+            f"{place}: label '{name}' is not in data.labels ({', '.join(labels)}). Add it to data.labels, "
+            "or fix the data."
+        )
+    raise BertkitError(
+        f"{place}: label '{name}' does not occur in the training data "
+        f"(known labels: {', '.join(labels)}). Fix the data, or list every label in data.labels."
+    )
+
+
+NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+def check_finite(values: list, places: list[str], column: str) -> None:
+    """NaN or infinity among labels would silently turn into a class of its own (or NaN weights)."""
+    for value, place in zip(values, places, strict=True):
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, float) and not math.isfinite(one) or str(one).strip().lower() in NON_FINITE:
+                raise BertkitError(
+                    f"{place}: '{column}' is {one!r}, not a finite number or a label name; fix or remove this example"
+                )

@@ -1,0 +1,311 @@
+"""The classify task: the contract's methods (bertkit/tasks/base.py), over the package's helpers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bertkit import data as data_mod
+from bertkit import metrics, models
+from bertkit.config import Config, DataSource, load_config
+from bertkit.errors import BertkitError
+from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
+from bertkit.tasks.base import Task
+from bertkit.tasks.classify.encoding import encode_columns, encode_texts, feature_rows, text_of, window_features
+from bertkit.tasks.classify.labels import (
+    MULTI,
+    REGRESSION,
+    SINGLE,
+    check_finite,
+    guess_problem,
+    label_name,
+    ordered_labels,
+    split_multi,
+    unknown_label,
+)
+
+HF_PROBLEM = {
+    SINGLE: "single_label_classification",
+    MULTI: "multi_label_classification",
+    REGRESSION: "regression",
+}
+METRIC_MODULE = {SINGLE: "classification", MULTI: "multilabel", REGRESSION: "regression"}
+BEST_METRIC = {SINGLE: "f1_macro", MULTI: "f1_micro", REGRESSION: "spearman"}
+_AVERAGED = [f"{m}_{a}" for a in ("macro", "weighted", "micro") for m in ("precision", "recall", "f1")]
+METRIC_NAMES = {
+    SINGLE: ["accuracy", *[n for n in _AVERAGED if not n.endswith("micro")]],
+    MULTI: ["subset_accuracy", *[n for n in _AVERAGED if not n.endswith("weighted")]],
+    REGRESSION: ["mse", "rmse", "mae", "pearson", "spearman"],
+}
+
+
+class ClassifyTask(Task):
+    name = "classify"
+    auto_model = "AutoModelForSequenceClassification"
+
+    # ------------------------------------------------------------ data and labels
+
+    def load(self, cfg: Config):
+        if cfg.data.text_pair_column and cfg.classify.truncation == "head+tail":
+            raise BertkitError(
+                "classify.truncation: head+tail works on single texts; with data.text_pair_column use head or tail"
+            )
+        column, separator = cfg.data.label_column, cfg.data.label_separator
+
+        def classes(train) -> list:  # the automatic validation split keeps every class's share
+            values = train[column]
+            check_finite(values, data_mod.places(train, "train"), column)
+            problem = cfg.classify.problem_type
+            if problem == REGRESSION or (problem == "auto" and guess_problem(values, separator) == REGRESSION):
+                return [0] * len(values)
+            return [str(g[0]) if g else "" for g in split_multi(values, separator)]
+
+        return data_mod.load_splits(cfg, stratify=classes)
+
+    def setup(self, ds, cfg: Config) -> dict:
+        """What the model and the bundle need to know: problem type and label names."""
+        values = ds["train"][cfg.data.label_column]
+        places = data_mod.places(ds["train"], "train")
+        problem = cfg.classify.problem_type
+        check_finite(values, places, cfg.data.label_column)
+        if problem == "auto":
+            problem = guess_problem(values, cfg.data.label_separator)
+        if problem == REGRESSION:
+            data_mod.as_numbers(values, places)
+            labels = ["score"]
+        elif cfg.data.labels:
+            labels = [str(x) for x in cfg.data.labels]
+        else:
+            seen = split_multi(values, cfg.data.label_separator) if problem == MULTI else values
+            if problem == MULTI:
+                flat = [v for group in seen for v in group]
+                flat_places = [w for group, w in zip(seen, places, strict=True) for _ in group]
+            else:
+                flat, flat_places = list(seen), places
+            labels = ordered_labels(flat, flat_places, cfg.data.label_column)
+        if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
+            raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
+        return {
+            "task": self.name,
+            "problem_type": problem,
+            "labels": labels,
+            "labels_given": bool(cfg.data.labels) and problem != REGRESSION,
+            "max_length": cfg.model.max_length,
+            "truncation": cfg.classify.truncation,
+            "head_tokens": cfg.classify.head_tokens,
+            "threshold": cfg.classify.threshold,
+            "text_column": cfg.data.text_column,
+            "text_pair_column": cfg.data.text_pair_column,
+            "label_column": cfg.data.label_column,
+            "label_separator": cfg.data.label_separator,
+        }
+
+    def prepare(self, ds, tokenizer, info: dict):
+        """Tokenize every split and encode its labels."""
+        import datasets
+
+        prepared = {}
+        for role, split in ds.items():
+            labels = self.encode_labels(split[info["label_column"]], info, data_mod.places(split, role))
+            features = encode_texts(tokenizer, split, info)
+            features["labels"] = labels
+            prepared[role] = datasets.Dataset.from_dict(features)
+        return datasets.DatasetDict(prepared)
+
+    def encode_labels(self, values: list, info: dict, places: list[str] | str) -> list:
+        """Label ids (or rows of 0/1, or numbers); `places` says where each example is."""
+        problem, labels = info["problem_type"], info["labels"]
+        if isinstance(places, str):  # a split's name
+            places = [f"{places} data, example {i + 1}" for i in range(len(values))]
+        if problem == REGRESSION:
+            return data_mod.as_numbers(values, places)
+        check_finite(values, places, info.get("label_column") or "label")
+        index = {name: i for i, name in enumerate(labels)}
+        given = info.get("labels_given", False)
+        if problem == MULTI:
+            out = []
+            for i, group in enumerate(split_multi(values, info.get("label_separator"))):
+                row = [0.0] * len(labels)
+                for name in group:
+                    if name not in index:
+                        unknown_label(name, labels, places[i], given)
+                    row[index[name]] = 1.0
+                out.append(row)
+            return out
+        out = []
+        for i, v in enumerate(values):
+            name = label_name(v)
+            if v is None or name == "":
+                raise BertkitError(f"{places[i]}: the example has no label; label every example")
+            if name not in index:
+                unknown_label(name, labels, places[i], given)
+            out.append(index[name])
+        return out
+
+    # ------------------------------------------------------------ model and training
+
+    def build_model(self, source: str, info: dict, cfg: Config):
+        from transformers import AutoModelForSequenceClassification
+
+        labels = info["labels"]
+        kwargs = {"problem_type": HF_PROBLEM[info["problem_type"]], "num_labels": len(labels)}
+        if info["problem_type"] != REGRESSION:
+            kwargs["id2label"] = dict(enumerate(labels))
+            kwargs["label2id"] = {name: i for i, name in enumerate(labels)}
+        return models.load_weights(
+            AutoModelForSequenceClassification, source, cfg, ignore_mismatched_sizes=True, **kwargs
+        )
+
+    def best_metric(self, info: dict) -> str:
+        return BEST_METRIC[info["problem_type"]]
+
+    def metric_names(self, info: dict) -> list[str]:
+        """The numbers scoring reports (any can be train.metric_for_best_model)."""
+        return METRIC_NAMES[info["problem_type"]]
+
+    def loss(self, info: dict, cfg: Config, train):
+        """A class-weighted loss when the config asks for one (single-label only), else None."""
+        weights = cfg.classify.class_weights
+        if weights is None:
+            return None
+        if info["problem_type"] != SINGLE:
+            raise BertkitError("classify.class_weights: only for single-label classification")
+        n = len(info["labels"])
+        if weights == "balanced":
+            train_labels = list(train["labels"])
+            counts = Counter(train_labels)
+            weights = [len(train_labels) / (n * counts[i]) if counts[i] else 0.0 for i in range(n)]
+        elif len(weights) != n:
+            raise BertkitError(f"classify.class_weights: {len(weights)} weights for {n} labels {info['labels']}")
+        import torch
+
+        tensor = torch.tensor(weights, dtype=torch.float)
+
+        def weighted_loss(outputs, labels, num_items_in_batch=None):
+            logits = outputs.logits
+            return torch.nn.functional.cross_entropy(
+                logits.view(-1, logits.size(-1)), labels.view(-1), weight=tensor.to(logits.device)
+            )
+
+        return weighted_loss
+
+    def metric_fn(self, info: dict, features, examples):
+        """Full metrics (per class, confusion matrix) of a Trainer prediction on `features`."""
+        return lambda prediction: self.score(prediction.predictions, prediction.label_ids, info)
+
+    def score(self, logits, references, info: dict) -> dict:
+        """Full metrics (per class, confusion matrix) from logits and encoded references."""
+        logits = np.asarray(logits[0] if isinstance(logits, tuple) else logits)
+        problem = info["problem_type"]
+        module = metrics.load(METRIC_MODULE[problem])
+        if problem == REGRESSION:
+            return module.compute(predictions=logits.reshape(-1), references=np.asarray(references).reshape(-1))
+        if problem == MULTI:
+            predicted = (sigmoid(logits) > info["threshold"]).astype(int)
+            return module.compute(
+                predictions=predicted, references=np.asarray(references).astype(int), label_names=info["labels"]
+            )
+        return module.compute(
+            predictions=logits.argmax(-1), references=np.asarray(references), label_names=info["labels"]
+        )
+
+    # ------------------------------------------------------------ inference
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        """Full metrics of `model` on the labelled file `data` (`bertkit evaluate`)."""
+        info = {**info, **{k: v for k, v in options.items() if v and k.endswith("_column")}}
+        if not info.get("labels") and info.get("problem_type") != REGRESSION:
+            raise BertkitError("the model has no label names, so its predictions cannot be scored")
+        cfg = load_config(None, task=self.name)
+        cfg.data.text_column = info.get("text_column") or "text"
+        cfg.data.label_column = info.get("label_column") or "label"
+        ds = data_mod.load_source(DataSource(path=data, format=options.get("data_format")), cfg)
+        columns = {
+            "text_column": cfg.data.text_column,
+            "text_pair_column": info.get("text_pair_column"),
+            "label_column": cfg.data.label_column,
+        }
+        data_mod.require_columns(ds, columns, data)
+        references = self.encode_labels(ds[cfg.data.label_column], info, data_mod.places(ds, data))
+        features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": cfg.data.text_column}))
+        logits = forward(model, tokenizer, features, options.get("batch_size", 32))
+        return self.score(np.stack(logits), references, info)
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """One output record per input record, in input order."""
+        text_column = options.get("text_column") or info.get("text_column") or "text"
+        pair_column = options.get("text_pair_column") or info.get("text_pair_column")
+        threshold = options.get("threshold") or info.get("threshold", 0.5)
+        windows = options.get("long_text") == "windows"
+        batch_size = options.get("batch_size", 32)
+        seen = 0
+        for chunk in chunks(records, options.get("chunk_size", 1024)):
+            texts = [text_of(r, text_column, seen + i + 1) for i, r in enumerate(chunk)]
+            pairs = (
+                [text_of(r, pair_column, seen + i + 1, "--text-pair-column") for i, r in enumerate(chunk)]
+                if pair_column
+                else None
+            )
+            seen += len(chunk)
+            if windows and pairs is None:
+                feats, owner = window_features(tokenizer, texts, info, options.get("stride"))
+            else:
+                feats = feature_rows(encode_columns(tokenizer, texts, pairs, info))
+                owner = list(range(len(texts)))
+            grouped: list[list] = [[] for _ in chunk]
+            for index, row in zip(owner, forward(model, tokenizer, feats, batch_size), strict=True):
+                grouped[index].append(row)
+            for record, mine in zip(chunk, grouped, strict=True):
+                yield self.describe(record, text_column, pair_column, mine, info, threshold, windows and pairs is None)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A text (and its pair, if any) with nothing in it."""
+        from bertkit.prediction import blank
+
+        columns = [options.get("text_column") or info.get("text_column") or "text"]
+        columns += [c for c in [options.get("text_pair_column") or info.get("text_pair_column")] if c]
+        return all(c in record for c in columns) and all(blank(record[c]) for c in columns)
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        text_column = options.get("text_column") or info.get("text_column") or "text"
+        pair_column = options.get("text_pair_column") or info.get("text_pair_column")
+        fields = {"text_pair": record.get(pair_column)} if pair_column else {}
+        if options.get("long_text") == "windows" and not pair_column:
+            fields["windows"] = 0
+        if info["problem_type"] == REGRESSION:
+            return empty_record(record, text_column, **fields, score=None)
+        found = {"labels": []} if info["problem_type"] == MULTI else {"label": None, "score": None}
+        return empty_record(record, text_column, **fields, **found, scores=dict.fromkeys(info["labels"]))
+
+    def describe(self, record, text_column, pair_column, logits: list, info: dict, threshold, windows=False) -> dict:
+        out = {k: record[k] for k in ("id",) if k in record}
+        out["text"] = record.get(text_column)
+        if pair_column:
+            out["text_pair"] = record.get(pair_column)
+        problem, labels = info["problem_type"], info["labels"]
+        stacked = np.stack(logits)
+        if problem == REGRESSION:
+            out["score"] = round(float(stacked.reshape(-1).mean()), 6)
+            return out
+        if problem == MULTI:
+            probs = sigmoid(stacked).mean(axis=0)
+            out["labels"] = [labels[i] for i in np.flatnonzero(probs > threshold)]
+        else:
+            probs = softmax(stacked).mean(axis=0)
+            best = int(probs.argmax())
+            out["label"], out["score"] = labels[best], round(float(probs[best]), 6)
+        out["scores"] = {name: round(float(p), 6) for name, p in zip(labels, probs, strict=True)}
+        if windows:  # every record says how many windows it took, so table outputs keep the column
+            out["windows"] = len(logits)
+        return out
+
+
+TASK = ClassifyTask()
+
+
+# ---------------------------------------------------------------- tokenization
+
+
+# ---------------------------------------------------------------- labels

@@ -1,0 +1,342 @@
+"""The mlm task: the contract's methods (bertkit/tasks/base.py), over the package's helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bertkit import data as data_mod
+from bertkit import metrics, models, tokenization
+from bertkit.config import Config, DataSource, load_config
+from bertkit.data.corpus import load_corpus
+from bertkit.data.readers import place_of, text_value
+from bertkit.errors import BertkitError
+from bertkit.inference import chunks, empty_record, forward
+from bertkit.progress import console
+from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
+
+
+class MlmTask(Task):
+    name = "mlm-adapt"
+    auto_model = "AutoModelForMaskedLM"
+
+    # ------------------------------------------------------------ data
+
+    def load(self, cfg: Config):
+        return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, cfg))
+
+    def setup(self, ds, cfg: Config) -> dict:
+        m = cfg.mlm
+        block = m.block_size or cfg.model.max_length
+        if block > cfg.model.max_length:
+            raise BertkitError(
+                f"mlm.block_size {block} is longer than model.max_length {cfg.model.max_length}; lower it"
+            )
+        return {
+            "task": self.name,
+            "mode": m.mode,
+            "block_size": block,
+            "max_length": cfg.model.max_length,
+            "long_lines": m.long_lines,
+            "mlm_probability": m.mlm_probability,
+            "whole_word_masking": m.whole_word_masking,
+            "top_k": m.top_k,
+            "seed": cfg.train.seed,
+            "text_column": "text",
+            **({"base_model": "scratch", "from_scratch": True} if m.from_scratch else {}),
+        }
+
+    def starts_from_scratch(self, cfg: Config) -> bool:
+        return cfg.mlm.from_scratch
+
+    def new_tokenizer(self, ds, cfg: Config):
+        """From scratch without a given tokenizer: a WordPiece vocabulary learnt on the training text."""
+        if not cfg.mlm.from_scratch or cfg.model.tokenizer:
+            return None
+        from bertkit.progress import status
+        from bertkit.tokenizer_training import train_wordpiece
+
+        with status(f"learning a {cfg.mlm.vocab_size:,}-entry WordPiece vocabulary"):
+            return train_wordpiece(
+                ds["train"]["text"],
+                cfg.mlm.vocab_size,
+                lowercase=cfg.mlm.lowercase,
+                max_length=cfg.model.max_length,
+                japanese=cfg.mlm.japanese,
+                where=f"{cfg.data.train.describe()} (training data)",
+            )
+
+    def prepare(self, ds, tokenizer, info: dict):
+        import datasets
+
+        if tokenizer.mask_token_id is None:
+            raise BertkitError(
+                f"the tokenizer ({type(tokenizer).__name__}) has no [MASK] token: it cannot do masked LM"
+            )
+        info["vocab_size"] = len(tokenizer)
+        info["pad_token_id"] = tokenizer.pad_token_id
+        prepared = {}
+        for role, split in ds.items():
+            rows = examples(tokenizer, list(split["text"]), info, role)
+            columns = {key: [row[key] for row in rows] for key in rows[0]}
+            if role != "train":
+                columns = fixed_masks(
+                    columns, tokenizer, info["mlm_probability"], info["whole_word_masking"], info["seed"]
+                )
+            prepared[role] = datasets.Dataset.from_dict(columns)
+        return datasets.DatasetDict(prepared)
+
+    # ------------------------------------------------------------ model and training
+
+    def build_model(self, source: str | None, info: dict, cfg: Config):
+        from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
+
+        if source is None:
+            m = cfg.mlm
+            config = BertConfig(
+                vocab_size=info["vocab_size"],
+                hidden_size=m.hidden_size,
+                num_hidden_layers=m.num_layers,
+                num_attention_heads=m.num_heads,
+                intermediate_size=m.intermediate_size,
+                max_position_embeddings=cfg.model.max_length,
+                pad_token_id=info["pad_token_id"],
+                initializer_range=m.initializer_range,
+                hidden_dropout_prob=m.dropout,
+                attention_probs_dropout_prob=m.dropout,
+            )
+            return _masked_only(BertForMaskedLM(config))
+        model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
+        prefix = model.base_model_prefix + "."
+        if any(not key.startswith(prefix) for key in loading.get("missing_keys", [])):
+            info["fresh_head"] = True
+            console.print(f"[yellow]note:[/yellow] {cfg.model.name} has no masked-LM head; a new one is trained")
+        if model.get_input_embeddings().num_embeddings < info["vocab_size"]:
+            model.resize_token_embeddings(info["vocab_size"])
+        return _masked_only(model)
+
+    def export(self, model, info: dict):
+        """The model as saved: one pre-trained from scratch gets BERT's fine-tuning dropout back
+        (mlm.dropout applies to pre-training only)."""
+        if info.get("from_scratch"):
+            model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = FINE_TUNING_DROPOUT
+        return model
+
+    def collator(self, tokenizer, cfg: Config):
+        return MaskingCollator(tokenizer, cfg.mlm.mlm_probability, cfg.mlm.whole_word_masking, pad_multiple(cfg))
+
+    def best_metric(self, info: dict) -> str:
+        return "perplexity"
+
+    def metric_names(self, info: dict) -> list[str]:
+        return ["loss", "perplexity", "accuracy"]
+
+    @staticmethod
+    def reduce_logits(logits, labels):
+        """Per position: (loss of the true token, 1 if it ranked first); the Trainer keeps these
+        instead of the full vocabulary logits."""
+        return token_losses(logits, labels)
+
+    def metric_fn(self, info: dict, features, examples):
+        return lambda prediction: score(prediction.predictions, prediction.label_ids)
+
+    scores_before_training = True
+
+    def compare(self, before: dict, after: dict) -> dict:
+        """Validation perplexity before and after: the point of the job."""
+        return {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
+
+    # ------------------------------------------------------------ inference
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        """Perplexity of `model` on a text file, masked the way the bundle was validated."""
+        cfg = load_config(None, task=self.name)
+        cfg.data.text_column = options.get("text_column") or "text"
+        texts = list(load_corpus(DataSource(path=data, format=options.get("data_format")), cfg)["text"])
+        info = _complete(info, model)
+        rows = examples(tokenizer, texts, info, data)
+        columns = {key: [row[key] for row in rows] for key in rows[0]}
+        masked = fixed_masks(columns, tokenizer, info["mlm_probability"], info["whole_word_masking"], info["seed"])
+        features = [dict(zip(masked, values, strict=True)) for values in zip(*masked.values(), strict=True)]
+        losses = forward(model, tokenizer, features, options.get("batch_size", 32), output=losses_of_rows)
+        return {**score_rows(losses), "texts": len(texts)}
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        column = options.get("text_column") or "text"
+        return empty_record(record, column, masks=[], filled=record.get(column))
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """Fill-mask: for each [MASK] of each text, the top-k tokens and their probabilities."""
+        info = _complete(info, model)
+        column = options.get("text_column") or "text"
+        top_k = options.get("top_k") or info.get("top_k", 5)
+        mask = tokenizer.mask_token
+        if mask is None:
+            raise BertkitError("this model's tokenizer has no mask token: it cannot fill in masks")
+        number = 0
+        for chunk in chunks(records, options.get("chunk_size", 256)):
+            features = []
+            for record in chunk:
+                number += 1
+                text = _text(record, column, number)
+                if mask not in text:
+                    raise BertkitError(
+                        f"{place_of(record, number)}: no {mask} in {text[:80]!r}; mark the word to guess with {mask}"
+                    )
+                encoded = tokenizer(text, truncation=True, max_length=info["max_length"])
+                if encoded["input_ids"].count(tokenizer.mask_token_id) < text.count(mask):
+                    raise BertkitError(
+                        f"{place_of(record, number)}: a {mask} lies past the model's {info['max_length']}-token limit; "
+                        "shorten the text around it"
+                    )
+                features.append(dict(encoded))
+            results = forward(
+                model, tokenizer, features, options.get("batch_size", 32), output=_top_k(tokenizer, top_k)
+            )
+            for record, found in zip(chunk, results, strict=True):
+                yield _describe(record, column, found, tokenizer)
+
+    def card_summary(self, info: dict) -> str:
+        masking = "whole-word masking" if info.get("whole_word_masking") else "token masking"
+        return f"masked LM, {info.get('mode')} of {info.get('block_size')} tokens, {masking}"
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit predict --model {where} --input masked.txt --output predictions.jsonl"
+
+
+TASK = MlmTask()
+FINE_TUNING_DROPOUT = 0.1  # BERT's, for a model pre-trained here
+
+
+# ---------------------------------------------------------------- examples
+
+
+def examples(tokenizer, texts: list[str], info: dict, where: str) -> list[dict]:
+    """Model inputs from texts: blocks of block_size tokens cut from the joined text, or one
+    example a line (long lines cut or split into windows, as info says)."""
+    budget_block = info["block_size"] - tokenization.special_budget(tokenizer)
+    budget_line = info["max_length"] - tokenization.special_budget(tokenizer)
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    if info["mode"] == "blocks":
+        joined: list[int] = []
+        for piece in ids:
+            if piece:
+                joined += [*piece, tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else piece
+        full = len(joined) // budget_block
+        if where == "train" and full == 0:
+            raise BertkitError(
+                f"the training text has {len(joined):,} tokens, too few for one block of {info['block_size']}: "
+                "add text, lower mlm.block_size, or use mlm.mode: lines"
+            )
+        cut = full * budget_block if where == "train" else len(joined)  # training drops the ragged end
+        pieces = [joined[i : i + budget_block] for i in range(0, cut, budget_block)]
+    else:
+        pieces, long = [], 0
+        windows = info.get("long_lines") == "windows"
+        for piece in ids:
+            if len(piece) > budget_line:
+                long += 1
+                pieces += tokenization.windows(piece, budget_line, 0) if windows else [piece[:budget_line]]
+            elif piece:
+                pieces.append(piece)
+        if long:
+            what = "split into windows" if windows else "cut (mlm.long_lines: windows keeps all of them)"
+            console.print(
+                f"[yellow]note:[/yellow] {where}: {long:,} lines longer than {budget_line} tokens were {what}"
+            )
+    if not pieces:
+        raise BertkitError(f"{where}: no tokens in the text")
+    return [tokenization.wrap(tokenizer, piece) for piece in pieces]
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def token_losses(logits, labels):
+    import torch
+
+    flat = torch.nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE, reduction="none"
+    ).reshape(labels.shape)
+    correct = (logits.argmax(-1) == labels).float()
+    return torch.stack([flat, correct], -1)
+
+
+def score(predictions, labels) -> dict:
+    """Masked-LM metrics from `token_losses` rows and labels (IGNORE where nothing is predicted)."""
+    predictions, labels = np.asarray(predictions), np.asarray(labels)
+    width = min(predictions.shape[1], labels.shape[1])
+    chosen = labels[:, :width] != IGNORE
+    values = predictions[:, :width][chosen]
+    return metrics.load("masked_lm").compute(nll=values[:, 0], correct=values[:, 1].astype(int))
+
+
+def score_rows(rows: list) -> dict:
+    values = np.concatenate([r for r in rows if len(r)]) if any(len(r) for r in rows) else np.zeros((0, 2))
+    return metrics.load("masked_lm").compute(nll=values[:, 0], correct=values[:, 1].astype(int))
+
+
+def losses_of_rows(out, inputs, rows) -> list:
+    """(loss, correct) of each predicted position of each row of a batch."""
+    import torch
+
+    width = inputs["input_ids"].shape[1]
+    labels = torch.tensor([list(r["labels"]) + [IGNORE] * (width - len(r["labels"])) for r in rows])
+    losses = token_losses(out.logits, labels.to(out.logits.device)).cpu().numpy()
+    keep = labels.numpy() != IGNORE
+    return [losses[i][keep[i]] for i in range(len(rows))]
+
+
+def _top_k(tokenizer, k: int):
+    def pick(out, inputs, rows) -> list:
+        import torch
+
+        found = []
+        at_mask = inputs["input_ids"] == tokenizer.mask_token_id
+        probs = torch.softmax(out.logits.float(), -1)
+        for i in range(len(rows)):
+            top = probs[i][at_mask[i]].topk(min(k, probs.shape[-1]), dim=-1)
+            found.append((top.indices.cpu().numpy(), top.values.cpu().numpy()))
+        return found
+
+    return pick
+
+
+def _describe(record: dict, column: str, found, tokenizer) -> dict:
+    ids, probs = found
+    out = {k: record[k] for k in ("id",) if k in record}
+    out["text"] = record[column]
+    masks, filled = [], record[column]
+    for position, (row_ids, row_probs) in enumerate(zip(ids, probs, strict=True)):
+        tokens = tokenizer.convert_ids_to_tokens([int(i) for i in row_ids])
+        candidates = [{"token": t, "score": round(float(p), 6)} for t, p in zip(tokens, row_probs, strict=True)]
+        masks.append({"mask": position, "candidates": candidates})
+        filled = filled.replace(tokenizer.mask_token, tokens[0].removeprefix("##"), 1)
+    out["masks"], out["filled"] = masks, filled
+    return out
+
+
+def _text(record: dict, column: str, number: int) -> str:
+    if column not in record:
+        raise BertkitError(
+            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set --text-column"
+        )
+    return text_value(record[column], place_of(record, number), column)
+
+
+def _masked_only(model):
+    """Training scores only the masked positions against the vocabulary (same loss, about half
+    the time of a step for a small model); see bertkit.tasks.mlm.masked_positions."""
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
+
+    predict_masked_only(model)
+    return model
+
+
+def _complete(info: dict, model) -> dict:
+    """A bundle's settings, with defaults for a plain Hugging Face masked-LM model."""
+    limit = min(int(getattr(model.config, "max_position_embeddings", 512)), 512)
+    defaults = {"max_length": limit, "block_size": limit, "mode": "lines", "long_lines": "truncate"}
+    return {**defaults, "mlm_probability": 0.15, "whole_word_masking": False, "seed": 42, "top_k": 5, **info}

@@ -1,0 +1,166 @@
+"""Reading NER data into words and IOB2 tags: CoNLL columns, token/tag records, character spans
+over a text, and Hugging Face data sets with integer tags.
+"""
+
+from __future__ import annotations
+
+from bertkit import data as data_mod
+from bertkit import tokenization
+from bertkit.config import Config, DataSource
+from bertkit.data.readers import text_value
+from bertkit.errors import BertkitError
+from bertkit.progress import console
+from bertkit.tasks.ner import tags
+
+
+def tokens_field_of(record: dict, info: dict) -> str | None:
+    """The field of `record` holding its token list (the bundle's `ner.tokens_field`, or
+    `tokens`, as CoNLL input gives it), or None for a record that is not a token list."""
+    own = (info.get("ner") or {}).get("tokens_field", "tokens")
+    return next((field for field in (own, "tokens") if field in record), None)
+
+
+def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
+    """Records with `tokens` + `tags`, or `text` + `entities` ({type, start, end}), checked."""
+    ner = cfg.ner
+    if source.hub:
+        ds = data_mod.load_source(source, cfg)
+        return [{"tokens": list(r[ner.tokens_field]), "tags": list(r[ner.tags_field])} for r in _hub_tags(ds, ner)]
+    from bertkit.data.conll import read_conll
+    from bertkit.data.readers import detect_format, read_records
+
+    fmt = detect_format(source.path, source.format)
+    if fmt == "conll":
+        found = [
+            {"tokens": r["tokens"], "tags": r["tags"], "where": f"{source.path}:{r['line']}"}
+            for r in read_conll(source.path, ner.token_column, ner.tag_column)
+        ]
+    else:
+        found = []
+        for number, record in enumerate(read_records(source.path, fmt), start=1):
+            where = f"{source.path}, record {number}"
+            if ner.tokens_field in record:
+                tokens, tag_seq = record[ner.tokens_field], record.get(ner.tags_field)
+                if tag_seq is None or len(tag_seq) != len(tokens):
+                    raise BertkitError(
+                        f"{where}: '{ner.tags_field}' must list one tag per token ({len(tokens)} tokens)"
+                    )
+                found.append({"tokens": [str(t) for t in tokens], "tags": [str(t) for t in tag_seq], "where": where})
+            elif cfg.data.text_column in record:
+                if ner.entities_field not in record:
+                    raise BertkitError(
+                        f"{where}: no '{ner.entities_field}' field (fields: {', '.join(record)}). Set "
+                        "ner.entities_field to the field that lists the entities (a sentence without any "
+                        "has an empty list)"
+                    )
+                text = text_value(record[cfg.data.text_column], where, cfg.data.text_column)
+                found.append({"text": text, "entities": _spans(record, ner, text, where), "where": where})
+            else:
+                raise BertkitError(
+                    f"{where}: expected '{ner.tokens_field}' + '{ner.tags_field}', or '{cfg.data.text_column}' + "
+                    f"'{ner.entities_field}' (fields there: {', '.join(record)})"
+                )
+    empty = [r["where"] for r in found if not r.get("tokens", r.get("text"))]
+    if empty:
+        raise BertkitError(f"{len(empty)} empty sentence(s) in the {role} data, first at {empty[0]}")
+    if not found:
+        raise BertkitError(f"{source.describe()}: no sentences in this file")
+    return found
+
+
+def require_entities(word_tags: list[list[str]], where: str) -> None:
+    """Scoring data without a single entity would score precision and recall of nothing."""
+    if not any(tag != "O" for seq in word_tags for tag in seq):
+        raise BertkitError(
+            f"{where}: the data holds no entities at all, so there is nothing to score. Check the tag "
+            "column (ner.tag_column) or the entities field (ner.entities_field)"
+        )
+
+
+def _hub_tags(ds, ner):
+    import datasets
+
+    feature = ds.features[ner.tags_field]
+    inner = getattr(feature, "feature", None)
+    if isinstance(inner, datasets.ClassLabel):
+        for row in ds:
+            yield {
+                ner.tokens_field: row[ner.tokens_field],
+                ner.tags_field: [inner.int2str(i) for i in row[ner.tags_field]],
+            }
+    else:
+        yield from ds
+
+
+def _spans(record: dict, ner, text: str, where: str) -> list[dict]:
+    spans = []
+    for entity in record.get(ner.entities_field) or []:
+        try:
+            if ner.span_field:
+                start, end = (int(x) for x in entity[ner.span_field])
+            else:
+                start, end = int(entity[ner.start_field]), int(entity[ner.end_field])
+            kind = str(entity[ner.type_field])
+        except (KeyError, TypeError, ValueError):
+            needs = f"'{ner.start_field}', '{ner.end_field}'"
+            if ner.span_field:
+                needs = f"'{ner.span_field}' ([start, end])"
+            raise BertkitError(f"{where}: each entity needs {needs} and '{ner.type_field}' (got {entity})") from None
+        if not 0 <= start < end <= len(text):
+            raise BertkitError(f"{where}: entity {entity} lies outside the text ({len(text)} characters)")
+        spans.append({"type": kind, "start": start, "end": end})
+    spans.sort(key=lambda s: s["start"])
+    for a, b in zip(spans, spans[1:], strict=False):
+        if b["start"] < a["end"]:
+            raise BertkitError(f"{where}: entities overlap: {a} and {b}; keep one of them")
+    return spans
+
+
+def scheme_of(sequences, role: str) -> str:
+    try:
+        return tags.detect_scheme([list(seq) for seq in sequences])
+    except ValueError as err:
+        raise BertkitError(f"{role} data: '{err}' is not a tag (expected O, B-X, I-X, E-X, S-X, ...)") from None
+
+
+def normalise_scheme(split, scheme: str, role: str):
+    repaired = 0
+    fixed = []
+    for seq in split["tags"]:
+        try:
+            result = tags.to_iob2(seq, scheme)
+        except ValueError as err:
+            raise BertkitError(
+                f"{role} data: '{err}' is not a tag of the {scheme} scheme (expected O, B-X, I-X, ...)"
+            ) from None
+        repaired += result.repaired
+        fixed.append(result.tags)
+    if repaired:
+        console.print(
+            f"[yellow]warning:[/yellow] {role} data: {repaired} tag(s) did not fit {scheme} and were repaired"
+        )
+    return split.remove_columns("tags").add_column("tags", fixed)
+
+
+def words_and_tags(split, tokenizer, role: str) -> tuple[list[list[str]], list[list[str]]]:
+    if "tags" in split.column_names:
+        return [list(t) for t in split["tokens"]], [list(t) for t in split["tags"]]
+    words, word_tags, unaligned = [], [], 0
+    for text, spans in zip(split["text"], split["entities"], strict=True):
+        found = tokenization.words_with_offsets(tokenizer, text)
+        seq = ["O"] * len(found)
+        for span in spans:
+            inside = [i for i, (_, s, e) in enumerate(found) if s < span["end"] and e > span["start"]]
+            if not inside:
+                continue
+            unaligned += found[inside[0]][1] != span["start"] or found[inside[-1]][2] != span["end"]
+            for k, i in enumerate(inside):
+                seq[i] = f"{'B' if k == 0 else 'I'}-{span['type']}"
+        words.append([w for w, _, _ in found])
+        word_tags.append(seq)
+    if unaligned:
+        console.print(
+            f"[yellow]warning:[/yellow] {role} data: {unaligned} entity span(s) cut through a word; "
+            "whole words were labelled"
+        )
+    return words, word_tags

@@ -1,0 +1,228 @@
+"""The ner task: the contract's methods (bertkit/tasks/base.py), over the package's helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bertkit import data as data_mod
+from bertkit import models, tokenization
+from bertkit.config import Config, DataSource
+from bertkit.data.readers import Blank, place_of, text_value
+from bertkit.errors import BertkitError
+from bertkit.inference import chunks, empty_record
+from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.ner import tags
+from bertkit.tasks.ner.reading import (
+    normalise_scheme,
+    read_examples,
+    require_entities,
+    scheme_of,
+    tokens_field_of,
+    words_and_tags,
+)
+from bertkit.tasks.ner.tagging import (
+    CHUNK,
+    describe,
+    encode_words,
+    say_unseen,
+    score_tags,
+    tag_ids,
+    tag_sentences,
+    tag_words,
+)
+
+
+class NerTask(Task):
+    name = "ner"
+    auto_model = "AutoModelForTokenClassification"
+
+    # ------------------------------------------------------------ data
+
+    def load(self, cfg: Config):
+        scheme = None if cfg.ner.scheme == "auto" else cfg.ner.scheme
+
+        def read(source: DataSource, role: str):
+            import datasets
+
+            records = read_examples(source, cfg, role)
+            return datasets.Dataset.from_list(records)
+
+        splits = data_mod.load_splits(cfg, read)
+        if scheme is None and "tags" in splits["train"].column_names:
+            scheme = scheme_of(splits["train"]["tags"], "train")
+        for role, split in splits.items():
+            if "tags" in split.column_names:
+                splits[role] = normalise_scheme(split, scheme or "IOB2", role)
+        return splits
+
+    def setup(self, ds, cfg: Config) -> dict:
+        train = ds["train"]
+        if cfg.data.labels:
+            types = sorted({t.split("-", 1)[-1] for t in cfg.data.labels if t != "O"})
+        elif "tags" in train.column_names:
+            types = sorted({t[2:] for seq in train["tags"] for t in seq if t != "O"})
+        else:
+            types = sorted({e["type"] for ents in train["entities"] for e in ents})
+        if not types:
+            raise BertkitError(
+                "the training data has no entities at all: nothing to learn. Check ner.tag_column / the tags"
+            )
+        return {
+            "task": self.name,
+            "labels": tags.label_list(types),
+            "max_length": cfg.model.max_length,
+            "stride": cfg.ner.stride,
+            "label_all_subwords": cfg.ner.label_all_subwords,
+            "text_column": cfg.data.text_column,
+            "ner": cfg.ner.model_dump(),
+        }
+
+    def prepare(self, ds, tokenizer, info: dict):
+        import datasets
+
+        prepared = {}
+        for role, split in ds.items():
+            words, word_tags = words_and_tags(split, tokenizer, role)
+            features = encode_words(tokenizer, words, info, tag_ids(word_tags, info, role), role)
+            prepared[role] = datasets.Dataset.from_list(features)
+        return datasets.DatasetDict(prepared)
+
+    # ------------------------------------------------------------ model and training
+
+    def build_model(self, source: str, info: dict, cfg: Config):
+        from transformers import AutoModelForTokenClassification
+
+        labels = info["labels"]
+        return models.load_weights(
+            AutoModelForTokenClassification,
+            source,
+            cfg,
+            num_labels=len(labels),
+            id2label=dict(enumerate(labels)),
+            label2id={name: i for i, name in enumerate(labels)},
+            ignore_mismatched_sizes=True,
+        )
+
+    def collator(self, tokenizer, cfg: Config):
+        from transformers import DataCollatorForTokenClassification
+
+        return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
+
+    def best_metric(self, info: dict) -> str:
+        return "f1"
+
+    def metric_names(self, info: dict) -> list[str]:
+        names = ["precision", "recall", "f1"]
+        return [*names, "token_accuracy", *[f"lenient_{n}" for n in names]]
+
+    def metric_fn(self, info: dict, features, examples):
+        """Exact entity-level scores of a Trainer prediction on `features`: window predictions
+        merged back into one tag per word of each sentence (`tag_words`, as predict does), scored
+        against every word's gold tag."""
+        columns = {k: features[k] for k in ("example", "word_index", "word_count", "word_labels")}
+        return lambda prediction: self.score_rows([np.asarray(r) for r in prediction.predictions], columns, info)
+
+    def score_rows(self, logits_rows: list, features, info: dict) -> dict:
+        """Scores of model rows on `features` that carry the gold tags of their sentences."""
+        names = info["labels"]
+        predicted = [t.tags for t in tag_words(features, logits_rows, names)]
+        gold: dict[int, list[str]] = {}
+        for example, word_labels in zip(features["example"], features["word_labels"], strict=True):
+            gold.setdefault(example, [names[i] for i in word_labels])
+        return score_tags(predicted, [gold[k] for k in range(len(gold))])
+
+    # ------------------------------------------------------------ evaluate and predict
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        from bertkit.config import load_config
+
+        cfg = load_config(None, task=self.name)
+        cfg.ner = cfg.ner.model_validate(info.get("ner") or {})
+        cfg.data.text_column = info.get("text_column") or "text"
+        import datasets
+
+        records = read_examples(DataSource(path=data, format=options.get("data_format")), cfg, "evaluation")
+        split = datasets.Dataset.from_list(records)
+        if "tags" in split.column_names:
+            scheme = scheme_of(split["tags"], data) if cfg.ner.scheme == "auto" else cfg.ner.scheme
+            split = normalise_scheme(split, scheme, data)
+        words, word_tags = words_and_tags(split, tokenizer, data)
+        require_entities(word_tags, data)
+        tag_ids(word_tags, info, data)  # every gold tag must be one the model knows
+        # the very tags `predict` writes for this file: same words, same chunks, same batches
+        tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+        unseen = sum(
+            tag != "O" and not t.seen[w]
+            for t, gold in zip(tagged, word_tags, strict=True)
+            for w, tag in enumerate(gold)
+        )
+        if unseen:
+            say_unseen(int(unseen), data)
+        return score_tags([t.tags for t in tagged], word_tags)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A token list with no tokens, or a text with nothing in it."""
+        from bertkit.prediction import blank
+
+        field = tokens_field_of(record, info)
+        if field is not None:
+            return not record[field]
+        column = options.get("text_column") or info.get("text_column") or "text"
+        return column in record and blank(record[column])
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        """Token-shaped (no tokens, no tags) for a token list, and for a blank line when the
+        input's records are token lists or the output is CoNLL; text-shaped (no entities) else."""
+        shape = record
+        if isinstance(record, Blank):
+            shape = record.like if record.like is not None else {}
+            if options.get("output_format") == "conll":
+                shape = {"tokens": []}
+        if tokens_field_of(shape, info) is not None:
+            return empty_record(record, None, tokens=[], tags=[])
+        return empty_record(record, options.get("text_column") or info.get("text_column") or "text", entities=[])
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """Text -> entities as character spans; tokens (JSON or CoNLL) -> a tag per token."""
+        text_column = options.get("text_column") or info.get("text_column") or "text"
+        number = 0
+        for chunk in chunks(records, options.get("chunk_size", CHUNK)):
+            words, offsets = [], []
+            for record in chunk:
+                number += 1
+                field = tokens_field_of(record, info)
+                if field is not None:
+                    words.append([str(t) for t in record[field]])
+                    offsets.append(None)
+                elif text_column in record:
+                    found = tokenization.words_with_offsets(
+                        tokenizer, text_value(record[text_column], place_of(record, number), text_column)
+                    )
+                    words.append([w for w, _, _ in found])
+                    offsets.append([(s, e) for _, s, e in found])
+                else:
+                    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+                    raise BertkitError(
+                        f"{place_of(record, number)}: no '{text_column}' or '{tokens_field}' field (fields: "
+                        f"{', '.join(record)}); set --text-column to the field holding the text"
+                    )
+            tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+            for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
+                yield describe(record, sentence, where, found, text_column)
+
+    def card_summary(self, info: dict) -> str:
+        return "IOB2 tags"
+
+
+TASK = NerTask()
+
+
+# ---------------------------------------------------------------- reading
+
+
+# ---------------------------------------------------------------- sub-words and windows
+
+
+# ---------------------------------------------------------------- tags from model rows

@@ -1,0 +1,187 @@
+"""The qa task: the contract's methods (bertkit/tasks/base.py), over the package's helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bertkit import data as data_mod
+from bertkit import models
+from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
+from bertkit.data.readers import place_of
+from bertkit.errors import BertkitError
+from bertkit.inference import chunks, empty_record
+from bertkit.tasks.base import Task
+from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
+from bertkit.tasks.qa.reading import checked_record, fields_of, read_examples, unanswerable_ids, warn_unanswerable
+
+
+class QaTask(Task):
+    name = "qa"
+    auto_model = "AutoModelForQuestionAnswering"
+
+    # ------------------------------------------------------------ data
+
+    def load(self, cfg: Config):
+        def read(source: DataSource, role: str):
+            import datasets
+
+            return datasets.Dataset.from_list(read_examples(source, cfg, role))
+
+        return data_mod.load_splits(cfg, read)
+
+    def setup(self, ds, cfg: Config) -> dict:
+        unanswerable = unanswerable_ids(ds["train"])
+        version_2 = cfg.qa.version_2
+        if version_2 is None:
+            version_2 = bool(unanswerable)
+        elif not version_2 and unanswerable:
+            raise BertkitError(
+                f"{len(unanswerable)} training question(s) have no answer (first: {unanswerable[0]}), but "
+                "qa.version_2 is false (SQuAD v1: every question has an answer). Set qa.version_2: true "
+                "to learn to abstain, or remove those questions."
+            )
+        for role in ("validation", "test"):
+            if role in ds and not version_2:
+                warn_unanswerable(f"{role} data", unanswerable_ids(ds[role]))
+        return {
+            "task": self.name,
+            "max_length": cfg.model.max_length,
+            "version_2": version_2,
+            "qa": {**cfg.qa.model_dump(), "version_2": version_2},
+        }
+
+    def prepare(self, ds, tokenizer, info: dict):
+        import datasets
+
+        prepared = {}
+        for role, split in ds.items():
+            answers = list(split["answers"])
+            features = encode(tokenizer, list(split["question"]), list(split["context"]), info, answers)
+            prepared[role] = datasets.Dataset.from_list(features)
+        return datasets.DatasetDict(prepared)
+
+    # ------------------------------------------------------------ model and training
+
+    def build_model(self, source: str, info: dict, cfg: Config):
+        from transformers import AutoModelForQuestionAnswering
+
+        return models.load_weights(AutoModelForQuestionAnswering, source, cfg)
+
+    def best_metric(self, info: dict) -> str:
+        return "f1"
+
+    def metric_names(self, info: dict) -> list[str]:
+        v2 = [f"{part}_{m}" for part in ("has_ans", "no_ans", "best") for m in ("exact_match", "f1")]
+        return ["exact_match", "f1", *(v2 if info["version_2"] else [])]
+
+    def metric_fn(self, info: dict, features, examples):
+        """Official SQuAD scores of a Trainer prediction on `features` (windows of `examples`)."""
+        columns = feature_columns(features)
+        records = examples.to_list()
+        contexts = [r["context"] for r in records]
+
+        def score(prediction):
+            starts, ends = prediction.predictions[:2]
+            rows = [np.stack([s, e], -1) for s, e in zip(starts, ends, strict=True)]
+            return score_answers(extract_answers(columns, rows, contexts, info["qa"], info["version_2"]), records, info)
+
+        return score
+
+    # ------------------------------------------------------------ evaluate and predict
+
+    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+        info = _complete(info)
+        records = read_examples(DataSource(path=data, format=options.get("data_format")), _config_from(info), data)
+        if not info["version_2"]:
+            warn_unanswerable(data, unanswerable_ids(records))
+        questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
+        found = answer_questions(model, tokenizer, info, questions, contexts, options.get("batch_size", 32))
+        return score_answers(found, records, info)
+
+    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+        """A record whose question and context are both there and both blank. One without either
+        field is not empty: `predict` refuses it, naming the field (as it refuses a question
+        without a context, or the reverse)."""
+        from bertkit.prediction import blank
+
+        fields = fields_of(record, _complete(info)["qa"])
+        return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
+
+    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+        id_field = _complete(info)["qa"]["id_field"]
+        out = {"id": str(record[id_field])} if record.get(id_field) is not None else {}
+        extra = {"alternatives": []} if options.get("n_best") else {}
+        return {**out, **empty_record({}, None, answer=None, score=None, start=None, end=None, **extra)}
+
+    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+        """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
+        info = _complete(info)
+        qa = info["qa"]
+        alternatives = options.get("n_best") or 0
+        seen: dict[str, str] = {}
+        number = 0
+        for chunk in chunks(records, options.get("chunk_size", 256)):
+            checked = []
+            for record in chunk:
+                number += 1
+                checked.append(checked_record(record, fields_of(record, qa), place_of(record, number), seen))
+            ids, questions, contexts = (list(column) for column in zip(*checked, strict=True))
+            batch = options.get("batch_size", 32)
+            found = answer_questions(model, tokenizer, info, questions, contexts, batch, keep=alternatives)
+            for key, answer in zip(ids, found, strict=True):
+                out = {} if key is None else {"id": key}
+                out.update({k: answer[k] for k in ("answer", "score", "start", "end")})
+                if alternatives:
+                    out["alternatives"] = answer["alternatives"]
+                yield out
+
+    def card_summary(self, info: dict) -> str:
+        return "SQuAD v2: may answer nothing" if info.get("version_2") else "SQuAD v1: always answers"
+
+    def cli_usage(self, where: str) -> str:
+        return f"bertkit predict --model {where} --input questions.jsonl --output predictions.jsonl"
+
+    def python_usage(self, where: str) -> list[str]:
+        return [  # transformers 5 has no question-answering pipeline
+            "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",
+            f'model = AutoModelForQuestionAnswering.from_pretrained("{where}")',
+            f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
+        ]
+
+
+TASK = QaTask()
+
+
+def _complete(info: dict) -> dict:
+    """A bundle's settings, with the defaults filled in for a plain Hugging Face QA model
+    (which answers every question, as SQuAD v1 models do)."""
+    qa = QaConfig().model_dump()
+    if "qa" in info:
+        qa.update(info["qa"])
+    else:  # windows in proportion to the model's length limit
+        quarter = info["max_length"] // 4
+        qa["doc_stride"] = min(derived_doc_stride(info["max_length"]), quarter)
+        qa["max_question_length"] = min(qa["max_question_length"], quarter)
+    if qa["doc_stride"] is None:
+        qa["doc_stride"] = derived_doc_stride(info["max_length"])
+    version_2 = bool(info.get("version_2", qa.get("version_2")))
+    return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
+
+
+def _config_from(info: dict) -> Config:
+    from bertkit.config import load_config
+
+    cfg = load_config(None, task="qa")
+    cfg.qa = QaConfig.model_validate(info.get("qa") or {})
+    return cfg
+
+
+# ---------------------------------------------------------------- reading
+
+
+# ---------------------------------------------------------------- windows
+
+
+# ---------------------------------------------------------------- answers from logits

@@ -1,0 +1,67 @@
+"""Writing the bundle: the trained model, its tokenizer, bertkit.json, metrics and the model card,
+staged and moved into place in one step.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from pathlib import Path
+
+from bertkit import __version__, outputs, reports
+from bertkit.config import Config
+
+
+def library_versions() -> dict:
+    import importlib.metadata as md
+
+    versions = {"bertkit": __version__, "python": platform.python_version()}
+    for name in ("torch", "transformers", "datasets", "evaluate", "accelerate", "tokenizers"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return versions
+
+
+def write_bundle(
+    trainer,
+    cfg: Config,
+    info: dict,
+    scores: dict,
+    stats: dict,
+    best: str,
+    overwrite: bool,
+    headline=None,
+    export=None,
+    protect=(),
+) -> None:
+    """The bundle: the model (`export(model, info)` when the task saves something other than the
+    trained module as it is: the encoder inside a wrapper, or a model with its settings changed),
+    tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
+    final = Path(cfg.output_dir)
+    with outputs.staged_dir(final, overwrite, "bundle", protect) as staged:
+        exported = export(trainer.model, info) if export else None
+        if exported is not None:
+            exported.save_pretrained(str(staged))
+            trainer.processing_class.save_pretrained(str(staged))
+        else:
+            trainer.save_model(str(staged))
+        (staged / "training_args.bin").unlink(missing_ok=True)  # a pickle; the config says it all
+        main_role = "test" if "test" in scores else "validation"
+        bundle_info = {
+            **info,
+            "bertkit_version": __version__,
+            "base_model": info.get("base_model") or cfg.model.name,
+            "metric_for_best_model": best,
+            "metrics": scores,
+            "training": stats,
+            "config": cfg.dump(),
+            "versions": library_versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        outputs.write_json(staged / "bertkit.json", bundle_info)
+        outputs.write_json(staged / "metrics.json", {**(headline or {}), **scores, "training": stats})
+        reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
+        reports.task_plots(scores.get(main_role, {}), staged)
+        reports.model_card(bundle_info, staged / "README.md")

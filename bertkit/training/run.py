@@ -1,0 +1,142 @@
+"""One training run, start to end: config to bundle, with the task's hooks called in the contract's order
+(bertkit/tasks/base.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+
+from bertkit import models, outputs
+from bertkit.config import Config
+from bertkit.errors import BertkitError
+from bertkit.tasks import get_task
+from bertkit.training.export import write_bundle
+from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
+from bertkit.training.trainer import (
+    RememberEvaluations,
+    check_metric,
+    freeze,
+    longest_first,
+    resolve_precision,
+    score_split,
+    trainer_class,
+    training_arguments,
+)
+
+
+def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()) -> tuple[Path, dict]:
+    """Train, score and write the bundle; returns its path and its metrics.
+
+    `protect`: paths of the run's inputs (the config file), which `--overwrite` must never
+    delete; the data files of the config are protected too. One run at a time writes an output
+    (a lock file beside it); every check that can fail is made before training starts."""
+    task = get_task(cfg.task)
+    if cfg.data.train is None:
+        raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
+    final = Path(cfg.output_dir)
+    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
+    inputs = [*protect, *(s.path for s in sources if s is not None and s.path), cfg.model.name, cfg.model.tokenizer]
+    lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
+    with lock:
+        checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)
+        return _run(cfg, task, final, overwrite, checkpoint, inputs)
+
+
+def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | None, inputs: list) -> tuple[Path, dict]:
+    from transformers import EarlyStoppingCallback, set_seed
+
+    models.quiet_transformers()
+    import datasets
+
+    datasets.disable_progress_bars()
+    work = work_dir(final)
+    precision = resolve_precision(cfg.train.precision)
+    set_seed(cfg.train.seed)
+
+    scratch = task.starts_from_scratch(cfg)
+    source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
+    if source is not None:
+        models.check_max_length(source, cfg)
+    from bertkit.progress import RichProgress, status
+    from bertkit.tokenization import load_tokenizer
+
+    with status("reading data"):
+        raw = task.load(cfg)
+        info = task.setup(raw, cfg)
+    best = cfg.train.metric_for_best_model or task.best_metric(info)
+    check_metric(best, task.metric_names(info), cfg)
+    tokenizer = task.new_tokenizer(raw, cfg)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
+        features = task.prepare(raw, tokenizer, info)
+        for role in ("validation", "test"):
+            if role in features:
+                features[role] = longest_first(features[role])
+    model = task.build_model(source, info, cfg)
+    freeze(model, cfg)
+    if cfg.train.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+
+    args = training_arguments(cfg, work, precision, best)
+    roles = [role for role in ("validation", "test") if role in features]
+    scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
+    remembered = RememberEvaluations(scorers["validation"])
+    callbacks = [RichProgress(), remembered]
+    if cfg.train.early_stopping_patience:
+        if cfg.train.eval_strategy == "no":
+            raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
+        callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
+    trainer = trainer_class(cfg)(
+        model=model,
+        args=args,
+        train_dataset=features["train"],
+        eval_dataset=features["validation"],
+        processing_class=tokenizer,
+        data_collator=task.collator(tokenizer, cfg),
+        compute_metrics=remembered.compute,
+        compute_loss_func=task.loss(info, cfg, features["train"]),
+        preprocess_logits_for_metrics=task.reduce_logits,
+        callbacks=callbacks,
+    )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
+    if task.scores_before_training:  # the untrained model's score, for tasks whose point is the change
+        with status("scoring the validation data before training"):
+            before = score_split(trainer, scorers["validation"], features["validation"])
+    mark_run_dir(work)
+    started = time.perf_counter()
+    try:
+        result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    except BaseException as err:
+        discard_if_empty(work)
+        from bertkit.checkpoints import last_complete
+
+        kept = work.is_dir() and last_complete(work)[0] is not None
+        after = "The complete checkpoints are kept: make room, then run again with --resume." if kept else ""
+        failed = outputs.writing_failed(err, work, after or "Nothing was kept.")
+        if failed:
+            raise failed from None
+        raise
+    train_seconds = time.perf_counter() - started
+
+    scores = {}
+    for role, scorer in scorers.items():
+        reused = remembered.best(trainer.state) if role == "validation" else None
+        scores[role] = reused or score_split(trainer, scorer, features[role])
+    headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
+    scores["validation"] = {**headline, **scores["validation"]}
+    if trainer.is_world_process_zero():
+        stats = {
+            "train_seconds": round(train_seconds, 1),
+            "train_samples_per_second": result.metrics.get("train_samples_per_second"),
+            "train_steps": trainer.state.global_step,
+            "train_examples": len(features["train"]),
+            "precision": precision,
+        }
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
+        shutil.rmtree(work, ignore_errors=True)
+    return final, {**(headline or {}), **scores}

@@ -1,0 +1,84 @@
+"""The run directory beside the bundle: where checkpoints go while training, what --overwrite and
+--resume may do with what is there, and its removal when nothing was kept.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from bertkit import outputs
+from bertkit.errors import BertkitError
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+
+
+def work_dir(final: Path) -> Path:
+    final = Path(os.path.abspath(final))
+    return final.with_name(final.name + ".partial")
+
+
+def mark_run_dir(work: Path) -> None:
+    from bertkit.checkpoints import RUN_MARKER
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / RUN_MARKER).write_text(f"bertkit run, process {os.getpid()}\n", encoding="utf-8")
+
+
+def discard_if_empty(work: Path) -> None:
+    """A run that stops before its first checkpoint leaves nothing to resume: no `.partial`."""
+    from bertkit.checkpoints import checkpoints
+
+    if work.is_dir() and not checkpoints(work) and is_main_process():
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -> Path | None:
+    """Everything about the output and work directories that can fail, checked before training;
+    returns the checkpoint to resume from."""
+    from bertkit import checkpoints
+    from bertkit.progress import console
+
+    if final.exists() and not overwrite:
+        what = "the run would replace it when it finishes" if resume else "it would be replaced"
+        raise BertkitError(
+            f"output directory {final} already exists ({what}); pass --overwrite to replace it, "
+            "or choose another with --output-dir"
+        )
+    outputs.check_output_dir(final, overwrite, inputs, "bundle")
+    if resume:
+        found, broken = checkpoints.last_complete(work)
+        if found is None:
+            why = f" ({len(broken)} incomplete one(s) found)" if broken else ""
+            raise BertkitError(
+                f"--resume: there is no complete checkpoint to resume from in {work}{why}; start again without --resume"
+            )
+        for folder in broken:
+            console.print(
+                f"[yellow]note:[/yellow] {folder.name} was not completely written (a full disk or an interrupted "
+                "save?); it is removed"
+            )
+            if is_main_process():
+                shutil.rmtree(folder, ignore_errors=True)
+        console.print(f"resuming from {found.name}")
+        return found
+    if work.exists():
+        foreign = checkpoints.foreign_files(work) if work.is_dir() else [work.name]
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise BertkitError(
+                f"{work} (where this run keeps its checkpoints) holds files bertkit did not write ({shown}); "
+                "move them away to start this run"
+            )
+        found, _ = checkpoints.last_complete(work)
+        if found is not None and not overwrite:
+            raise BertkitError(
+                f"an unfinished run left checkpoints in {work} (last complete: {found.name}): pass --resume to "
+                "continue it, or --overwrite to start again"
+            )
+        if is_main_process():
+            shutil.rmtree(work)
+    return None

@@ -1,0 +1,192 @@
+"""The Hugging Face Trainer as bertkit sets it up: training arguments from the config, precision,
+head learning rate groups, frozen layers, evaluation memory, and the metric that picks the best
+checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit import metrics
+from bertkit.config import Config
+from bertkit.errors import BertkitError, did_you_mean
+from bertkit.progress import callback_base
+
+LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
+
+
+def resolve_precision(choice: str) -> str:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if choice == "auto":
+        if not cuda:
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if choice in ("fp16", "bf16") and not cuda:
+        raise BertkitError(
+            f"train.precision: {choice} needs a CUDA GPU, and none is visible here. Use "
+            "`precision: auto` (fp32 on CPU, mixed precision on GPU) or `precision: fp32`."
+        )
+    return choice
+
+
+def check_metric(best: str, names: list[str], cfg: Config) -> None:
+    """metric_for_best_model must be one the task reports (checked before any training)."""
+    if cfg.train.eval_strategy == "no" and not cfg.train.metric_for_best_model:
+        return
+    known = ["loss", *names]
+    if best.removeprefix("eval_") not in known:
+        raise BertkitError(
+            f"train.metric_for_best_model: '{best}' is not a metric of this task{did_you_mean(best, known)}. "
+            f"Its metrics: {', '.join(known)}"
+        )
+
+
+def score_split(trainer, scorer, features) -> dict:
+    """Full metrics of the trainer's model on `features`, by the split's own scorer."""
+    kept, trainer.compute_metrics = trainer.compute_metrics, None
+    try:
+        return scorer(trainer.predict(features))
+    finally:
+        trainer.compute_metrics = kept
+
+
+def longest_first(features):
+    """Evaluation features ordered by length, so evaluation batches carry little padding. Scores do
+    not depend on the order: every scorer reads its references from these same features."""
+    lengths = [len(ids) for ids in features["input_ids"]]
+    return features.select(sorted(range(len(lengths)), key=lambda i: -lengths[i]))
+
+
+class RememberEvaluations(callback_base()):
+    """Keeps the full validation metrics of every evaluation, so the best checkpoint's numbers
+    need not be computed a second time after training (the Trainer only logs plain numbers)."""
+
+    def __init__(self, scorer):
+        self.scorer, self.last, self.by_step = scorer, None, {}
+
+    def compute(self, prediction) -> dict:
+        self.last = self.scorer(prediction)
+        return metrics.scalars(self.last)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.by_step[state.global_step] = self.last
+
+    def best(self, state) -> dict | None:
+        """Full metrics of the checkpoint the Trainer kept (load_best_model_at_end), if evaluated."""
+        return self.by_step.get(state.best_global_step)
+
+
+def trainer_class(cfg: Config):
+    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, and
+    the task head in its own optimizer group when train.head_learning_rate is set."""
+    from transformers import Trainer
+
+    grouped, head_lr = cfg.train.group_by_length, cfg.train.head_learning_rate
+    if not grouped and head_lr is None:
+        return Trainer
+
+    class BertkitTrainer(Trainer):
+        def _get_train_sampler(self, train_dataset=None):
+            if not grouped:
+                return super()._get_train_sampler(train_dataset)
+            from bertkit.training.sampling import ShuffledLengthGroups
+
+            data = train_dataset if train_dataset is not None else self.train_dataset
+            lengths = [len(ids) for ids in data["input_ids"]]
+            batch = self.args.per_device_train_batch_size * max(1, self.args.world_size)
+            return ShuffledLengthGroups(lengths, batch, self.args.seed)
+
+        def create_optimizer(self, model=None):
+            optimizer = super().create_optimizer(model)
+            if head_lr is not None:
+                split_head_groups(optimizer, head_parameters(model or self.model), head_lr)
+            return optimizer
+
+    return BertkitTrainer
+
+
+def head_parameters(model) -> set[int]:
+    """ids of the parameters outside the pretrained base model: the task head."""
+    prefix = model.base_model_prefix + "."
+    return {id(p) for name, p in model.named_parameters() if not name.startswith(prefix)}
+
+
+def split_head_groups(optimizer, head: set[int], lr: float) -> None:
+    """Move the head's parameters into groups of their own with learning rate `lr` (the
+    scheduler, created afterwards, scales every group's rate the same way)."""
+    groups = []
+    for group in optimizer.param_groups:
+        settings = {k: v for k, v in group.items() if k != "params"}
+        body = [p for p in group["params"] if id(p) not in head]
+        mine = [p for p in group["params"] if id(p) in head]
+        groups += [{**settings, "params": body}] if body else []
+        groups += [{**settings, "params": mine, "lr": lr}] if mine else []
+    optimizer.param_groups.clear()
+    for group in groups:
+        optimizer.add_param_group(group)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def training_arguments(cfg: Config, work: Path, precision: str, best: str | None):
+    from transformers import TrainingArguments
+
+    t = cfg.train
+    evaluating = t.eval_strategy != "no"
+    return TrainingArguments(
+        output_dir=str(work),
+        num_train_epochs=t.epochs,
+        max_steps=t.max_steps or -1,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size or 2 * t.batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        learning_rate=t.learning_rate,
+        weight_decay=t.weight_decay,
+        warmup_steps=t.warmup_ratio,  # a float below 1 is a share of all steps
+        lr_scheduler_type=t.lr_scheduler,
+        max_grad_norm=t.max_grad_norm,
+        seed=t.seed,
+        eval_strategy=t.eval_strategy,
+        eval_steps=t.eval_steps,
+        save_strategy=t.eval_strategy if evaluating else "epoch",
+        save_steps=t.eval_steps,
+        save_total_limit=t.save_total_limit,
+        load_best_model_at_end=evaluating,
+        metric_for_best_model=best if evaluating else None,
+        greater_is_better=not (best or "loss").endswith(LOWER_IS_BETTER) if evaluating else None,
+        logging_strategy="steps",
+        logging_steps=t.logging_steps,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        dataloader_num_workers=t.dataloader_workers,
+        report_to=t.report_to or "none",
+        disable_tqdm=True,
+        # Without a GPU, say so: accelerate then sets up multi-process CPU training (gloo)
+        # when launched by torchrun or `accelerate launch`.
+        use_cpu=not _cuda(),
+        dataloader_pin_memory=_cuda(),
+    )
+
+
+def freeze(model, cfg: Config) -> None:
+    """Keep the embeddings and/or the lowest encoder layers fixed, as the config asks."""
+    t = cfg.train
+    if not (t.freeze_embeddings or t.freeze_layers):
+        return
+    base = getattr(model, model.base_model_prefix, None)
+    embeddings = getattr(base, "embeddings", None)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    if embeddings is None or layers is None:
+        raise BertkitError(f"train.freeze_*: not supported for {type(model).__name__}")
+    if t.freeze_layers > len(layers):
+        raise BertkitError(f"train.freeze_layers: {t.freeze_layers}, but the model has {len(layers)} layers")
+    modules = ([embeddings] if t.freeze_embeddings else []) + list(layers[: t.freeze_layers])
+    for module in modules:
+        for parameter in module.parameters():
+            parameter.requires_grad = False
