@@ -104,7 +104,7 @@ def check_custom_code(source: str, trusted: bool) -> None:
     the user allowed that on the command line or in the config; never through a prompt. These
     settings files are read here anyway, so one that is valid JSON but not an object (which
     transformers would crash on) is refused here too, trusted or not."""
-    from bertkit.bundle import not_an_object
+    from bertkit.run_info import not_an_object
 
     folder = Path(source)
     if not folder.is_dir():

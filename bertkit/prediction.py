@@ -114,7 +114,3 @@ def is_empty(task, record: dict, info: dict, options: dict) -> bool:
     if isinstance(record, Blank):
         return True
     return task.is_empty(record, info, options)
-
-
-def blank(value) -> bool:
-    return value is None or not str(value).strip()

@@ -115,8 +115,8 @@ def test_tag_words_gives_one_entry_per_word():
 
 def test_gold_tags_of_unseen_words_are_scored(tiny_model):
     """References are every word's gold tag: an entity on a word the model cannot see is a miss."""
-    from bertkit.tasks.ner import NerTask
     from bertkit.tasks.ner.tagging import encode_words
+    from bertkit.tasks.ner.task import NerTask
     from bertkit.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model))

@@ -207,6 +207,7 @@ def test_multi_label_and_regression_and_pairs(tiny_model, easy_data, cli, tmp_pa
 
 def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch):
     from bertkit import training
+    from bertkit.training import run
     from bertkit.config import load_config
 
     cfg = load_config(config(tmp_path, tiny_model, easy_data["train"]), ["train.epochs=2"])
@@ -214,7 +215,7 @@ def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch)
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training, "write_bundle", interrupted)
+    monkeypatch.setattr(run, "write_bundle", interrupted)  # the run looks it up there
     with pytest.raises(KeyboardInterrupt):
         training.train(cfg)
     work = training.work_dir(tmp_path / "model")

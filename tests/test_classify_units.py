@@ -5,8 +5,8 @@ from bertkit import tokenization
 from bertkit.config import load_config
 from bertkit.errors import BertkitError
 from bertkit.inference import padding_efficiency
-from bertkit.tasks.classify import TASK
 from bertkit.tasks.classify.encoding import encode_columns
+from bertkit.tasks.classify.task import TASK
 
 
 def info_for(values, **cfg_values):

@@ -43,7 +43,7 @@ def texts():
 def test_pooling_modes():
     import torch
 
-    from bertkit.embeddings.encoder import pool
+    from bertkit.embeddings.pooling import pool
 
     class Out:
         last_hidden_state = torch.tensor([[[1.0, 2.0], [3.0, -4.0], [100.0, 100.0]]])

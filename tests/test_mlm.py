@@ -272,7 +272,7 @@ def test_from_scratch_with_whole_words(tmp_path, corpus, cli):
 
 def test_from_scratch_initial_weights_and_dropout_follow_the_config():
     from bertkit.config import load_config
-    from bertkit.tasks.mlm import TASK
+    from bertkit.tasks.mlm.task import TASK
 
     cfg = load_config(None, task="mlm-adapt")
     cfg.mlm.from_scratch, cfg.mlm.hidden_size, cfg.mlm.num_heads, cfg.mlm.intermediate_size = True, 128, 2, 256

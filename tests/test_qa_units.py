@@ -8,9 +8,9 @@ import pytest
 from bertkit import metrics
 from bertkit.config import DataSource, load_config
 from bertkit.errors import BertkitError
-from bertkit.tasks.qa import TASK
 from bertkit.tasks.qa.answers import encode, extract_answers
 from bertkit.tasks.qa.reading import read_examples
+from bertkit.tasks.qa.task import TASK
 
 
 def _squad(path, paragraphs):

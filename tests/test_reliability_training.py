@@ -46,14 +46,14 @@ def test_resume_with_an_existing_output_fails_at_once(cli, tmp_path, tiny_model,
 
 
 def test_resume_skips_a_half_written_checkpoint(cli, tmp_path, tiny_model, easy_data, monkeypatch):
-    from bertkit import training
+    from bertkit.training import run
 
     path = config(tmp_path, tiny_model, easy_data["train"])
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(training, "write_bundle", interrupted)
+    monkeypatch.setattr(run, "write_bundle", interrupted)  # the run looks it up there
     code, _, _ = cli("train", "classify", "-c", path)
     monkeypatch.undo()
     work = tmp_path / "out.partial"

@@ -240,6 +240,11 @@ def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) 
         yield f"{name}:{number}", record
 
 
+def blank(value) -> bool:
+    """Whether a field holds nothing to work on (missing, or only white space)."""
+    return value is None or not str(value).strip()
+
+
 def text_value(value, where: str | None = None, field: str = "text") -> str:
     """A record's text field as text: null is empty, a number is written out (CSV-style), and a
     list, mapping or true/false is an error naming the record (not its Python spelling as text)."""

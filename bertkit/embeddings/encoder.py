@@ -10,37 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.embeddings.pooling import POOLINGS, l2_normalize, pool
 from bertkit.errors import BertkitError
-
-POOLINGS = ("mean", "cls", "max", "pooler")
-
-
-def pool(out, attention_mask, mode: str):
-    """One vector per sequence from a model output: the mean or max of its real tokens, the
-    first token ([CLS]), or BERT's pooler (dense + tanh over [CLS])."""
-    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-    if mode == "cls":
-        return hidden[:, 0]
-    if mode == "pooler":
-        pooled = getattr(out, "pooler_output", None)
-        if pooled is None:
-            raise BertkitError("pooling 'pooler': this model has no pooler layer; use mean, cls or max")
-        return pooled
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    if mode == "max":
-        return hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values
-    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-
-
-def l2_normalize(vectors):
-    import torch
-
-    return torch.nn.functional.normalize(vectors, p=2, dim=-1)
-
-
-def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.maximum(norms, 1e-12)
 
 
 @dataclass
@@ -56,7 +27,7 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     or the sentence-transformers files (pooling mode, Normalize module, max_seq_length). Each
     file is checked as it is read, so a damaged one is an error naming it; the pooling the files
     give is checked only when it is used (`pooling_needed`: no --pooling was given)."""
-    from bertkit.bundle import positive_int, read_info, read_json, read_object
+    from bertkit.run_info import positive_int, read_info, read_json, read_object
 
     root = Path(path)
     limit = _limit(config)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.data.readers import place_of, text_value
-from bertkit.embeddings.encoder import unit_rows
+from bertkit.embeddings.pooling import unit_rows
 from bertkit.errors import BertkitError
 
 MATRIX_LIMIT = 5000  # texts; beyond this a full matrix is the wrong tool (use search)

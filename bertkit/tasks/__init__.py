@@ -14,7 +14,7 @@ __all__ = ["TaskRecord", "get_task", "record", "register", "task_for_architectur
 register(
     TaskRecord(
         name="classify",
-        module="bertkit.tasks.classify",
+        module="bertkit.tasks.classify.task",
         summary="Text classification: single texts or pairs; multi-class, multi-label or regression.",
         section="classify",
         settings="bertkit.config:ClassifyConfig",
@@ -28,7 +28,7 @@ register(
 register(
     TaskRecord(
         name="ner",
-        module="bertkit.tasks.ner",
+        module="bertkit.tasks.ner.task",
         summary="Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
         section="ner",
         settings="bertkit.config:NerConfig",
@@ -42,7 +42,7 @@ register(
 register(
     TaskRecord(
         name="qa",
-        module="bertkit.tasks.qa",
+        module="bertkit.tasks.qa.task",
         summary="Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
         section="qa",
         settings="bertkit.config:QaConfig",
@@ -63,7 +63,7 @@ register(
 register(
     TaskRecord(
         name="mlm-adapt",
-        module="bertkit.tasks.mlm",
+        module="bertkit.tasks.mlm.task",
         summary="Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
         section="mlm",
         settings="bertkit.config:MlmConfig",

@@ -3,12 +3,13 @@ card ask of a task. A task subclasses `Task`, implements the methods marked *req
 overrides an optional hook only where its default does not fit. Its module exposes the instance
 as `TASK`, and a registry record (bertkit/tasks/registry.py) names the module.
 
-`info` is the run's description: built by `setup` from the config and the training data, saved
-as the bundle's `bertkit.json`, and handed back to `predict` / `evaluate` when the bundle is
-used. It is read-only after `setup`.
+`info` is the run's description (`bertkit.run_info.RunInfo`, a read-only mapping): built from
+what `setup` returns (and `tokenizer_facts`, once the tokenizer is known), saved as the bundle's
+`bertkit.json`, and handed back to `predict` / `evaluate` when the bundle is used. No hook can
+change it; none needs to.
 
 The path of a training run, in the order the hooks are called:
-`load` → `setup` → `metric_names` / `best_metric` → `new_tokenizer` → `prepare` →
+`load` → `setup` → `metric_names` / `best_metric` → `new_tokenizer` → `tokenizer_facts` → `prepare` →
 `build_model` → `collator`, `loss`, `reduce_logits`, `metric_fn` (the Trainer's parts) →
 (`scores_before_training`: scored once before) → training → `compare` → `export` (the bundle).
 """
@@ -18,8 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from bertkit.data.readers import blank
+
 if TYPE_CHECKING:
     from bertkit.config import RunConfig
+    from bertkit.run_info import RunInfo
 
 
 def pad_multiple(cfg: RunConfig) -> int | None:
@@ -78,6 +82,12 @@ class Task:
         """A tokenizer learnt from the data, or None to load model.tokenizer / model.name's."""
         return None
 
+    def tokenizer_facts(self, tokenizer, info: RunInfo) -> dict:
+        """What the run's description gains once the tokenizer is known (a vocabulary size, a
+        pad id), merged into `info` once, before `prepare`; may refuse a tokenizer the task cannot
+        use. The description is fixed from then on."""
+        return {}
+
     def collator(self, tokenizer, cfg: RunConfig):
         """Batches of `prepare`'s features: padded to the longest row of each batch."""
         from transformers import DataCollatorWithPadding
@@ -116,8 +126,6 @@ class Task:
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
         """Whether a record has nothing to predict on (its text is blank)."""
-        from bertkit.prediction import blank
-
         column = options.get("text_column") or "text"
         return column in record and blank(record[column])
 

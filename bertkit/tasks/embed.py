@@ -16,7 +16,8 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import metrics, models
 from bertkit.config import Config, DataSource, load_config
-from bertkit.embeddings.encoder import Encoder, Settings, l2_normalize, pool, unit_rows
+from bertkit.embeddings.encoder import Encoder, Settings
+from bertkit.embeddings.pooling import l2_normalize, pool, unit_rows
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.tasks.base import Task, pad_multiple

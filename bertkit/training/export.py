@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bertkit import __version__, outputs, reports
 from bertkit.config import Config
+from bertkit.run_info import INFO_FILE, RunInfo
 
 
 def library_versions() -> dict:
@@ -27,7 +28,7 @@ def library_versions() -> dict:
 def write_bundle(
     trainer,
     cfg: Config,
-    info: dict,
+    info: RunInfo,
     scores: dict,
     stats: dict,
     best: str,
@@ -49,18 +50,17 @@ def write_bundle(
             trainer.save_model(str(staged))
         (staged / "training_args.bin").unlink(missing_ok=True)  # a pickle; the config says it all
         main_role = "test" if "test" in scores else "validation"
-        bundle_info = {
-            **info,
-            "bertkit_version": __version__,
-            "base_model": info.get("base_model") or cfg.model.name,
-            "metric_for_best_model": best,
-            "metrics": scores,
-            "training": stats,
-            "config": cfg.dump(),
-            "versions": library_versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        outputs.write_json(staged / "bertkit.json", bundle_info)
+        bundle_info = info.replace(
+            bertkit_version=__version__,
+            base_model=info.get("base_model") or cfg.model.name,
+            metric_for_best_model=best,
+            metrics=scores,
+            training=stats,
+            config=cfg.dump(),
+            versions=library_versions(),
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        )
+        outputs.write_json(staged / INFO_FILE, bundle_info.to_dict())
         outputs.write_json(staged / "metrics.json", {**(headline or {}), **scores, "training": stats})
         reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
         reports.task_plots(scores.get(main_role, {}), staged)

@@ -11,6 +11,7 @@ from pathlib import Path
 from bertkit import models, outputs
 from bertkit.config import Config
 from bertkit.errors import BertkitError
+from bertkit.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.training.export import write_bundle
 from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
@@ -64,12 +65,15 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
 
     with status("reading data"):
         raw = task.load(cfg)
-        info = task.setup(raw, cfg)
+        info = RunInfo(task.setup(raw, cfg))
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     check_metric(best, task.metric_names(info), cfg)
     tokenizer = task.new_tokenizer(raw, cfg)
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    facts = task.tokenizer_facts(tokenizer, info)
+    if facts:
+        info = info.replace(**facts)
     with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
         features = task.prepare(raw, tokenizer, info)
         for role in ("validation", "test"):

@@ -3,7 +3,3 @@
 Everything particular to classification lives here: label discovery and encoding, the three
 truncation modes, class weights, metrics and the shape of a prediction record.
 """
-
-from bertkit.tasks.classify.task import TASK, ClassifyTask
-
-__all__ = ["TASK", "ClassifyTask"]

@@ -9,7 +9,8 @@ import math
 
 from bertkit.errors import BertkitError
 
-SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"  # the problem types
+SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
+PROBLEM_TYPES = (SINGLE, MULTI, REGRESSION)
 
 
 def label_name(value) -> str:

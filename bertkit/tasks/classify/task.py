@@ -10,6 +10,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import metrics, models
 from bertkit.config import Config, DataSource, load_config
+from bertkit.data.readers import blank
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
 from bertkit.tasks.base import Task
@@ -262,8 +263,6 @@ class ClassifyTask(Task):
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
         """A text (and its pair, if any) with nothing in it."""
-        from bertkit.prediction import blank
-
         columns = [options.get("text_column") or info.get("text_column") or "text"]
         columns += [c for c in [options.get("text_pair_column") or info.get("text_pair_column")] if c]
         return all(c in record for c in columns) and all(blank(record[c]) for c in columns)

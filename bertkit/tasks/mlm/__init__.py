@@ -5,7 +5,3 @@ corpus. The bundle is a plain base model for the other tasks, and predicts by fi
 Validation text is masked once with a fixed seed, so the perplexity before training and after it
 (the point of the job) are measured on the same positions.
 """
-
-from bertkit.tasks.mlm.task import TASK, MlmTask
-
-__all__ = ["TASK", "MlmTask"]

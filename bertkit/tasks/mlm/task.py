@@ -68,15 +68,16 @@ class MlmTask(Task):
                 where=f"{cfg.data.train.describe()} (training data)",
             )
 
-    def prepare(self, ds, tokenizer, info: dict):
-        import datasets
-
+    def tokenizer_facts(self, tokenizer, info) -> dict:
         if tokenizer.mask_token_id is None:
             raise BertkitError(
                 f"the tokenizer ({type(tokenizer).__name__}) has no [MASK] token: it cannot do masked LM"
             )
-        info["vocab_size"] = len(tokenizer)
-        info["pad_token_id"] = tokenizer.pad_token_id
+        return {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+
+    def prepare(self, ds, tokenizer, info: dict):
+        import datasets
+
         prepared = {}
         for role, split in ds.items():
             rows = examples(tokenizer, list(split["text"]), info, role)
@@ -111,7 +112,6 @@ class MlmTask(Task):
         model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
         prefix = model.base_model_prefix + "."
         if any(not key.startswith(prefix) for key in loading.get("missing_keys", [])):
-            info["fresh_head"] = True
             console.print(f"[yellow]note:[/yellow] {cfg.model.name} has no masked-LM head; a new one is trained")
         if model.get_input_embeddings().num_embeddings < info["vocab_size"]:
             model.resize_token_embeddings(info["vocab_size"])

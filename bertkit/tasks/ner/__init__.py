@@ -11,7 +11,3 @@ zero-width space, U+FFFD, NUL, combining mark) gets O without moving any other w
 `tags.iob2_over_seen`). Training's scores, `bertkit evaluate` and `bertkit predict` all read
 their tags from it, and score them against the gold tag of every word.
 """
-
-from bertkit.tasks.ner.task import TASK, NerTask
-
-__all__ = ["TASK", "NerTask"]

@@ -9,7 +9,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import models, tokenization
 from bertkit.config import Config, DataSource
-from bertkit.data.readers import Blank, place_of, text_value
+from bertkit.data.readers import Blank, blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.tasks.base import Task, pad_multiple
@@ -164,8 +164,6 @@ class NerTask(Task):
 
     def is_empty(self, record: dict, info: dict, options: dict) -> bool:
         """A token list with no tokens, or a text with nothing in it."""
-        from bertkit.prediction import blank
-
         field = tokens_field_of(record, info)
         if field is not None:
             return not record[field]

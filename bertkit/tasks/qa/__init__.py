@@ -12,7 +12,3 @@ edges left out), so marks the tokenizer drops (an accent, a soft hyphen) never p
 neighbouring token; a predicted answer is widened to whole grapheme clusters, so it never ends
 inside a character (the accent after the last letter of an NFD "José" is part of it).
 """
-
-from bertkit.tasks.qa.task import TASK, QaTask
-
-__all__ = ["TASK", "QaTask"]

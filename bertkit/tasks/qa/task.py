@@ -9,7 +9,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import models
 from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
-from bertkit.data.readers import place_of
+from bertkit.data.readers import blank, place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.tasks.base import Task
@@ -104,8 +104,6 @@ class QaTask(Task):
         """A record whose question and context are both there and both blank. One without either
         field is not empty: `predict` refuses it, naming the field (as it refuses a question
         without a context, or the reverse)."""
-        from bertkit.prediction import blank
-
         fields = fields_of(record, _complete(info)["qa"])
         return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
 

@@ -1,0 +1,39 @@
+"""Token vectors to one vector a text (mean, [CLS], max, or the pooler), and unit-length rows: the
+arithmetic every embedding command shares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bertkit.errors import BertkitError
+
+POOLINGS = ("mean", "cls", "max", "pooler")
+
+
+def pool(out, attention_mask, mode: str):
+    """One vector per sequence from a model output: the mean or max of its real tokens, the
+    first token ([CLS]), or BERT's pooler (dense + tanh over [CLS])."""
+    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    if mode == "cls":
+        return hidden[:, 0]
+    if mode == "pooler":
+        pooled = getattr(out, "pooler_output", None)
+        if pooled is None:
+            raise BertkitError("pooling 'pooler': this model has no pooler layer; use mean, cls or max")
+        return pooled
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    if mode == "max":
+        return hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+def l2_normalize(vectors):
+    import torch
+
+    return torch.nn.functional.normalize(vectors, p=2, dim=-1)
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
