@@ -175,6 +175,7 @@ def predict_speed(bundle_dir, texts):
 
     from bertkit.bundle import open_bundle
     from bertkit.tasks import get_task
+    from bertkit.tasks.options import PredictOptions
 
     bundle = open_bundle(bundle_dir)
     task = get_task("classify")
@@ -184,7 +185,7 @@ def predict_speed(bundle_dir, texts):
     ours = []
 
     def run_bertkit():
-        ours[:] = list(task.predict(model, tok, bundle.info, records, {"batch_size": 32}))
+        ours[:] = list(task.predict(model, tok, bundle.info, records, PredictOptions(batch_size=32)))
 
     pipe = pipeline("text-classification", model=bundle_dir, device="cpu")
     theirs = {}

@@ -12,6 +12,7 @@ from bertkit import outputs, reports
 from bertkit.bundle import open_bundle
 from bertkit.progress import status
 from bertkit.tasks import get_task
+from bertkit.tasks.options import EvaluateOptions
 
 
 def default_output_dir(model: str, data: str) -> Path:
@@ -26,8 +27,11 @@ def evaluate_file(
     overwrite: bool = False,
     device: str | None = None,
     trust_remote_code: bool = False,
-    **options,
+    options: EvaluateOptions | None = None,
 ) -> tuple[dict, Path]:
+    """Score the bundle at `model` on the labelled file `data`; returns the scores and where
+    metrics.json and the plots went."""
+    options = options or EvaluateOptions()
     bundle = open_bundle(model, trust_remote_code)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
     outputs.check_output_dir(target, overwrite, [data, model], "evaluation")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from bertkit.bundle import open_bundle
@@ -16,7 +17,9 @@ from bertkit.data.readers import Blank, count_records, located_records, placed
 from bertkit.errors import BertkitError
 from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
 from bertkit.progress import bar, console
+from bertkit.run_info import RunInfo
 from bertkit.tasks import get_task
+from bertkit.tasks.options import PredictOptions
 
 
 def output_format(output: str | None, explicit: str | None, input_format: str | None = None) -> str:
@@ -39,7 +42,7 @@ def predict_file(
     device: str | None = None,
     records: Iterable[dict] | None = None,
     trust_remote_code: bool = False,
-    **options,
+    options: PredictOptions | None = None,
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
     from bertkit.data.readers import detect_format
@@ -47,8 +50,8 @@ def predict_file(
     check_output_file(output, source, model)
     bundle = open_bundle(model, trust_remote_code)
     task = get_task(bundle.task)
-    text_column = options.get("text_column") or bundle.info.get("text_column") or "text"
-    options["text_column"] = text_column
+    options = options or PredictOptions()
+    text_column = options.text_field(bundle.info)
     if records is None:
         input_format = detect_format(source, input_format)
         located = located_records(source, input_format, text_column=text_column, keep_blank=True)
@@ -58,7 +61,8 @@ def predict_file(
         records = list(records)
         total = len(records)
     written = empty = 0
-    chosen = options["output_format"] = output_format(output, fmt, input_format)
+    chosen = output_format(output, fmt, input_format)
+    options = replace(options, text_column=text_column, output_format=chosen)
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device)
@@ -75,7 +79,7 @@ def predict_file(
     return written
 
 
-def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+def aligned(task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions) -> Iterator[dict]:
     """The task's results for `records`, one per record in order; empty records get the task's
     empty result without reaching the model (the task sees only the others)."""
     queue: deque = deque()  # (is empty, record) in input order, for records the task has taken
@@ -110,7 +114,7 @@ def aligned(task, model, tokenizer, info: dict, records: Iterable[dict], options
         yield empty(record)
 
 
-def is_empty(task, record: dict, info: dict, options: dict) -> bool:
+def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool:
     if isinstance(record, Blank):
         return True
     return task.is_empty(record, info, options)

@@ -207,8 +207,8 @@ def test_multi_label_and_regression_and_pairs(tiny_model, easy_data, cli, tmp_pa
 
 def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch):
     from bertkit import training
-    from bertkit.training import run
     from bertkit.config import load_config
+    from bertkit.training import run
 
     cfg = load_config(config(tmp_path, tiny_model, easy_data["train"]), ["train.epochs=2"])
 

@@ -80,7 +80,8 @@ class CountTask(Task):
 
     def predict(self, model, tokenizer, info, records, options):
         records = list(records)
-        counts = self._counts(model, tokenizer, info, [r["text"] for r in records])
+        column = options.text_field(info)  # typed options: the --text-column, else the model's, else "text"
+        counts = self._counts(model, tokenizer, info, [r[column] for r in records])
         for record, count in zip(records, counts, strict=True):
             yield {"text": record["text"], "count": round(count, 2)}
 

@@ -35,6 +35,7 @@ def evaluate(
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.evaluation import evaluate_file
+    from bertkit.tasks.options import EvaluateOptions
 
     scores, target = evaluate_file(
         model,
@@ -43,11 +44,13 @@ def evaluate(
         overwrite,
         device,
         trust_remote_code=trust_remote_code,
-        data_format=data_format,
-        batch_size=batch_size,
-        text_column=text_column,
-        text_pair_column=text_pair_column,
-        label_column=label_column,
+        options=EvaluateOptions(
+            text_column=text_column,
+            text_pair_column=text_pair_column,
+            label_column=label_column,
+            batch_size=batch_size,
+            data_format=data_format,
+        ),
     )
     from rich.console import Console
 

@@ -77,6 +77,7 @@ def predict(
     elif input is None:
         raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
     from bertkit.prediction import predict_file
+    from bertkit.tasks.options import PredictOptions
 
     count = predict_file(
         model,
@@ -87,14 +88,16 @@ def predict(
         device,
         records=records,
         trust_remote_code=trust_remote_code,
-        n_best=n_best,
-        top_k=top_k,
-        text_column=text_column,
-        text_pair_column=text_pair_column,
-        batch_size=batch_size,
-        long_text=long_text,
-        stride=stride,
-        threshold=threshold,
+        options=PredictOptions(
+            text_column=text_column,
+            text_pair_column=text_pair_column,
+            batch_size=batch_size,
+            long_text=long_text,
+            stride=stride,
+            threshold=threshold,
+            n_best=n_best,
+            top_k=top_k,
+        ),
     )
     if output:
         from bertkit.progress import console

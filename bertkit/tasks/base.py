@@ -24,6 +24,7 @@ from bertkit.data.readers import blank
 if TYPE_CHECKING:
     from bertkit.config import RunConfig
     from bertkit.run_info import RunInfo
+    from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 
 def pad_multiple(cfg: RunConfig) -> int | None:
@@ -37,6 +38,7 @@ def pad_multiple(cfg: RunConfig) -> int | None:
 class Task:
     name: str  # as in the registry
     auto_model: str = "AutoModel"  # the transformers Auto class that loads a trained bundle
+    records_per_pass: int = 1024  # records `predict` takes from the input at a time (memory, not results)
 
     # ------------------------------------------------------------ training: required
 
@@ -110,23 +112,25 @@ class Task:
 
     # ------------------------------------------------------------ using a bundle: required
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Scores of the model on a labelled file (`bertkit evaluate`)."""
         raise NotImplementedError
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """One result per record, in order (records for which `is_empty` is true never reach it)."""
         raise NotImplementedError
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """The result of an empty input: the usual shape, prediction fields null, "empty": true."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ using a bundle: optional hooks
 
-    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+    def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """Whether a record has nothing to predict on (its text is blank)."""
-        column = options.get("text_column") or "text"
+        column = options.text_column or "text"
         return column in record and blank(record[column])
 
     # ------------------------------------------------------------ the model card

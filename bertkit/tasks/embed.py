@@ -20,7 +20,9 @@ from bertkit.embeddings.encoder import Encoder, Settings
 from bertkit.embeddings.pooling import l2_normalize, pool, unit_rows
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
+from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 PAIR = "pair_"  # prefix of the second text's model inputs
 
@@ -124,17 +126,17 @@ class EmbedTask(Task):
 
     # ------------------------------------------------------------ inference
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """The validation metrics of an embed bundle on a pairs file."""
         cfg = load_config(None, task=self.name)
-        info = {**info, **{k: v for k, v in options.items() if v and k.endswith("_column")}}
+        info = {**info, **options.columns()}
         cfg.data.text_column = info["text_column"]
-        ds = data_mod.load_source(DataSource(path=data, format=options.get("data_format")), cfg)
+        ds = data_mod.load_source(DataSource(path=data, format=options.data_format), cfg)
         data_mod.require_columns(
             ds, {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]}, data
         )
         encoder = _encoder(model, tokenizer, info)
-        batch = options.get("batch_size", 32)
+        batch = options.batch_size
         first = encoder.encode([_text(t) for t in ds[info["text_column"]]], batch)
         second = encoder.encode([_text(t) for t in ds[info["text_pair_column"]]], batch)
         scored = bool(info.get("scored"))
@@ -145,17 +147,19 @@ class EmbedTask(Task):
         groups = group_ids([_text(t) for t in ds[info["text_pair_column"]]])
         return pair_metrics(first, second, labels, groups, scored)
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """An empty text's vector is all zeros (its cosine with anything is 0)."""
-        column = options.get("text_column") or info.get("text_column") or "text"
+        column = options.text_field(info)
         return empty_record(record, column, embedding=[0.0] * int(model.config.hidden_size))
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """The sentence vector of each text (for files of vectors, `bertkit embed` is the tool)."""
         encoder = _encoder(model, tokenizer, info)
-        column = options.get("text_column") or info.get("text_column") or "text"
-        for chunk in chunks(records, options.get("chunk_size", 1024)):
-            vectors = encoder.encode([_text(r.get(column)) for r in chunk], options.get("batch_size", 32))
+        column = options.text_field(info)
+        for chunk in chunks(records, self.records_per_pass):
+            vectors = encoder.encode([_text(r.get(column)) for r in chunk], options.batch_size)
             for record, vector in zip(chunk, vectors, strict=True):
                 out = {k: record[k] for k in ("id",) if k in record}
                 yield {**out, "text": record.get(column), "embedding": [round(float(x), 7) for x in vector]}

@@ -13,6 +13,7 @@ from bertkit.config import Config, DataSource, load_config
 from bertkit.data.readers import blank
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
+from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task
 from bertkit.tasks.classify.encoding import encode_columns, encode_texts, feature_rows, text_of, window_features
 from bertkit.tasks.classify.labels import (
@@ -26,6 +27,7 @@ from bertkit.tasks.classify.labels import (
     split_multi,
     unknown_label,
 )
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 HF_PROBLEM = {
     SINGLE: "single_label_classification",
@@ -214,15 +216,15 @@ class ClassifyTask(Task):
 
     # ------------------------------------------------------------ inference
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Full metrics of `model` on the labelled file `data` (`bertkit evaluate`)."""
-        info = {**info, **{k: v for k, v in options.items() if v and k.endswith("_column")}}
+        info = {**info, **options.columns()}
         if not info.get("labels") and info.get("problem_type") != REGRESSION:
             raise BertkitError("the model has no label names, so its predictions cannot be scored")
         cfg = load_config(None, task=self.name)
         cfg.data.text_column = info.get("text_column") or "text"
         cfg.data.label_column = info.get("label_column") or "label"
-        ds = data_mod.load_source(DataSource(path=data, format=options.get("data_format")), cfg)
+        ds = data_mod.load_source(DataSource(path=data, format=options.data_format), cfg)
         columns = {
             "text_column": cfg.data.text_column,
             "text_pair_column": info.get("text_pair_column"),
@@ -231,18 +233,20 @@ class ClassifyTask(Task):
         data_mod.require_columns(ds, columns, data)
         references = self.encode_labels(ds[cfg.data.label_column], info, data_mod.places(ds, data))
         features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": cfg.data.text_column}))
-        logits = forward(model, tokenizer, features, options.get("batch_size", 32))
+        logits = forward(model, tokenizer, features, options.batch_size)
         return self.score(np.stack(logits), references, info)
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """One output record per input record, in input order."""
-        text_column = options.get("text_column") or info.get("text_column") or "text"
-        pair_column = options.get("text_pair_column") or info.get("text_pair_column")
-        threshold = options.get("threshold") or info.get("threshold", 0.5)
-        windows = options.get("long_text") == "windows"
-        batch_size = options.get("batch_size", 32)
+        text_column = options.text_field(info)
+        pair_column = options.pair_field(info)
+        threshold = options.threshold or info.get("threshold", 0.5)
+        windows = options.long_text == "windows"
+        batch_size = options.batch_size
         seen = 0
-        for chunk in chunks(records, options.get("chunk_size", 1024)):
+        for chunk in chunks(records, self.records_per_pass):
             texts = [text_of(r, text_column, seen + i + 1) for i, r in enumerate(chunk)]
             pairs = (
                 [text_of(r, pair_column, seen + i + 1, "--text-pair-column") for i, r in enumerate(chunk)]
@@ -251,7 +255,7 @@ class ClassifyTask(Task):
             )
             seen += len(chunk)
             if windows and pairs is None:
-                feats, owner = window_features(tokenizer, texts, info, options.get("stride"))
+                feats, owner = window_features(tokenizer, texts, info, options.stride)
             else:
                 feats = feature_rows(encode_columns(tokenizer, texts, pairs, info))
                 owner = list(range(len(texts)))
@@ -261,17 +265,17 @@ class ClassifyTask(Task):
             for record, mine in zip(chunk, grouped, strict=True):
                 yield self.describe(record, text_column, pair_column, mine, info, threshold, windows and pairs is None)
 
-    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+    def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A text (and its pair, if any) with nothing in it."""
-        columns = [options.get("text_column") or info.get("text_column") or "text"]
-        columns += [c for c in [options.get("text_pair_column") or info.get("text_pair_column")] if c]
+        columns = [options.text_field(info)]
+        columns += [c for c in [options.pair_field(info)] if c]
         return all(c in record for c in columns) and all(blank(record[c]) for c in columns)
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
-        text_column = options.get("text_column") or info.get("text_column") or "text"
-        pair_column = options.get("text_pair_column") or info.get("text_pair_column")
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
+        text_column = options.text_field(info)
+        pair_column = options.pair_field(info)
         fields = {"text_pair": record.get(pair_column)} if pair_column else {}
-        if options.get("long_text") == "windows" and not pair_column:
+        if options.long_text == "windows" and not pair_column:
             fields["windows"] = 0
         if info["problem_type"] == REGRESSION:
             return empty_record(record, text_column, **fields, score=None)

@@ -14,13 +14,16 @@ from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward
 from bertkit.progress import console
+from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 
 class MlmTask(Task):
     name = "mlm-adapt"
     auto_model = "AutoModelForMaskedLM"
+    records_per_pass = 256
 
     # ------------------------------------------------------------ data
 
@@ -150,33 +153,35 @@ class MlmTask(Task):
 
     # ------------------------------------------------------------ inference
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Perplexity of `model` on a text file, masked the way the bundle was validated."""
         cfg = load_config(None, task=self.name)
-        cfg.data.text_column = options.get("text_column") or "text"
-        texts = list(load_corpus(DataSource(path=data, format=options.get("data_format")), cfg)["text"])
+        cfg.data.text_column = options.text_column or "text"
+        texts = list(load_corpus(DataSource(path=data, format=options.data_format), cfg)["text"])
         info = _complete(info, model)
         rows = examples(tokenizer, texts, info, data)
         columns = {key: [row[key] for row in rows] for key in rows[0]}
         masked = fixed_masks(columns, tokenizer, info["mlm_probability"], info["whole_word_masking"], info["seed"])
         features = [dict(zip(masked, values, strict=True)) for values in zip(*masked.values(), strict=True)]
-        losses = forward(model, tokenizer, features, options.get("batch_size", 32), output=losses_of_rows)
+        losses = forward(model, tokenizer, features, options.batch_size, output=losses_of_rows)
         return {**score_rows(losses), "texts": len(texts)}
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
-        column = options.get("text_column") or "text"
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
+        column = options.text_column or "text"
         return empty_record(record, column, masks=[], filled=record.get(column))
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """Fill-mask: for each [MASK] of each text, the top-k tokens and their probabilities."""
         info = _complete(info, model)
-        column = options.get("text_column") or "text"
-        top_k = options.get("top_k") or info.get("top_k", 5)
+        column = options.text_column or "text"
+        top_k = options.top_k or info.get("top_k", 5)
         mask = tokenizer.mask_token
         if mask is None:
             raise BertkitError("this model's tokenizer has no mask token: it cannot fill in masks")
         number = 0
-        for chunk in chunks(records, options.get("chunk_size", 256)):
+        for chunk in chunks(records, self.records_per_pass):
             features = []
             for record in chunk:
                 number += 1
@@ -192,9 +197,7 @@ class MlmTask(Task):
                         "shorten the text around it"
                     )
                 features.append(dict(encoded))
-            results = forward(
-                model, tokenizer, features, options.get("batch_size", 32), output=_top_k(tokenizer, top_k)
-            )
+            results = forward(model, tokenizer, features, options.batch_size, output=_top_k(tokenizer, top_k))
             for record, found in zip(chunk, results, strict=True):
                 yield _describe(record, column, found, tokenizer)
 

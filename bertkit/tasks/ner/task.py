@@ -12,6 +12,7 @@ from bertkit.config import Config, DataSource
 from bertkit.data.readers import Blank, blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
+from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
@@ -32,11 +33,13 @@ from bertkit.tasks.ner.tagging import (
     tag_sentences,
     tag_words,
 )
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 
 class NerTask(Task):
     name = "ner"
     auto_model = "AutoModelForTokenClassification"
+    records_per_pass = CHUNK  # as evaluate tags them: the same batches, so the same tags
 
     # ------------------------------------------------------------ data
 
@@ -135,7 +138,7 @@ class NerTask(Task):
 
     # ------------------------------------------------------------ evaluate and predict
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         from bertkit.config import load_config
 
         cfg = load_config(None, task=self.name)
@@ -143,7 +146,7 @@ class NerTask(Task):
         cfg.data.text_column = info.get("text_column") or "text"
         import datasets
 
-        records = read_examples(DataSource(path=data, format=options.get("data_format")), cfg, "evaluation")
+        records = read_examples(DataSource(path=data, format=options.data_format), cfg, "evaluation")
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:
             scheme = scheme_of(split["tags"], data) if cfg.ner.scheme == "auto" else cfg.ner.scheme
@@ -152,7 +155,7 @@ class NerTask(Task):
         require_entities(word_tags, data)
         tag_ids(word_tags, info, data)  # every gold tag must be one the model knows
         # the very tags `predict` writes for this file: same words, same chunks, same batches
-        tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+        tagged = tag_sentences(model, tokenizer, info, words, options.batch_size)
         unseen = sum(
             tag != "O" and not t.seen[w]
             for t, gold in zip(tagged, word_tags, strict=True)
@@ -162,31 +165,33 @@ class NerTask(Task):
             say_unseen(int(unseen), data)
         return score_tags([t.tags for t in tagged], word_tags)
 
-    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+    def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A token list with no tokens, or a text with nothing in it."""
         field = tokens_field_of(record, info)
         if field is not None:
             return not record[field]
-        column = options.get("text_column") or info.get("text_column") or "text"
+        column = options.text_field(info)
         return column in record and blank(record[column])
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """Token-shaped (no tokens, no tags) for a token list, and for a blank line when the
         input's records are token lists or the output is CoNLL; text-shaped (no entities) else."""
         shape = record
         if isinstance(record, Blank):
             shape = record.like if record.like is not None else {}
-            if options.get("output_format") == "conll":
+            if options.output_format == "conll":
                 shape = {"tokens": []}
         if tokens_field_of(shape, info) is not None:
             return empty_record(record, None, tokens=[], tags=[])
-        return empty_record(record, options.get("text_column") or info.get("text_column") or "text", entities=[])
+        return empty_record(record, options.text_field(info), entities=[])
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """Text -> entities as character spans; tokens (JSON or CoNLL) -> a tag per token."""
-        text_column = options.get("text_column") or info.get("text_column") or "text"
+        text_column = options.text_field(info)
         number = 0
-        for chunk in chunks(records, options.get("chunk_size", CHUNK)):
+        for chunk in chunks(records, self.records_per_pass):
             words, offsets = [], []
             for record in chunk:
                 number += 1
@@ -206,7 +211,7 @@ class NerTask(Task):
                         f"{place_of(record, number)}: no '{text_column}' or '{tokens_field}' field (fields: "
                         f"{', '.join(record)}); set --text-column to the field holding the text"
                     )
-            tagged = tag_sentences(model, tokenizer, info, words, options.get("batch_size", 32))
+            tagged = tag_sentences(model, tokenizer, info, words, options.batch_size)
             for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
                 yield describe(record, sentence, where, found, text_column)
 

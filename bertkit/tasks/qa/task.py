@@ -12,7 +12,9 @@ from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
 from bertkit.data.readers import blank, place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
+from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
 from bertkit.tasks.qa.reading import checked_record, fields_of, read_examples, unanswerable_ids, warn_unanswerable
 
@@ -20,6 +22,7 @@ from bertkit.tasks.qa.reading import checked_record, fields_of, read_examples, u
 class QaTask(Task):
     name = "qa"
     auto_model = "AutoModelForQuestionAnswering"
+    records_per_pass = 256
 
     # ------------------------------------------------------------ data
 
@@ -91,42 +94,44 @@ class QaTask(Task):
 
     # ------------------------------------------------------------ evaluate and predict
 
-    def evaluate(self, model, tokenizer, info: dict, data: str, options: dict) -> dict:
+    def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         info = _complete(info)
-        records = read_examples(DataSource(path=data, format=options.get("data_format")), _config_from(info), data)
+        records = read_examples(DataSource(path=data, format=options.data_format), _config_from(info), data)
         if not info["version_2"]:
             warn_unanswerable(data, unanswerable_ids(records))
         questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
-        found = answer_questions(model, tokenizer, info, questions, contexts, options.get("batch_size", 32))
+        found = answer_questions(model, tokenizer, info, questions, contexts, options.batch_size)
         return score_answers(found, records, info)
 
-    def is_empty(self, record: dict, info: dict, options: dict) -> bool:
+    def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A record whose question and context are both there and both blank. One without either
         field is not empty: `predict` refuses it, naming the field (as it refuses a question
         without a context, or the reverse)."""
         fields = fields_of(record, _complete(info)["qa"])
         return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
 
-    def empty_result(self, model, record: dict, info: dict, options: dict) -> dict:
+    def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         id_field = _complete(info)["qa"]["id_field"]
         out = {"id": str(record[id_field])} if record.get(id_field) is not None else {}
-        extra = {"alternatives": []} if options.get("n_best") else {}
+        extra = {"alternatives": []} if options.n_best else {}
         return {**out, **empty_record({}, None, answer=None, score=None, start=None, end=None, **extra)}
 
-    def predict(self, model, tokenizer, info: dict, records: Iterable[dict], options: dict) -> Iterator[dict]:
+    def predict(
+        self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
+    ) -> Iterator[dict]:
         """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
         info = _complete(info)
         qa = info["qa"]
-        alternatives = options.get("n_best") or 0
+        alternatives = options.n_best
         seen: dict[str, str] = {}
         number = 0
-        for chunk in chunks(records, options.get("chunk_size", 256)):
+        for chunk in chunks(records, self.records_per_pass):
             checked = []
             for record in chunk:
                 number += 1
                 checked.append(checked_record(record, fields_of(record, qa), place_of(record, number), seen))
             ids, questions, contexts = (list(column) for column in zip(*checked, strict=True))
-            batch = options.get("batch_size", 32)
+            batch = options.batch_size
             found = answer_questions(model, tokenizer, info, questions, contexts, batch, keep=alternatives)
             for key, answer in zip(ids, found, strict=True):
                 out = {} if key is None else {"id": key}

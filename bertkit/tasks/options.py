@@ -1,0 +1,62 @@
+"""What a user asks of a trained model besides the data: the options of `bertkit predict` and
+`bertkit evaluate`, typed, each with its one default. The CLI builds them; `Task.predict`,
+`Task.evaluate` and their helpers read them, and never invent a default of their own.
+
+A column left as None means "the one the model was trained on" (the bundle's `text_column`,
+`text_pair_column`, `label_column`), then the usual name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LONG_TEXT = ("truncate", "windows")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What every use of a model shares: the fields holding the texts, and the batch size."""
+
+    text_column: str | None = None
+    text_pair_column: str | None = None
+    batch_size: int = 32
+
+    def text_field(self, info: Mapping[str, Any]) -> str:
+        """The field holding the text: the option, else the model's, else "text"."""
+        return self.text_column or info.get("text_column") or "text"
+
+    def pair_field(self, info: Mapping[str, Any]) -> str | None:
+        """The field holding the second text of a pair (None: the model reads single texts)."""
+        return self.text_pair_column or info.get("text_pair_column")
+
+    def columns(self) -> dict[str, str]:
+        """The column options the user set, by their info key (to lay over the bundle's)."""
+        names = {"text_column": self.text_column, "text_pair_column": self.text_pair_column}
+        label = getattr(self, "label_column", None)
+        return {key: value for key, value in {**names, "label_column": label}.items() if value}
+
+
+@dataclass(frozen=True)
+class PredictOptions(ModelOptions):
+    """`bertkit predict`'s options."""
+
+    long_text: str = "truncate"  # truncate: cut as in training; windows: average overlapping windows
+    stride: int | None = None  # tokens shared by consecutive windows (None: a quarter of a window)
+    threshold: float | None = None  # multi-label: None is the model's own
+    n_best: int = 0  # QA: alternative answers listed
+    top_k: int | None = None  # fill-mask: None is the model's own (5)
+    output_format: str = "jsonl"  # how the results are written (NER writes CoNLL its own way)
+
+    def __post_init__(self):
+        if self.long_text not in LONG_TEXT:
+            raise ValueError(f"long_text must be one of {', '.join(LONG_TEXT)}, not {self.long_text!r}")
+
+
+@dataclass(frozen=True)
+class EvaluateOptions(ModelOptions):
+    """`bertkit evaluate`'s options."""
+
+    label_column: str | None = None
+    data_format: str | None = None  # None: from the file's extension
