@@ -15,7 +15,6 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
-from bertkit.errors import BertkitError
 
 
 def search(
@@ -40,21 +39,11 @@ def search(
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
     position in the corpus (blank lines counted); a blank query line gets no hits."""
-    from bertkit.data.corpus import read_lines
-    from bertkit.embeddings import search as searching
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.outputs import RecordWriter, atomic_text, check_output_file
+    from functools import partial
 
-    if bool(query) == bool(queries):
-        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
-    check_output_file(output, queries, corpus, model)
-    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
-    if not asked:
-        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
-    cache = None if no_cache else (cache_dir or searching.default_cache_dir())
-    with atomic_text(output) as handle:
-        encoder = load_encoder(model, pooling, None, max_length, device, trust_remote_code)
-        with RecordWriter(handle, "jsonl") as writer:
-            for record in searching.search(encoder, corpus, asked, top_k, text_column, cache, batch_size):
-                writer.write(record)
-    encoder.report_truncation()
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.search import default_cache_dir, search_file
+
+    cache = None if no_cache else (cache_dir or default_cache_dir())
+    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code)
+    search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size)

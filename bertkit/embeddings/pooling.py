@@ -37,3 +37,12 @@ def l2_normalize(vectors):
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.maximum(norms, 1e-12)
+
+
+def unit_vectors(encoder, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    """Unit vectors of `texts`; an empty text gets a row of zeros (it is not run through the model)."""
+    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
+    filled = [i for i, t in enumerate(texts) if t.strip()]
+    if filled:
+        vectors[filled] = unit_rows(encoder.encode([texts[i] for i in filled], batch_size))
+    return vectors

@@ -6,104 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from bertkit.data.readers import place_of, text_value
-from bertkit.embeddings.pooling import unit_rows
+from bertkit.data.corpus import read_lines
+from bertkit.embeddings.pooling import unit_vectors
 from bertkit.errors import BertkitError
-
-MATRIX_LIMIT = 5000  # texts; beyond this a full matrix is the wrong tool (use search)
-
-
-def encode_texts(encoder, texts: list[str], batch_size: int = 32) -> np.ndarray:
-    """Unit vectors of `texts`; an empty text gets a row of zeros (it is not run through the model)."""
-    vectors = np.zeros((len(texts), encoder.dimension), dtype=np.float32)
-    filled = [i for i, t in enumerate(texts) if t.strip()]
-    if filled:
-        vectors[filled] = unit_rows(encoder.encode([texts[i] for i in filled], batch_size))
-    return vectors
-
-
-def pair_scores(encoder, left: list[str], right: list[str], batch_size: int = 32) -> np.ndarray:
-    """Cosine of each pair; NaN where either text is empty."""
-    a, b = encode_texts(encoder, left, batch_size), encode_texts(encoder, right, batch_size)
-    scores = (a * b).sum(axis=1)
-    scores[[not x.strip() or not y.strip() for x, y in zip(left, right, strict=True)]] = np.nan
-    return scores
-
-
-def matrix_scores(encoder, texts: list[str], batch_size: int = 32) -> np.ndarray:
-    """Cosine of every pair of texts; NaN in the rows and columns of empty texts."""
-    if len(texts) > MATRIX_LIMIT:
-        raise BertkitError(
-            f"{len(texts):,} texts make too large a matrix (limit {MATRIX_LIMIT:,}); use `bertkit search` instead"
-        )
-    vectors = encode_texts(encoder, texts, batch_size)
-    scores = vectors @ vectors.T
-    empty = [not t.strip() for t in texts]
-    scores[empty, :] = np.nan
-    scores[:, empty] = np.nan
-    return scores
-
-
-def similarity_rows(encoder, records: list[dict], matrix: bool, columns: tuple[str, str], batch_size: int):
-    """Output rows for `bertkit similarity` (pairs: each record with its score; a matrix: each
-    text with its scores against all), and the matrix itself (None for pairs). A score that
-    involves an empty text is null, and its row is marked `"empty": true`."""
-    text_column, pair_column = columns
-    texts = [text_value(r.get(text_column), place_of(r, i + 1), text_column) for i, r in enumerate(records)]
-    if matrix:
-        scores = matrix_scores(encoder, texts, batch_size)
-        rows = []
-        for i, (text, row) in enumerate(zip(texts, scores, strict=True)):
-            rows.append({"index": i, "text": text, "scores": [_rounded(x) for x in row]})
-            if not text.strip():
-                rows[-1]["empty"] = True
-        return rows, scores
-    pairs = [text_value(r.get(pair_column), place_of(r, i + 1), pair_column) for i, r in enumerate(records)]
-    rows = []
-    for record, value in zip(records, pair_scores(encoder, texts, pairs, batch_size), strict=True):
-        rows.append({**record, "score": _rounded(value)})
-        if np.isnan(value):
-            rows[-1]["empty"] = True
-    return rows, None
-
-
-def _rounded(value) -> float | None:
-    return None if np.isnan(value) else round(float(value), 6)
-
-
-def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
-    from bertkit.reports import _pyplot
-
-    plt = _pyplot()
-    n = len(texts)
-    size = min(4 + 0.35 * n, 20)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
-    lowest = float(np.nanmin(matrix)) if np.isfinite(matrix).any() else 0.0
-    image = ax.imshow(np.ma.masked_invalid(matrix), cmap="viridis", vmin=min(0.0, lowest), vmax=1.0)
-    if n <= 60:
-        labels = [t if len(t) <= 40 else t[:37] + "..." for t in texts]
-        ax.set_xticks(range(n), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(n), labels, fontsize=7)
-    if n <= 15:
-        for (i, j), value in np.ndenumerate(matrix):
-            if np.isnan(value):
-                continue
-            ax.text(
-                j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if value < 0.6 else "black"
-            )
-    fig.colorbar(image, ax=ax, label="cosine similarity")
-    ax.set_title("Cosine similarity")
-    fig.tight_layout()
-    from bertkit.outputs import atomic_path
-
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-
+from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
 # ---------------------------------------------------------------- search
 
@@ -150,7 +61,7 @@ def corpus_vectors(encoder, corpus: str, text_column: str, cache_dir: Path | Non
                 soft_wrap=True,
             )
     with status(f"embedding {sum(1 for t in texts if t):,} corpus texts"):
-        vectors = encode_texts(encoder, texts, batch_size)
+        vectors = unit_vectors(encoder, texts, batch_size)
     if cached is not None:
         _write_cache(cached, vectors)
     return texts, vectors, False
@@ -220,7 +131,7 @@ def search(encoder, corpus: str, queries: list[str], top_k: int, text_column: st
     `index` is the hit's position in the corpus (0-based, blank lines counted); a blank query
     gets no hits and `"empty": true`."""
     texts, vectors, _ = corpus_vectors(encoder, corpus, text_column, cache_dir, batch_size)
-    asked = encode_texts(encoder, queries, batch_size)
+    asked = unit_vectors(encoder, queries, batch_size)
     index, score = top_hits(asked, vectors, top_k, skip=np.array([not t for t in texts]))
     for query, rows, values in zip(queries, index, score, strict=True):
         if not query.strip():
@@ -230,3 +141,33 @@ def search(encoder, corpus: str, queries: list[str], top_k: int, text_column: st
             {"index": int(i), "score": round(float(s), 6), "text": texts[i]} for i, s in zip(rows, values, strict=True)
         ]
         yield {"query": query, "hits": hits}
+
+
+def search_file(
+    model: str,
+    load: Callable,
+    corpus: str,
+    query: list[str],
+    queries: str | None,
+    output: str | None,
+    top_k: int,
+    text_column: str,
+    cache_dir: Path | None,
+    batch_size: int,
+) -> None:
+    """Search `corpus` for each of `query` (or of the lines of the file `queries`) with the
+    encoder `load()` returns, and write the hits as JSON lines to `output` (stdout when None).
+    `cache_dir` None keeps no embeddings. Every check that can fail is made before the model
+    loads."""
+    if bool(query) == bool(queries):
+        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
+    check_output_file(output, queries, corpus, model)
+    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
+    if not asked:
+        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
+    with atomic_text(output) as handle:
+        encoder = load()
+        with RecordWriter(handle, "jsonl") as writer:
+            for record in search(encoder, corpus, asked, top_k, text_column, cache_dir, batch_size):
+                writer.write(record)
+    encoder.report_truncation()
