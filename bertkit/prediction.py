@@ -118,3 +118,22 @@ def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool
     if isinstance(record, Blank):
         return True
     return task.is_empty(record, info, options)
+
+
+def asked_question(question: str, context_file: Path) -> list[dict]:
+    """The one QA record of `predict --question Q --context-file F`: F's whole text is the context."""
+    return [{"question": question, "context": _context_text(context_file)}]
+
+
+def _context_text(path: Path) -> str:
+    if path.is_dir():
+        raise BertkitError(f"--context-file {path} is a directory; give the text file to find the answer in")
+    if not path.is_file():
+        raise BertkitError(f"--context-file {path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    if not text.strip():
+        raise BertkitError(f"--context-file {path} is empty: there is nothing to find an answer in")
+    return text

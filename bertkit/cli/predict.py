@@ -66,17 +66,18 @@ def predict(
     line gets an empty result)."""
     if long_text not in ("truncate", "windows"):
         raise BertkitError("--long-text: use truncate or windows")
+    from bertkit.prediction import asked_question, predict_file
+
     records = None
     if (question is None) != (context_file is None):
         raise BertkitError("--question and --context-file go together: give both, or neither and --input")
     if question is not None:
         if input is not None:
             raise BertkitError("give --input, or --question with --context-file, not both")
-        records = [{"question": question, "context": _read_text(context_file)}]
+        records = asked_question(question, context_file)
         input = str(context_file)
     elif input is None:
         raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
-    from bertkit.prediction import predict_file
     from bertkit.tasks.options import PredictOptions
 
     count = predict_file(
@@ -103,17 +104,3 @@ def predict(
         from bertkit.progress import console
 
         console.print(f"[green]{count:,} predictions written to[/green] {output}")
-
-
-def _read_text(path: Path) -> str:
-    if path.is_dir():
-        raise BertkitError(f"--context-file {path} is a directory; give the text file to find the answer in")
-    if not path.is_file():
-        raise BertkitError(f"--context-file {path}: no such file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    if not text.strip():
-        raise BertkitError(f"--context-file {path} is empty: there is nothing to find an answer in")
-    return text
