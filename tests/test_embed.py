@@ -59,7 +59,7 @@ def test_pooling_modes():
 def test_in_batch_loss_ignores_copies_of_the_same_positive():
     import torch
 
-    from bertkit.tasks.embed import in_batch_loss
+    from bertkit.tasks.embed.losses import in_batch_loss
 
     anchors = torch.tensor([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0]])
     positives = torch.tensor([[1.0, 0.05], [1.0, 0.05], [0.0, 1.0]])  # rows 0 and 1: the same text
@@ -71,7 +71,7 @@ def test_in_batch_loss_ignores_copies_of_the_same_positive():
 def test_cosent_loss_rewards_the_right_order():
     import torch
 
-    from bertkit.tasks.embed import cosent_loss
+    from bertkit.tasks.embed.losses import cosent_loss
 
     labels = torch.tensor([1.0, 0.5, 0.0])
     good = cosent_loss(torch.tensor([0.9, 0.5, 0.1]), labels, 20.0)
@@ -80,7 +80,7 @@ def test_cosent_loss_rewards_the_right_order():
 
 
 def test_pair_metrics_rank_distinct_positives():
-    from bertkit.tasks.embed import pair_metrics
+    from bertkit.tasks.embed.losses import pair_metrics
 
     first = np.array([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7], [1.0, 0.1]])
     second = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])  # rows 0 and 3: one positive
@@ -238,7 +238,8 @@ def embed_config(tmp_path, model, train, validation, extra=""):
 
 def untrained(tiny_model, dev, scored):
     from bertkit.embeddings.encoder import load_encoder
-    from bertkit.tasks.embed import group_ids, pair_metrics
+    from bertkit.tasks.embed.losses import pair_metrics
+    from bertkit.tasks.embed.pairs import group_ids
 
     rows = [json.loads(line) for line in dev.read_text().splitlines()]
     encoder = load_encoder(str(tiny_model))

@@ -81,7 +81,7 @@ register(
 register(
     TaskRecord(
         name="embed",
-        module="bertkit.tasks.embed",
+        module="bertkit.tasks.embed.task",
         summary="Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
         section="embed",
         settings="bertkit.config:EmbedConfig",

@@ -1,0 +1,63 @@
+"""The contrastive losses and the pair metrics: in-batch negatives (MultipleNegativesRanking) for
+plain pairs, CoSENT for scored pairs, and retrieval / correlation scores for validation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bertkit import metrics
+from bertkit.embeddings.pooling import l2_normalize, unit_rows
+
+
+def pair_loss(name: str, first, second, labels, groups, scale: float):
+    import torch
+
+    if name == "in_batch":
+        return in_batch_loss(first, second, groups, scale)
+    cosine = (l2_normalize(first) * l2_normalize(second)).sum(-1)
+    if name == "cosine":
+        return torch.nn.functional.mse_loss(cosine, labels.to(cosine.dtype))
+    return cosent_loss(cosine, labels, scale)
+
+
+def in_batch_loss(first, second, groups, scale: float):
+    """Cross-entropy of each anchor's own positive against every other positive in the batch;
+    other copies of the same positive text are left out rather than counted as negatives."""
+    import torch
+
+    logits = scale * (l2_normalize(first) @ l2_normalize(second).T)
+    if groups is not None:
+        same = groups[:, None] == groups[None, :]
+        same.fill_diagonal_(False)
+        logits = logits.masked_fill(same, float("-inf"))
+    return torch.nn.functional.cross_entropy(logits, torch.arange(len(first), device=first.device))
+
+
+def cosent_loss(cosine, labels, scale: float):
+    """CoSENT: every pair scored higher than another should have the higher cosine;
+    log(1 + sum over such (i, j) of exp(scale * (cos_j - cos_i)))."""
+    import torch
+
+    diff = scale * (cosine[None, :] - cosine[:, None])  # [i, j] = cos_j - cos_i
+    wanted = labels[:, None] > labels[None, :]
+    diff = diff.masked_fill(~wanted, float("-inf"))
+    zero = torch.zeros(1, device=cosine.device, dtype=diff.dtype)
+    return torch.logsumexp(torch.cat([zero, diff.reshape(-1)]), dim=0)
+
+
+def pair_metrics(first, second, labels, groups: list[int], scored: bool) -> dict:
+    """Spearman / Pearson of cosine against the scores, or retrieval of each anchor's positive
+    among all distinct positives."""
+    first, second = unit_rows(np.asarray(first, dtype=np.float32)), unit_rows(np.asarray(second, dtype=np.float32))
+    if scored:
+        cosine = (first * second).sum(axis=1)
+        return metrics.load("regression").compute(predictions=cosine, references=np.asarray(labels, dtype=float))
+    groups = np.asarray(groups)
+    keys, where = np.unique(groups, return_index=True)
+    corpus = second[where]  # one vector per distinct positive, in key order
+    target = np.searchsorted(keys, groups)
+    scores = first @ corpus.T
+    own = scores[np.arange(len(first)), target]
+    ranks = 1 + (scores > own[:, None]).sum(axis=1)
+    return metrics.load("retrieval").compute(ranks=ranks)
