@@ -91,8 +91,6 @@ def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
     fig.colorbar(image, ax=ax, label="cosine similarity")
     ax.set_title("Cosine similarity")
     fig.tight_layout()
-    from bertkit.outputs import atomic_path
-
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
