@@ -299,11 +299,12 @@ def test_tokenizer_write_failures_name_the_target_not_a_temporary(cli, tmp_path,
 
 def test_tokenizer_manifest_write_failure_names_the_target(cli, tmp_path, words, monkeypatch):
     from bertkit import outputs
+    from bertkit.outputs import dirs
 
     def full(path, data):
         raise outputs.writing_failed(OSError(28, "No space left on device"), path)
 
-    monkeypatch.setattr(outputs, "write_json", full)
+    monkeypatch.setattr(dirs, "write_json", full)  # the manifest's writer
     target = tmp_path / "tok"
     code, _, err = cli("tokenizer", "train", "-i", words, "-o", target, "--vocab-size", "60")
     assert_refused(code, err, f"cannot write {target / '.bertkit-output.json'}: No space left on device")

@@ -225,12 +225,12 @@ def test_a_running_job_locks_its_output(cli, tmp_path, tiny_model, easy_data):
     out = tmp_path / "model"
     config = train_config(tmp_path, tiny_model, easy_data["train"], out)
     lock = tmp_path / ".model.lock"
-    lock.write_text(json.dumps({"pid": os.getppid(), "host": outputs._host(), "started": "earlier"}))
+    lock.write_text(json.dumps({"pid": os.getppid(), "host": outputs.host(), "started": "earlier"}))
     code, _, err = cli("train", "classify", "-c", config, "--overwrite")
     assert_refused(code, err, "another bertkit run is writing", str(os.getppid()))
     assert not Path(str(out) + ".partial").exists()
     # the lock of a process that is gone is taken over, and released at the end
-    lock.write_text(json.dumps({"pid": 2**22 + 54321, "host": outputs._host(), "started": "earlier"}))
+    lock.write_text(json.dumps({"pid": 2**22 + 54321, "host": outputs.host(), "started": "earlier"}))
     code, _, err = cli("train", "classify", "-c", config)
     assert code == 0, err
     assert "taking over the lock" in err and not lock.exists() and (out / "bertkit.json").is_file()

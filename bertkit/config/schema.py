@@ -1,0 +1,106 @@
+"""The whole config: the common sections and one per registered task (`Config`, rebuilt when a task
+is registered), and the default a key takes when a config leaves it out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+
+from bertkit.config.sections import DataConfig, ModelConfig, Section, TrainConfig, section_names
+from bertkit.tasks import registry
+
+
+class RunConfig(Section):
+    """What every run has; `Config` adds one section per registered task (`_build`)."""
+
+    task: str = Field("classify", description="the job: a task of `bertkit train --help` (classify, ner, qa, ...)")
+    model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
+    data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
+    output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_sections(cls, value: Any) -> Any:
+        # `mlm:` with nothing under it is an empty section in YAML terms, not an error
+        if not isinstance(value, dict):
+            return value
+        value = {k: {} if v is None and k in section_names() else v for k, v in value.items()}
+        task = value.get("task", "classify")
+        defaults = registry.record(task).defaults if task in registry.names() else {}
+        for (section, key), default in defaults.items():
+            given = value.setdefault(section, {})
+            if isinstance(given, dict):
+                value[section] = {key: default, **given}
+            elif isinstance(given, BaseModel):
+                value[section] = given.model_copy(update={} if key in given.model_fields_set else {key: default})
+        return value
+
+    @model_validator(mode="after")
+    def _derived(self) -> RunConfig:
+        for item in registry.records():
+            derive = getattr(getattr(self, item.section, None), "derive", None)
+            if derive is not None:
+                derive(self)
+        return self
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in registry.names():
+            raise ValueError(f"unknown task '{value}'; choose one of {', '.join(registry.names())}")
+        return value
+
+    def settings(self):
+        """The section of this run's own task."""
+        return getattr(self, registry.record(self.task).section)
+
+    def dump(self) -> dict:
+        data = self.model_dump(mode="json")
+        data["output_dir"] = data.pop("output_dir")  # last, as config files have it
+        return data
+
+
+def _build() -> type[RunConfig]:
+    """The config schema: the common sections and one per registered task."""
+    sections = {}
+    for item in registry.records():
+        settings = item.settings_class()
+        sections[item.section] = (
+            settings,
+            Field(default_factory=settings, description=f"settings of the {item.name} task"),
+        )
+    return create_model("Config", __base__=RunConfig, **sections)
+
+
+def _rebuild() -> None:
+    global Config
+    Config = _build()
+
+
+
+
+def default_of(task: str, section: str, key: str) -> Any:
+    """The value `section.key` takes in a `task` config that leaves it out: the task's measured
+    default (its registry record), else the field's own."""
+    defaults = registry.record(task).defaults
+    if (section, key) in defaults:
+        return defaults[(section, key)]
+    return model_of(Config.model_fields[section].annotation).model_fields[key].get_default(call_default_factory=True)
+
+
+def model_of(annotation) -> type[BaseModel] | None:
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = model_of(arg)
+        if found:
+            return found
+    return None
+
+
+Config = _build()
+registry.on_change(_rebuild)
