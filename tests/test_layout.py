@@ -124,3 +124,15 @@ def test_each_task_package_face_is_light():
     for face in (PACKAGE / "tasks").glob("*/__init__.py"):
         tree = ast.parse(face.read_text(encoding="utf-8"))
         assert not [n for n in tree.body if not isinstance(n, ast.Expr)], f"{face} does more than describe"
+
+
+def test_only_the_commands_build_a_config():
+    """Readers take what they need (a source, the columns, a task's settings), so `evaluate` and
+    the tasks read data without inventing a throwaway config: `load_config` is the commands' alone."""
+    callers = sorted(
+        name
+        for name, path in modules().items()
+        if "load_config(" in path.read_text(encoding="utf-8")
+        and not name.startswith(("bertkit.cli", "bertkit.config"))
+    )
+    assert not callers, f"modules that build a config of their own: {callers}"

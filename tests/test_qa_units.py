@@ -20,7 +20,7 @@ def _squad(path, paragraphs):
 
 def _read(path, **sets):
     cfg = load_config(None, [f"qa.{k}={v}" for k, v in sets.items()], task="qa")
-    return read_examples(DataSource(path=str(path)), cfg, "train")
+    return read_examples(DataSource(path=str(path)), cfg.qa, "train")
 
 
 # ---------------------------------------------------------------- metric

@@ -121,7 +121,7 @@ def test_squad_files_read_and_every_answer_aligns_to_tokens():
     tok = load_tokenizer(cfg.model.name)
     info = {"max_length": 384, "version_2": False, "qa": cfg.qa.model_dump()}
     for name, count, unanswerable in (("dev-v1.1.json", 1058, 0), ("dev-v2.0.json", 1023, 515)):
-        records = read_examples(DataSource(path=str(shared("en", "squad", name))), cfg, name)
+        records = read_examples(DataSource(path=str(shared("en", "squad", name))), cfg.qa, name)
         assert len(records) == count
         assert sum(not r["answers"]["text"] for r in records) == unanswerable
         answers = [r["answers"] for r in records]
@@ -161,7 +161,7 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
     tok = load_tokenizer(str(tmp_path / "tok"))
 
     cfg = load_config(ROOT / "configs" / "ja" / "local" / "jsquad.yaml", task="qa")
-    records = qa_reading.read_examples(DataSource(path=str(shared("ja", "jsquad", "dev.json"))), cfg, "validation")
+    records = qa_reading.read_examples(DataSource(path=str(shared("ja", "jsquad", "dev.json"))), cfg.qa, "validation")
     assert len(records) == 545
     info = {"max_length": 128, "version_2": False, "qa": cfg.qa.model_dump()}
     questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
@@ -183,7 +183,7 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
 
     cfg = load_config(ROOT / "configs" / "ja" / "local" / "ner.yaml", task="ner")
     records = ner_reading.read_examples(
-        DataSource(path=str(shared("ja", "ner_wikipedia", "dev.json"))), cfg, "validation"
+        DataSource(path=str(shared("ja", "ner_wikipedia", "dev.json"))), cfg.ner, cfg.data.text_column, "validation"
     )
     split = datasets.Dataset.from_list([{"text": r["text"], "entities": r["entities"]} for r in records])
     words, word_tags = ner_reading.words_and_tags(split, tok, "validation")

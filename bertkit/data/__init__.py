@@ -14,8 +14,10 @@ _HTML = re.compile(r"<[^>]{1,40}>")
 WHERE = "_where"  # a column saying where each example came from (file:line), for messages
 
 
-def load_source(source: DataSource, cfg: Config):
-    """Read one split, local or from the Hub, as a `datasets.Dataset` (with a `WHERE` column)."""
+def load_source(source: DataSource, text_column: str = "text", label_column: str = "label"):
+    """Read one split, local or from the Hub, as a `datasets.Dataset` (with a `WHERE` column).
+    `text_column` and `label_column` are the columns a table's fields are checked for (a label
+    that is not a plain value, a text that is a list)."""
     import datasets
 
     if source.hub:
@@ -23,7 +25,7 @@ def load_source(source: DataSource, cfg: Config):
         return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
     from bertkit.data.readers import located_records
 
-    located = list(located_records(source.path, source.format, cfg.data.text_column, cfg.data.label_column))
+    located = list(located_records(source.path, source.format, text_column, label_column))
     if not located:
         raise BertkitError(f"{source.describe()}: no examples in this file")
     records = [{**record, WHERE: where} for where, record in located]
@@ -179,7 +181,7 @@ def load_splits(cfg: Config, read=None, stratify=None):
     }
 
     def read_table(source, role):
-        ds = load_source(source, cfg)
+        ds = load_source(source, data.text_column, data.label_column)
         require_columns(ds, columns, f"{source.describe()} ({role} data)")
         return ds
 

@@ -59,15 +59,16 @@ def read_lines(
                 yield text
 
 
-def load_corpus(source, cfg):
-    """One split of a corpus as a Dataset with a single `text` column."""
+def load_corpus(source, text_column: str = "text"):
+    """One split of a corpus as a Dataset with a single `text` column (read from `text_column` of a
+    table)."""
     import datasets
 
     from bertkit.data import load_source, require_columns
 
-    column = cfg.data.text_column
+    column = text_column
     if source.hub:
-        ds = load_source(source, cfg)
+        ds = load_source(source, column)
         require_columns(ds, {"text_column": column}, source.describe())
         texts = [str(t).strip() for t in ds[column] if t is not None and str(t).strip()]
     else:

@@ -9,7 +9,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import metrics, models
-from bertkit.config import Config, DataSource, load_config
+from bertkit.config import Config, DataSource
 from bertkit.data.readers import blank
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
@@ -221,18 +221,17 @@ class ClassifyTask(Task):
         info = {**info, **options.columns()}
         if not info.get("labels") and info.get("problem_type") != REGRESSION:
             raise BertkitError("the model has no label names, so its predictions cannot be scored")
-        cfg = load_config(None, task=self.name)
-        cfg.data.text_column = info.get("text_column") or "text"
-        cfg.data.label_column = info.get("label_column") or "label"
-        ds = data_mod.load_source(DataSource(path=data, format=options.data_format), cfg)
+        text_column = info.get("text_column") or "text"
+        label_column = info.get("label_column") or "label"
+        ds = data_mod.load_source(DataSource(path=data, format=options.data_format), text_column, label_column)
         columns = {
-            "text_column": cfg.data.text_column,
+            "text_column": text_column,
             "text_pair_column": info.get("text_pair_column"),
-            "label_column": cfg.data.label_column,
+            "label_column": label_column,
         }
         data_mod.require_columns(ds, columns, data)
-        references = self.encode_labels(ds[cfg.data.label_column], info, data_mod.places(ds, data))
-        features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": cfg.data.text_column}))
+        references = self.encode_labels(ds[label_column], info, data_mod.places(ds, data))
+        features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": text_column}))
         logits = forward(model, tokenizer, features, options.batch_size)
         return self.score(np.stack(logits), references, info)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
-from bertkit.config import Config, DataSource, load_config
+from bertkit.config import Config, DataSource
 from bertkit.data.corpus import load_corpus
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
@@ -28,7 +28,7 @@ class MlmTask(Task):
     # ------------------------------------------------------------ data
 
     def load(self, cfg: Config):
-        return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, cfg))
+        return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, cfg.data.text_column))
 
     def setup(self, ds, cfg: Config) -> dict:
         m = cfg.mlm
@@ -155,9 +155,8 @@ class MlmTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Perplexity of `model` on a text file, masked the way the bundle was validated."""
-        cfg = load_config(None, task=self.name)
-        cfg.data.text_column = options.text_column or "text"
-        texts = list(load_corpus(DataSource(path=data, format=options.data_format), cfg)["text"])
+        source = DataSource(path=data, format=options.data_format)
+        texts = list(load_corpus(source, options.text_column or "text")["text"])
         info = _complete(info, model)
         rows = examples(tokenizer, texts, info, data)
         columns = {key: [row[key] for row in rows] for key in rows[0]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bertkit import data as data_mod
 from bertkit import tokenization
-from bertkit.config import Config, DataSource
+from bertkit.config import DataSource, NerConfig
 from bertkit.data.readers import text_value
 from bertkit.errors import BertkitError
 from bertkit.progress import console
@@ -20,11 +20,11 @@ def tokens_field_of(record: dict, info: dict) -> str | None:
     return next((field for field in (own, "tokens") if field in record), None)
 
 
-def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
-    """Records with `tokens` + `tags`, or `text` + `entities` ({type, start, end}), checked."""
-    ner = cfg.ner
+def read_examples(source: DataSource, ner: NerConfig, text_column: str, role: str) -> list[dict]:
+    """Records with `tokens` + `tags`, or `text` + `entities` ({type, start, end}), checked. `ner`
+    names the fields and columns; `text_column` is the text field of entity-span records."""
     if source.hub:
-        ds = data_mod.load_source(source, cfg)
+        ds = data_mod.load_source(source, text_column)
         return [{"tokens": list(r[ner.tokens_field]), "tags": list(r[ner.tags_field])} for r in _hub_tags(ds, ner)]
     from bertkit.data.conll import read_conll
     from bertkit.data.readers import detect_format, read_records
@@ -46,18 +46,18 @@ def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
                         f"{where}: '{ner.tags_field}' must list one tag per token ({len(tokens)} tokens)"
                     )
                 found.append({"tokens": [str(t) for t in tokens], "tags": [str(t) for t in tag_seq], "where": where})
-            elif cfg.data.text_column in record:
+            elif text_column in record:
                 if ner.entities_field not in record:
                     raise BertkitError(
                         f"{where}: no '{ner.entities_field}' field (fields: {', '.join(record)}). Set "
                         "ner.entities_field to the field that lists the entities (a sentence without any "
                         "has an empty list)"
                     )
-                text = text_value(record[cfg.data.text_column], where, cfg.data.text_column)
+                text = text_value(record[text_column], where, text_column)
                 found.append({"text": text, "entities": _spans(record, ner, text, where), "where": where})
             else:
                 raise BertkitError(
-                    f"{where}: expected '{ner.tokens_field}' + '{ner.tags_field}', or '{cfg.data.text_column}' + "
+                    f"{where}: expected '{ner.tokens_field}' + '{ner.tags_field}', or '{text_column}' + "
                     f"'{ner.entities_field}' (fields there: {', '.join(record)})"
                 )
     empty = [r["where"] for r in found if not r.get("tokens", r.get("text"))]

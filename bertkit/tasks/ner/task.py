@@ -49,7 +49,7 @@ class NerTask(Task):
         def read(source: DataSource, role: str):
             import datasets
 
-            records = read_examples(source, cfg, role)
+            records = read_examples(source, cfg.ner, cfg.data.text_column, role)
             return datasets.Dataset.from_list(records)
 
         splits = data_mod.load_splits(cfg, read)
@@ -139,17 +139,16 @@ class NerTask(Task):
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
-        from bertkit.config import load_config
-
-        cfg = load_config(None, task=self.name)
-        cfg.ner = cfg.ner.model_validate(info.get("ner") or {})
-        cfg.data.text_column = info.get("text_column") or "text"
         import datasets
 
-        records = read_examples(DataSource(path=data, format=options.data_format), cfg, "evaluation")
+        from bertkit.config import NerConfig
+
+        ner = NerConfig.model_validate(info.get("ner") or {})
+        source = DataSource(path=data, format=options.data_format)
+        records = read_examples(source, ner, info.get("text_column") or "text", "evaluation")
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:
-            scheme = scheme_of(split["tags"], data) if cfg.ner.scheme == "auto" else cfg.ner.scheme
+            scheme = scheme_of(split["tags"], data) if ner.scheme == "auto" else ner.scheme
             split = normalise_scheme(split, scheme, data)
         words, word_tags = words_and_tags(split, tokenizer, data)
         require_entities(word_tags, data)

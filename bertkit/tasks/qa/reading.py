@@ -5,7 +5,7 @@ answer checked against its context and given its character start.
 from __future__ import annotations
 
 from bertkit import data as data_mod
-from bertkit.config import Config, DataSource
+from bertkit.config import DataSource, QaConfig
 from bertkit.data.readers import text_value
 from bertkit.errors import BertkitError
 from bertkit.progress import console
@@ -36,13 +36,12 @@ def unanswerable_ids(examples) -> list[str]:
     return [r.get("where") or r["id"] for r in rows if not r["answers"]["text"]]
 
 
-def read_examples(source: DataSource, cfg: Config, role: str) -> list[dict]:
+def read_examples(source: DataSource, qa: QaConfig, role: str) -> list[dict]:
     """Question records `{id, question, context, answers: {text, answer_start}, where}`, checked:
     answer starts repaired where the answer text is elsewhere in the context, answers that are
     nowhere in it dropped (with a warning), ids unique, no empty context."""
-    qa = cfg.qa
     if source.hub:
-        ds = data_mod.load_source(source, cfg)
+        ds = data_mod.load_source(source)
         raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
     else:
         from bertkit.data.readers import detect_format, read_records

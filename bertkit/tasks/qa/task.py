@@ -30,7 +30,7 @@ class QaTask(Task):
         def read(source: DataSource, role: str):
             import datasets
 
-            return datasets.Dataset.from_list(read_examples(source, cfg, role))
+            return datasets.Dataset.from_list(read_examples(source, cfg.qa, role))
 
         return data_mod.load_splits(cfg, read)
 
@@ -96,7 +96,8 @@ class QaTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         info = _complete(info)
-        records = read_examples(DataSource(path=data, format=options.data_format), _config_from(info), data)
+        source = DataSource(path=data, format=options.data_format)
+        records = read_examples(source, QaConfig.model_validate(info.get("qa") or {}), data)
         if not info["version_2"]:
             warn_unanswerable(data, unanswerable_ids(records))
         questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
@@ -171,14 +172,6 @@ def _complete(info: dict) -> dict:
         qa["doc_stride"] = derived_doc_stride(info["max_length"])
     version_2 = bool(info.get("version_2", qa.get("version_2")))
     return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
-
-
-def _config_from(info: dict) -> Config:
-    from bertkit.config import load_config
-
-    cfg = load_config(None, task="qa")
-    cfg.qa = QaConfig.model_validate(info.get("qa") or {})
-    return cfg
 
 
 # ---------------------------------------------------------------- reading
