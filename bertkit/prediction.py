@@ -54,9 +54,10 @@ def predict_file(
     text_column = options.text_field(bundle.info)
     if records is None:
         input_format = detect_format(source, input_format)
-        located = located_records(source, input_format, text_column=text_column, keep_blank=True)
+        layout, join = options.layout(), options.text_join(bundle.info)
+        located = located_records(source, input_format, text_column, keep_blank=True, layout=layout, text_join=join)
         records = (placed(where, record) for where, record in located)
-        total = count_records(source, input_format, keep_blank=True) if source != "-" else None
+        total = count_records(source, input_format, keep_blank=True, layout=layout) if source != "-" else None
     else:
         records = list(records)
         total = len(records)

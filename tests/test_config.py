@@ -97,7 +97,7 @@ def test_override_needs_equals():
 def test_hub_source_and_conflicts(tmp_path):
     cfg = load_config(write(tmp_path, "data:\n  train: {hub: imdb, split: train}\n"))
     assert cfg.data.train.hub == "imdb" and cfg.data.train.describe().startswith("hub data set")
-    with pytest.raises(BertkitError, match="either a file path or"):
+    with pytest.raises(BertkitError, match="give one of a file path, `files: {label: path}` or `hub: NAME`"):
         load_config(write(tmp_path, "data:\n  train: {hub: imdb, path: a.csv}\n"))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bertkit.cli.options import TrustOption
+from bertkit.cli.options import ColumnsOption, EncodingOption, TrustOption, column_names, encoding_name
 
 
 def evaluate(
@@ -29,6 +29,8 @@ def evaluate(
     label_column: str | None = typer.Option(
         None, "--label-column", help="Label field (default: the one the model was trained on)."
     ),
+    columns: str | None = ColumnsOption,
+    encoding: str = EncodingOption,
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
     trust_remote_code: bool = TrustOption,
@@ -50,6 +52,8 @@ def evaluate(
             label_column=label_column,
             batch_size=batch_size,
             data_format=data_format,
+            columns=column_names(columns),
+            encoding=encoding_name(encoding),
         ),
     )
     from rich.console import Console

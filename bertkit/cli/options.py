@@ -10,6 +10,39 @@ TrustOption = typer.Option(
     "--trust-remote-code",
     help="Allow a model that ships its own Python code to run it (only for models you trust; never asked).",
 )
+ColumnsOption = typer.Option(
+    None,
+    "--columns",
+    help="Names of a CSV/TSV file's columns when it has no header row, in order: e.g. label,title,description.",
+)
+EncodingOption = typer.Option("utf-8", "--encoding", help="The input file's text encoding, e.g. latin-1.")
+
+
+def column_names(value: str | None) -> tuple[str, ...] | None:
+    """`--columns a,b,c` as names; an empty or repeated name is an error."""
+    from bertkit.config.sections import named_columns
+    from bertkit.errors import BertkitError
+
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",")]
+    try:
+        named_columns(names)
+    except ValueError as err:
+        raise BertkitError(f"--columns {value}: {err}") from None
+    return tuple(names)
+
+
+def encoding_name(value: str) -> str:
+    from bertkit.config.sections import known_encoding
+    from bertkit.errors import BertkitError
+
+    try:
+        return known_encoding(value)
+    except ValueError as err:
+        raise BertkitError(f"--encoding {value}: {err}") from None
+
+
 SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
 
 # ---------------------------------------------------------------- embeddings

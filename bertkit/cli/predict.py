@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import TrustOption
+from bertkit.cli.options import ColumnsOption, EncodingOption, TrustOption, column_names, encoding_name
 from bertkit.errors import BertkitError
 
 
@@ -34,6 +34,8 @@ def predict(
     text_pair_column: str | None = typer.Option(
         None, "--text-pair-column", help="Field holding the second text of a pair."
     ),
+    columns: str | None = ColumnsOption,
+    encoding: str = EncodingOption,
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     long_text: str = typer.Option(
         "truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."
@@ -98,6 +100,8 @@ def predict(
             threshold=threshold,
             n_best=n_best,
             top_k=top_k,
+            columns=column_names(columns),
+            encoding=encoding_name(encoding),
         ),
     )
     if output:

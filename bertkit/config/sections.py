@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bertkit.tasks import registry
+from bertkit.text_columns import joined_name
 
 if TYPE_CHECKING:
     from bertkit.config.schema import RunConfig
@@ -32,13 +33,28 @@ class Section(BaseModel):
 
 
 class DataSource(Section):
-    """Where one split comes from: a local file or folder, or a Hugging Face Hub data set."""
+    """Where one split comes from: a local file or folder, one file per class, or a Hugging Face Hub
+    data set; and how its files are laid out when the extension does not say it all."""
 
     path: str | None = Field(None, description="local file or folder")
+    files: dict[str, str] | None = Field(
+        None,
+        description="one file per class, one example per line: {label: path, ...} (e.g. rt-polarity.pos / .neg)",
+    )
     format: str | None = Field(
         None,
-        description="csv, tsv, jsonl, json, parquet, text or folder; from the extension when null",
+        description="csv, tsv, jsonl, json, parquet, text, conll or folder; from the extension (or the content, "
+        "when the extension does not say) when null",
     )
+    columns: list[str] | None = Field(
+        None, description="names of the columns of a CSV / TSV file without a header row; data.columns when null"
+    )
+    header: bool | None = Field(
+        None,
+        description="whether a CSV / TSV file starts with a header row; null: yes, unless `columns` is given (then "
+        "a first row that repeats those names is skipped)",
+    )
+    encoding: str | None = Field(None, description="the files' text encoding, e.g. latin-1; data.encoding when null")
     hub: str | None = Field(None, description="Hub data set name, e.g. imdb (needs internet)")
     config: str | None = Field(None, description="Hub data set configuration name")
     split: str = Field("train", description="Hub split name, e.g. train, test, validation")
@@ -51,15 +67,62 @@ class DataSource(Section):
 
     @model_validator(mode="after")
     def _one_origin(self) -> DataSource:
-        if (self.path is None) == (self.hub is None):
-            raise ValueError("give either a file path or `hub: NAME`, not both or neither")
+        if sum(x is not None for x in (self.path, self.hub, self.files)) != 1:
+            raise ValueError("give one of a file path, `files: {label: path}` or `hub: NAME`")
+        if self.files is not None and not self.files:
+            raise ValueError("`files` is empty; map each label to its file, e.g. {positive: pos.txt}")
         return self
+
+    @field_validator("columns")
+    @classmethod
+    def _named_columns(cls, value: list[str] | None) -> list[str] | None:
+        return named_columns(value)
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str | None) -> str | None:
+        return known_encoding(value)
 
     def describe(self) -> str:
         if self.hub:
             extra = f", config {self.config}" if self.config else ""
             return f"hub data set '{self.hub}' (split {self.split}{extra})"
+        if self.files:
+            return ", ".join(f"{path} ({label})" for label, path in self.files.items())
         return self.path or ""
+
+    def local_paths(self) -> list[str]:
+        """The local files (or folder) this source reads."""
+        return list(self.files.values()) if self.files else [self.path] if self.path else []
+
+    def with_defaults(self, data: DataConfig) -> DataSource:
+        """This source with the data section's layout filled in where it says nothing of its own."""
+        given = {key: getattr(data, key) for key in ("columns", "header", "encoding") if getattr(self, key) is None}
+        return self.model_copy(update=given)
+
+
+def named_columns(value: list[str] | None) -> list[str] | None:
+    if value is not None:
+        if not value or any(not str(name).strip() for name in value):
+            raise ValueError("name every column, in the file's order, e.g. [label, title, description]")
+        seen: set = set()
+        twice = [x for x in value if x in seen or seen.add(x)]
+        if twice:
+            raise ValueError(f"'{twice[0]}' is named twice; give every column its own name")
+    return value
+
+
+def known_encoding(value: str | None) -> str | None:
+    import codecs
+
+    if value is not None:
+        try:
+            codecs.lookup(value)
+        except LookupError:
+            raise ValueError(f"unknown text encoding '{value}'; e.g. utf-8, latin-1, cp1252, shift_jis") from None
+        if "\n".encode(value) != b"\n":
+            raise ValueError(f"'{value}' does not write a line break as one byte; convert the file to UTF-8")
+    return value
 
 
 class ModelConfig(Section):
@@ -81,7 +144,12 @@ class DataConfig(Section):
     train: DataSource | None = Field(None, description="training data: a file path or {hub: ...}")
     validation: DataSource | None = Field(None, description="validation data; split off from train when null")
     test: DataSource | None = Field(None, description="test data, scored once after training")
-    text_column: str = Field("text", description="column holding the text")
+    text_column: str = Field(
+        "text",
+        description="column holding the text; a list of columns (e.g. [title, description]) joins them with "
+        "text_join",
+    )
+    text_join: str = Field(" ", description="what goes between the texts of several text columns")
     text_pair_column: str | None = Field(
         None, description="column holding the second text of a pair (e.g. NLI hypothesis)"
     )
@@ -90,6 +158,44 @@ class DataConfig(Section):
         None, description="label names in order; discovered from the training data when null"
     )
     label_separator: str | None = Field(None, description="multi-label only: separator inside a string label, e.g. '|'")
+
+    columns: list[str] | None = Field(
+        None, description="names of the columns of CSV / TSV files without a header row, in order"
+    )
+    header: bool | None = Field(
+        None, description="whether CSV / TSV files start with a header row; null: yes, unless columns is given"
+    )
+    encoding: str = Field("utf-8", description="text encoding of the data files, e.g. latin-1")
+
+    @field_validator("text_column", mode="before")
+    @classmethod
+    def _joined_columns(cls, value: Any) -> Any:
+        # several text columns become one name, "title + description", that the readers fill in
+        if isinstance(value, list):
+            if len(value) < 1 or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ValueError("list the text columns by name, e.g. [title, description]")
+            return joined_name(value)
+        return value
+
+    @field_validator("columns")
+    @classmethod
+    def _named_columns(cls, value: list[str] | None) -> list[str] | None:
+        return named_columns(value)
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        return known_encoding(value)
+
+    @model_validator(mode="after")
+    def _sources_take_the_layout(self) -> DataConfig:
+        for role in ("train", "validation", "test"):
+            source = getattr(self, role)
+            if source is not None:
+                filled = source.with_defaults(self)
+                if filled != source:
+                    object.__setattr__(self, role, filled)
+        return self
 
     @field_validator("labels")
     @classmethod

@@ -9,23 +9,36 @@ from collections import defaultdict
 
 from bertkit.config import Config, DataSource
 from bertkit.errors import BertkitError, did_you_mean
+from bertkit.text_columns import parts_of
 
 _HTML = re.compile(r"<[^>]{1,40}>")
 WHERE = "_where"  # a column saying where each example came from (file:line), for messages
 
 
-def load_source(source: DataSource, text_column: str = "text", label_column: str = "label"):
+def load_source(source: DataSource, text_column: str = "text", label_column: str = "label", text_join: str = " "):
     """Read one split, local or from the Hub, as a `datasets.Dataset` (with a `WHERE` column).
-    `text_column` and `label_column` are the columns a table's fields are checked for (a label
-    that is not a plain value, a text that is a list)."""
+    `text_column` and `label_column` name the text and the label (one file per class fills the
+    label in); a text column that joins several (`title + description`) is made from them."""
     import datasets
+
+    from bertkit.text_columns import fill_joined
 
     if source.hub:
         ds = _load_hub(source)
+        if text_column not in ds.column_names and all(p in ds.column_names for p in parts_of(text_column)):
+            ds = ds.map(lambda row: fill_joined(dict(row), text_column, text_join))
         return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
-    from bertkit.data.readers import located_records
+    from bertkit.data.readers import Layout, class_files_records, located_records
 
-    located = list(located_records(source.path, source.format, text_column, label_column))
+    layout = Layout.of(source)
+    if source.files:
+        located = [
+            (where, fill_joined(record, text_column, text_join))
+            for where, record in class_files_records(source.files, text_column, label_column, layout.encoding)
+        ]
+    else:
+        fmt = table_format(source)
+        located = list(located_records(source.path, fmt, text_column, label_column, layout=layout, text_join=text_join))
     if not located:
         raise BertkitError(f"{source.describe()}: no examples in this file")
     records = [{**record, WHERE: where} for where, record in located]
@@ -37,6 +50,24 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
         if type(err).__module__.startswith("pyarrow"):
             raise BertkitError(f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}") from None
         raise
+
+
+def table_format(source: DataSource) -> str:
+    """The format of a table source. A `.txt` (or `.text`) file given `columns` is a table without a
+    header: it is read as TSV when every line has the same number of tabs (the UCI sentiment
+    files' `text<TAB>label`), as the log says."""
+    from bertkit.data.readers import detect_format
+    from bertkit.data.sniffing import sniff_format
+
+    fmt = detect_format(source.path, source.format)
+    if fmt == "text" and source.format is None and source.columns and source.path != "-":
+        sniffed, why = sniff_format(source.path, source.encoding or "utf-8")
+        if sniffed in ("tsv", "jsonl"):
+            from bertkit.progress import console
+
+            console.print(f"{source.path}: read as {sniffed} ({why})")
+            return sniffed
+    return fmt
 
 
 def _load_hub(source: DataSource):
@@ -93,11 +124,23 @@ def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
         if column and column not in present:
             from bertkit.data.readers import kind_hint
 
-            hint = did_you_mean(column, present)
+            missing = next((part for part in parts_of(column) if part not in present), column)
+            joined = f" (one of the columns data.{key} joins)" if missing != column else ""
+            hint = did_you_mean(missing, present)
             raise BertkitError(
-                f"{where}: no column '{column}' (set by data.{key}){hint}. Columns there: {', '.join(present)}."
-                + kind_hint(present)
+                f"{where}: no column '{missing}'{joined or f' (set by data.{key})'}{hint}. Columns there: "
+                f"{', '.join(present)}." + kind_hint(present) + _headerless_hint(present)
             )
+
+
+def _headerless_hint(present: list[str]) -> str:
+    """A header that reads like data (a number, a long sentence) is likely a file without one."""
+    if any(name.replace(".", "").replace("-", "").isdigit() or len(name.split()) > 4 for name in present):
+        return (
+            " Its first row looks like data, not a header: if the file has none, name its columns in order with "
+            "data.columns (or `columns:` on the source), e.g. columns: [label, title, description]."
+        )
+    return ""
 
 
 def places(ds, role: str) -> list[str]:
@@ -181,7 +224,7 @@ def load_splits(cfg: Config, read=None, stratify=None):
     }
 
     def read_table(source, role):
-        ds = load_source(source, data.text_column, data.label_column)
+        ds = load_source(source, data.text_column, data.label_column, data.text_join)
         require_columns(ds, columns, f"{source.describe()} ({role} data)")
         return ds
 

@@ -9,7 +9,9 @@ from bertkit.data.files import text_lines
 from bertkit.errors import BertkitError
 
 
-def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) -> Iterator[dict]:
+def read_conll(
+    path: str, token_column: int = 0, tag_column: int | None = -1, encoding: str = "utf-8"
+) -> Iterator[dict]:
     """Yield {"tokens", "tags", "rows", "line"} per sentence (rows: every column of every token
     line, for writing predictions back); tags are absent when tag_column is None.
 
@@ -20,7 +22,7 @@ def read_conll(path: str, token_column: int = 0, tag_column: int | None = -1) ->
     tags: list[str] = []
     rows: list[list[str]] = []
     start = 0
-    for number, line in text_lines(path):
+    for number, line in text_lines(path, encoding):
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if tokens:

@@ -37,16 +37,17 @@ def read_lines(
     fmt: str | None = None,
     keep_blank: bool = False,
     option: str = "data.text_column",
+    layout=None,
 ) -> Iterator[str]:
     """The texts of a corpus path, line by line (or record by record), in order, stripped; blank
     ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
-    from bertkit.data.readers import Blank, detect_format, located_records
+    from bertkit.data.readers import PLAIN, Blank, detect_format, located_records
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
         if kind == "folder":
             kind = "text"
-        located = located_records(file, kind, text_column=text_column, keep_blank=keep_blank)
+        located = located_records(file, kind, text_column=text_column, keep_blank=keep_blank, layout=layout or PLAIN)
         for number, (where, record) in enumerate(located, start=1):
             if text_column not in record and not isinstance(record, Blank):
                 fields = ", ".join(record)
@@ -71,8 +72,12 @@ def load_corpus(source, text_column: str = "text"):
         ds = load_source(source, column)
         require_columns(ds, {"text_column": column}, source.describe())
         texts = [str(t).strip() for t in ds[column] if t is not None and str(t).strip()]
+    elif source.files:
+        raise BertkitError(f"{source.describe()}: one file per class is for classification; give the corpus as path")
     else:
-        texts = list(read_lines(source.path, column, source.format))
+        from bertkit.data.readers import Layout
+
+        texts = list(read_lines(source.path, column, source.format, layout=Layout.of(source)))
     if not texts:
         raise BertkitError(f"{source.describe()}: no text in it (the file is empty, or every line is blank)")
     return datasets.Dataset.from_dict({"text": texts})

@@ -5,6 +5,7 @@ on.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import re
@@ -32,18 +33,22 @@ def open_binary(path: str):
         raise BertkitError(f"cannot read {path}: {err.strerror or err}") from None
 
 
-def text_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line) pairs; a non-UTF-8 line is an error naming its line."""
+def text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """(line number, decoded line) pairs; a line that is not in `encoding` is an error naming its
+    line. Lines end at \n only (a \r\n keeps its \r for the caller to strip), never at the
+    other characters Python's `splitlines` breaks on (U+2028, U+0085, form feed), which are text."""
     name = "<stdin>" if path == STDIN else path
     handle = open_binary(path)
     try:
         for number, raw in enumerate(handle, start=1):
             try:
-                text = raw.decode("utf-8")
+                text = raw.decode(encoding)
             except UnicodeDecodeError as err:
+                label = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
                 raise BertkitError(
-                    f"{name}:{number}: not UTF-8 text ({err.reason} at byte {err.start} of the "
-                    "line). Convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
+                    f"{name}:{number}: not {label} text ({err.reason} at byte {err.start} of the "
+                    "line). Name the file's encoding (data.encoding, or `encoding:` on the source, e.g. latin-1), "
+                    "or convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
                 ) from None
             if number == 1:
                 text = text.removeprefix("\ufeff")

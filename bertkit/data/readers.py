@@ -10,7 +10,11 @@ aligned with their input line for line (predict, embed, search) ask for them (`k
 get a `Blank` record for each: the text field (or every CSV column) empty.
 
 TSV is read as written: fields are split at tabs and kept literally, quotes included (as in
-GLUE's and most TSV files); CSV follows the usual quoting rules.
+GLUE's and most TSV files); CSV follows the usual quoting rules. A CSV / TSV file without a
+header row is read with the column names given (`Layout.columns`).
+
+Text from several columns: a text column named `title + description` is filled in on every
+record from its parts (`bertkit.text_columns`).
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.data.conll import read_conll
 from bertkit.data.files import STDIN, check_characters, load_json, text_lines
 from bertkit.data.squad import looks_like_squad, read_squad
 from bertkit.errors import BertkitError
+from bertkit.text_columns import fill_joined
 
 FORMATS = ("csv", "tsv", "jsonl", "json", "squad", "parquet", "text", "folder", "conll")
 EXTENSIONS = {
@@ -43,6 +49,26 @@ EXTENSIONS = {
 }
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How a source's files are written, where the format alone does not say: the names of a
+    headerless table's columns, whether a header row comes first (None: yes, unless `columns`
+    is given; then a first row that repeats the names is skipped), the text encoding."""
+
+    columns: tuple[str, ...] | None = None
+    header: bool | None = None
+    encoding: str = "utf-8"
+
+    @classmethod
+    def of(cls, source) -> Layout:
+        """The layout a config's `DataSource` describes."""
+        columns = tuple(source.columns) if source.columns else None
+        return cls(columns, source.header, source.encoding or "utf-8")
+
+
+PLAIN = Layout()
+
+
 def detect_format(path: str, explicit: str | None = None) -> str:
     if explicit:
         if explicit not in FORMATS:
@@ -57,8 +83,20 @@ def detect_format(path: str, explicit: str | None = None) -> str:
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
     fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
-    if fmt is None:
+    if fmt is None and not p.is_file():
         raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
+    if fmt is None:
+        from bertkit.data.sniffing import sniff_format
+
+        fmt, why = sniff_format(path)
+        if fmt is None:
+            raise BertkitError(
+                f"{path}: cannot tell the format from the name or the content ({why}); set it "
+                f"(`format:` on the source, one of {', '.join(FORMATS)})"
+            )
+        from bertkit.progress import console
+
+        console.print(f"{path}: read as {fmt} ({why})")
     if fmt == "json" and p.is_file():
         fmt = "squad" if looks_like_squad(path) else fmt
     return fmt
@@ -105,29 +143,47 @@ def kind_hint(fields) -> str:
 
 
 def read_records(
-    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label", keep_blank: bool = False
+    path: str,
+    fmt: str | None = None,
+    text_column: str = "text",
+    label_column: str = "label",
+    keep_blank: bool = False,
+    layout: Layout = PLAIN,
 ) -> Iterator[dict]:
     """Yield the records of a local file (or stdin for '-') one by one."""
-    for _, record in located_records(path, fmt, text_column, label_column, keep_blank):
+    for _, record in located_records(path, fmt, text_column, label_column, keep_blank, layout):
         yield record
 
 
 def located_records(
-    path: str, fmt: str | None = None, text_column: str = "text", label_column: str = "label", keep_blank: bool = False
+    path: str,
+    fmt: str | None = None,
+    text_column: str = "text",
+    label_column: str = "label",
+    keep_blank: bool = False,
+    layout: Layout = PLAIN,
+    text_join: str = " ",
 ) -> Iterator[tuple[str, dict]]:
-    """Yield (where, record) pairs: `where` names the file and line (or record) of each."""
+    """Yield (where, record) pairs: `where` names the file and line (or record) of each. A
+    `text_column` that joins several columns is filled in from them (`text_join` between)."""
+    for where, record in _located(path, fmt, text_column, label_column, keep_blank, layout):
+        yield where, fill_joined(record, text_column, text_join)
+
+
+def _located(
+    path: str, fmt: str | None, text_column: str, label_column: str, keep_blank: bool, layout: Layout
+) -> Iterator[tuple[str, dict]]:
     fmt = detect_format(path, fmt)
     name = "<stdin>" if path == STDIN else path
     if path != STDIN and not Path(path).exists():
         raise BertkitError(f"data file not found: {path}")
     if fmt == "folder":
-        for file, record in _read_folder(Path(path), text_column, label_column):
-            yield str(file), record
+        yield from _read_folder(Path(path), text_column, label_column, layout.encoding)
     elif fmt == "parquet":
         for number, record in enumerate(_read_parquet(path), start=1):
             yield f"{name}, row {number}", record
     elif fmt == "conll":
-        for record in read_conll(path, tag_column=None):
+        for record in read_conll(path, tag_column=None, encoding=layout.encoding):
             yield f"{name}:{record['line']}", record
     elif fmt == "json":
         for number, record in enumerate(_read_json(path), start=1):
@@ -136,35 +192,55 @@ def located_records(
         for record in read_squad(path):
             yield record["where"], record
     elif fmt == "jsonl":
-        yield from _read_jsonl(path, text_column, keep_blank)
+        yield from _read_jsonl(path, text_column, keep_blank, layout.encoding)
     elif fmt in ("csv", "tsv"):
-        yield from _read_delimited(path, fmt, keep_blank)
+        yield from _read_delimited(path, fmt, keep_blank, layout)
     else:
-        for number, line in text_lines(path):
-            line = line.rstrip("\r\n")
-            if line.strip():
-                yield f"{name}:{number}", {text_column: line}
-            elif keep_blank:
-                yield f"{name}:{number}", Blank({text_column: line})
+        yield from _read_lines(path, text_column, keep_blank, layout.encoding)
 
 
-def count_records(path: str, fmt: str | None = None, keep_blank: bool = False) -> int | None:
+def _read_lines(path: str, text_column: str, keep_blank: bool, encoding: str, extra: dict | None = None):
+    """One record a line: {text_column: line, **extra}."""
+    name = "<stdin>" if path == STDIN else path
+    for number, line in text_lines(path, encoding):
+        line = line.rstrip("\r\n")
+        if line.strip():
+            yield f"{name}:{number}", {text_column: line, **(extra or {})}
+        elif keep_blank:
+            yield f"{name}:{number}", Blank({text_column: line})
+
+
+def class_files_records(
+    files: dict[str, str], text_column: str, label_column: str, encoding: str = "utf-8"
+) -> Iterator[tuple[str, dict]]:
+    """One file per class, one example per line (`files: {positive: rt-polarity.pos, ...}`)."""
+    for label, path in files.items():  # all checked before any is read
+        if not Path(path).is_file():
+            raise BertkitError(f"data file not found: {path} (the file of class '{label}')")
+    for label, path in files.items():
+        yield from _read_lines(path, text_column, False, encoding, {label_column: label})
+
+
+def count_records(path: str, fmt: str | None = None, keep_blank: bool = False, layout: Layout = PLAIN) -> int | None:
     """A cheap record count for progress bars (None when it would cost a full parse)."""
     fmt = detect_format(path, fmt)
     if path == STDIN or fmt not in ("text", "jsonl", "csv", "tsv"):  # conll: sentences span lines
         return None
-    lines = sum(1 for _, line in text_lines(path) if keep_blank or line.strip())
-    return max(lines - (1 if fmt in ("csv", "tsv") else 0), 0)
+    lines = sum(1 for _, line in text_lines(path, layout.encoding) if keep_blank or line.strip())
+    headed = fmt in ("csv", "tsv") and (layout.columns is None or layout.header)
+    return max(lines - (1 if headed else 0), 0)
 
 
 # ---------------------------------------------------------------- line-level reading
 
 
-def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
+def _read_delimited(
+    path: str, fmt: str, keep_blank: bool = False, layout: Layout = PLAIN
+) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
     delimiter = "," if fmt == "csv" else "\t"
     kind = "comma" if fmt == "csv" else "tab"
-    numbered = text_lines(path)
+    numbered = text_lines(path, layout.encoding)
     current = [0]
 
     def bare_lines() -> Iterable[str]:
@@ -175,14 +251,23 @@ def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[t
     quoting = {"quoting": csv.QUOTE_NONE} if fmt == "tsv" else {}
     reader = csv.reader(bare_lines(), delimiter=delimiter, **quoting)
     try:
-        header = next(reader)
+        first = next(reader)
     except StopIteration:
         return
     except csv.Error as err:
-        raise BertkitError(f"{name}:{current[0]}: malformed header: {err}") from None
-    header = [h.strip() for h in header]
-    _check_header(header, name)
+        raise BertkitError(f"{name}:{current[0]}: malformed first row: {err}") from None
+    if layout.columns is None:
+        header = [h.strip() for h in first]
+        _check_header(header, name)
+        pending = None
+    else:
+        header = list(layout.columns)
+        names_again = [h.strip() for h in first] == header
+        pending = None if layout.header or (layout.header is None and names_again) else first
     started = current[0] + 1  # the line on which the next record begins
+    if pending is not None:  # a file without a header: its first row is a record
+        started = 1
+        reader = _chained(pending, reader)
     try:
         for row in reader:
             where = f"{name}:{started}"
@@ -197,8 +282,9 @@ def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[t
                     if spans
                     else ""
                 )
+                named = "as data.columns names" if layout.columns else "as in the header"
                 raise BertkitError(
-                    f"{where}: expected {len(header)} fields (as in the header), found "
+                    f"{where}: expected {len(header)} fields ({named}), found "
                     f"{len(row)}. Quote any field that contains a {kind} or a line break.{opened}"
                 )
             else:
@@ -209,6 +295,11 @@ def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[t
         raise BertkitError(
             f"{name}:{started}: malformed row ({err}); a quote opened on this line may not be closed"
         ) from None
+
+
+def _chained(first: list[str], rest: Iterator[list[str]]) -> Iterator[list[str]]:
+    yield first
+    yield from rest
 
 
 def _check_header(header: list[str], name: str) -> None:
@@ -223,9 +314,11 @@ def _check_header(header: list[str], name: str) -> None:
         seen[column] = position
 
 
-def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) -> Iterator[tuple[str, dict]]:
+def _read_jsonl(
+    path: str, text_column: str = "text", keep_blank: bool = False, encoding: str = "utf-8"
+) -> Iterator[tuple[str, dict]]:
     name = "<stdin>" if path == STDIN else path
-    for number, line in text_lines(path):
+    for number, line in text_lines(path, encoding):
         if not line.strip():
             if keep_blank:
                 yield f"{name}:{number}", Blank({text_column: ""})
@@ -288,16 +381,31 @@ def _read_parquet(path: str) -> Iterator[dict]:
         yield from batch.to_pylist()
 
 
-def _read_folder(root: Path, text_column: str, label_column: str) -> Iterator[tuple[Path, dict]]:
-    """One sub-folder per class, one text file per example (the original IMDb layout)."""
-    classes = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+def _read_folder(
+    root: Path, text_column: str, label_column: str, encoding: str = "utf-8"
+) -> Iterator[tuple[str, dict]]:
+    """One sub-folder per class with one text file per example (the original IMDb layout), or one
+    `LABEL.txt` file per class with one example per line."""
+    visible = [p for p in sorted(root.iterdir()) if not p.name.startswith(".")]
+    classes = [p for p in visible if p.is_dir()]
     if not classes:
-        raise BertkitError(f"{root}: a folder data set needs one sub-folder per class")
+        per_class = [p for p in visible if p.is_file() and p.suffix.lower() == ".txt"]
+        if not per_class:
+            raise BertkitError(
+                f"{root}: a folder data set needs one sub-folder per class (a text file per example) or one "
+                "LABEL.txt file per class (an example per line)"
+            )
+        files = {p.stem: str(p) for p in per_class}
+        yield from class_files_records(files, text_column, label_column, encoding)
+        return
     for folder in classes:
         for file in sorted(folder.iterdir()):
             if file.is_file() and not file.name.startswith("."):
                 try:
-                    text = file.read_text(encoding="utf-8")
+                    text = file.read_text(encoding=encoding)
                 except UnicodeDecodeError as err:
-                    raise BertkitError(f"{file}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-                yield file, {text_column: text.strip(), label_column: folder.name, "file": file.name}
+                    raise BertkitError(
+                        f"{file}: not {encoding} text ({err.reason} at byte {err.start}); name the encoding "
+                        "(data.encoding, e.g. latin-1)"
+                    ) from None
+                yield str(file), {text_column: text.strip(), label_column: folder.name, "file": file.name}

@@ -16,11 +16,25 @@ This face names what the rest of bertkit uses; each name lives in one of those m
 """
 
 from bertkit.outputs.dirs import (
-    INFO_FILE, MANIFEST, check_output_dir, publish_dir, staged_dir, staging_dir, write_manifest,
+    INFO_FILE,
+    MANIFEST,
+    check_output_dir,
+    publish_dir,
+    staged_dir,
+    staging_dir,
+    write_manifest,
 )
 from bertkit.outputs.files import (
-    atomic_path, atomic_text, cannot_write, check_output_file, check_writable, ensure_folder, host,
-    pid_alive, write_json, writing_failed,
+    atomic_path,
+    atomic_text,
+    cannot_write,
+    check_output_file,
+    check_writable,
+    ensure_folder,
+    host,
+    pid_alive,
+    write_json,
+    writing_failed,
 )
 from bertkit.outputs.lock import LOCK_UNREADABLE_AFTER, OutputLock
 from bertkit.outputs.records import OUTPUT_FORMATS, RecordWriter, flatten

@@ -15,10 +15,17 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 from bertkit.outputs.files import (
-    cannot_write, contains, ensure_folder, follow_umask, follow_umask_tree, is_leftover, sweep_stale,
-    tmp_prefix, write_json, writing_failed,
+    cannot_write,
+    contains,
+    ensure_folder,
+    follow_umask,
+    follow_umask_tree,
+    is_leftover,
+    sweep_stale,
+    tmp_prefix,
+    write_json,
+    writing_failed,
 )
-
 
 MANIFEST = ".bertkit-output.json"  # what bertkit wrote into a directory it published
 INFO_FILE = "bertkit.json"  # a bundle's description (bundles from before the manifest have only this)

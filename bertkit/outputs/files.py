@@ -19,7 +19,6 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-
 _LEFTOVER = re.compile(r"\..+\.(?:tmp-(\d+)-.*|old-(\d+))")
 # how a failed write reads when a library reports it without an errno (safetensors, numpy)
 WRITE_FAILURES = {

@@ -12,7 +12,6 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 from bertkit.outputs.files import ensure_folder, follow_umask, host, pid_alive, tmp_prefix
 
-
 LOCK_UNREADABLE_AFTER = 60  # seconds after which a lock that cannot be read is taken over
 
 

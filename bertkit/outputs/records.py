@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 from bertkit.errors import BertkitError
 
-
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
 
 

@@ -22,6 +22,8 @@ class ModelOptions:
     text_column: str | None = None
     text_pair_column: str | None = None
     batch_size: int = 32
+    columns: tuple[str, ...] | None = None  # the names of a headerless CSV / TSV input's columns
+    encoding: str = "utf-8"  # the input's text encoding
 
     def text_field(self, info: Mapping[str, Any]) -> str:
         """The field holding the text: the option, else the model's, else "text"."""
@@ -31,7 +33,17 @@ class ModelOptions:
         """The field holding the second text of a pair (None: the model reads single texts)."""
         return self.text_pair_column or info.get("text_pair_column")
 
-    def columns(self) -> dict[str, str]:
+    def text_join(self, info: Mapping[str, Any]) -> str:
+        """What goes between the texts of several text columns: as the model was trained."""
+        return info.get("text_join") or " "
+
+    def layout(self):
+        """How the input file is written (`bertkit.data.readers.Layout`)."""
+        from bertkit.data.readers import Layout
+
+        return Layout(self.columns, None, self.encoding)
+
+    def column_options(self) -> dict[str, str]:
         """The column options the user set, by their info key (to lay over the bundle's)."""
         names = {"text_column": self.text_column, "text_pair_column": self.text_pair_column}
         label = getattr(self, "label_column", None)
@@ -60,3 +72,10 @@ class EvaluateOptions(ModelOptions):
 
     label_column: str | None = None
     data_format: str | None = None  # None: from the file's extension
+
+    def source(self, path: str):
+        """The labelled file as a data source, with its format and layout."""
+        from bertkit.config import DataSource
+
+        columns = list(self.columns) if self.columns else None
+        return DataSource(path=path, format=self.data_format, columns=columns, encoding=self.encoding)

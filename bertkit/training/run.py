@@ -38,7 +38,8 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     final = Path(cfg.output_dir)
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
-    inputs = [*protect, *(s.path for s in sources if s is not None and s.path), cfg.model.name, cfg.model.tokenizer]
+    data_files = [p for s in sources if s is not None for p in s.local_paths()]
+    inputs = [*protect, *data_files, cfg.model.name, cfg.model.tokenizer]
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)

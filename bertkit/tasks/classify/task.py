@@ -9,7 +9,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import metrics, models
-from bertkit.config import Config, DataSource
+from bertkit.config import Config
 from bertkit.data.readers import blank
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
@@ -100,6 +100,7 @@ class ClassifyTask(Task):
             "head_tokens": cfg.classify.head_tokens,
             "threshold": cfg.classify.threshold,
             "text_column": cfg.data.text_column,
+            "text_join": cfg.data.text_join,
             "text_pair_column": cfg.data.text_pair_column,
             "label_column": cfg.data.label_column,
             "label_separator": cfg.data.label_separator,
@@ -218,12 +219,12 @@ class ClassifyTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Full metrics of `model` on the labelled file `data` (`bertkit evaluate`)."""
-        info = {**info, **options.columns()}
+        info = {**info, **options.column_options()}
         if not info.get("labels") and info.get("problem_type") != REGRESSION:
             raise BertkitError("the model has no label names, so its predictions cannot be scored")
         text_column = info.get("text_column") or "text"
         label_column = info.get("label_column") or "label"
-        ds = data_mod.load_source(DataSource(path=data, format=options.data_format), text_column, label_column)
+        ds = data_mod.load_source(options.source(data), text_column, label_column, options.text_join(info))
         columns = {
             "text_column": text_column,
             "text_pair_column": info.get("text_pair_column"),

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import models
-from bertkit.config import Config, DataSource
+from bertkit.config import Config
 from bertkit.embeddings.encoder import Encoder, Settings
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
@@ -34,7 +34,7 @@ class EmbedTask(Task):
         columns = {"text_column": cfg.data.text_column, "text_pair_column": cfg.data.text_pair_column}
 
         def read(source, role):
-            ds = data_mod.load_source(source, cfg.data.text_column, cfg.data.label_column)
+            ds = data_mod.load_source(source, cfg.data.text_column, cfg.data.label_column, cfg.data.text_join)
             data_mod.require_columns(ds, columns, f"{source.describe()} ({role} data)")
             return ds
 
@@ -120,8 +120,8 @@ class EmbedTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """The validation metrics of an embed bundle on a pairs file."""
-        info = {**info, **options.columns()}
-        source = DataSource(path=data, format=options.data_format)
+        info = {**info, **options.column_options()}
+        source = options.source(data)
         ds = data_mod.load_source(source, info["text_column"], info.get("label_column") or "label")
         data_mod.require_columns(
             ds, {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]}, data

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
-from bertkit.config import Config, DataSource
+from bertkit.config import Config
 from bertkit.data.corpus import load_corpus
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
@@ -155,7 +155,7 @@ class MlmTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Perplexity of `model` on a text file, masked the way the bundle was validated."""
-        source = DataSource(path=data, format=options.data_format)
+        source = options.source(data)
         texts = list(load_corpus(source, options.text_column or "text")["text"])
         info = _complete(info, model)
         rows = examples(tokenizer, texts, info, data)

@@ -20,6 +20,28 @@ def tokens_field_of(record: dict, info: dict) -> str | None:
     return next((field for field in (own, "tokens") if field in record), None)
 
 
+def ner_format(source: DataSource) -> str:
+    """The format of an NER file. Where the extension does not say it all (`.txt`, `.tsv`, `.dat`,
+    none), a file of CoNLL columns is read as CoNLL, and the log says so and why; a file that is
+    plain text lines (no tags to learn from) is an error naming the format assumed."""
+    from bertkit.data.readers import detect_format
+    from bertkit.data.sniffing import looks_like_conll
+
+    fmt = detect_format(source.path, source.format)
+    if source.format is None and fmt in ("text", "tsv", "csv") and source.path != "-":
+        why = looks_like_conll(source.path, source.encoding or "utf-8")
+        if why:
+            console.print(f"{source.path}: read as CoNLL ({why}); set `format:` on the source to read it otherwise")
+            return "conll"
+        if fmt == "text":
+            raise BertkitError(
+                f"{source.path}: read as plain text lines (from its name), which hold no tags or entities for NER. "
+                "If it is CoNLL (a token and its tag on each line), its last column holds no tags that bertkit "
+                "recognises: set `format: conll` on the source and ner.tag_column; for entity spans use JSON lines"
+            )
+    return fmt
+
+
 def read_examples(source: DataSource, ner: NerConfig, text_column: str, role: str) -> list[dict]:
     """Records with `tokens` + `tags`, or `text` + `entities` ({type, start, end}), checked. `ner`
     names the fields and columns; `text_column` is the text field of entity-span records."""
@@ -27,17 +49,23 @@ def read_examples(source: DataSource, ner: NerConfig, text_column: str, role: st
         ds = data_mod.load_source(source, text_column)
         return [{"tokens": list(r[ner.tokens_field]), "tags": list(r[ner.tags_field])} for r in _hub_tags(ds, ner)]
     from bertkit.data.conll import read_conll
-    from bertkit.data.readers import detect_format, read_records
+    from bertkit.data.readers import Layout, read_records
 
-    fmt = detect_format(source.path, source.format)
+    if source.files:
+        raise BertkitError(
+            f"{source.describe()}: one file per class is for classification; NER reads CoNLL, "
+            "token JSON or entity spans"
+        )
+    layout = Layout.of(source)
+    fmt = ner_format(source)
     if fmt == "conll":
         found = [
             {"tokens": r["tokens"], "tags": r["tags"], "where": f"{source.path}:{r['line']}"}
-            for r in read_conll(source.path, ner.token_column, ner.tag_column)
+            for r in read_conll(source.path, ner.token_column, ner.tag_column, layout.encoding)
         ]
     else:
         found = []
-        for number, record in enumerate(read_records(source.path, fmt), start=1):
+        for number, record in enumerate(read_records(source.path, fmt, layout=layout), start=1):
             where = f"{source.path}, record {number}"
             if ner.tokens_field in record:
                 tokens, tag_seq = record[ner.tokens_field], record.get(ner.tags_field)

@@ -144,7 +144,7 @@ class NerTask(Task):
         from bertkit.config import NerConfig
 
         ner = NerConfig.model_validate(info.get("ner") or {})
-        source = DataSource(path=data, format=options.data_format)
+        source = options.source(data)
         records = read_examples(source, ner, info.get("text_column") or "text", "evaluation")
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:

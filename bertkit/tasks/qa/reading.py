@@ -44,12 +44,17 @@ def read_examples(source: DataSource, qa: QaConfig, role: str) -> list[dict]:
         ds = data_mod.load_source(source)
         raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
     else:
-        from bertkit.data.readers import detect_format, read_records
+        from bertkit.data.readers import Layout, detect_format, read_records
 
+        if source.files:
+            raise BertkitError(
+                f"{source.describe()}: one file per class is for classification; QA reads SQuAD "
+                "JSON or question records"
+            )
         fmt = detect_format(source.path, source.format)
         raw = (
             (r.pop("where", None) or f"{source.path}, record {n}", r)
-            for n, r in enumerate(read_records(source.path, fmt), start=1)
+            for n, r in enumerate(read_records(source.path, fmt, layout=Layout.of(source)), start=1)
         )
     examples, ids = [], {}
     repaired = dropped_answers = 0
