@@ -174,7 +174,10 @@ def _words(tokenizer, text: str) -> list[tuple[str, list[tuple[int, int]], bool]
         else:
             surfaces = word_tokenizer.tokenize(part, never_split=tokenizer.all_special_tokens)
         norm, spans = normalise(part, nfkc)
-        hay = norm.lower() if lower and len(norm.lower()) == len(norm) else norm
+        hay = norm
+        if lower:  # the splitter lower-cases its words; `İ` becomes two characters, each from the İ
+            hay = norm.lower()
+            spans = [span for char, span in zip(norm, spans, strict=True) for _ in char.lower()]
         cursor = 0
         for surface in surfaces:
             at = hay.find(surface, cursor)

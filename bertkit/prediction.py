@@ -132,7 +132,9 @@ def _context_text(path: Path) -> str:
     if not path.is_file():
         raise BertkitError(f"--context-file {path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        # as stored: `start` and `end` count the file's own characters (a CR LF is two, not one)
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
     except UnicodeDecodeError as err:
         raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if not text.strip():

@@ -226,3 +226,19 @@ def test_japanese_marks_that_do_not_compose_keep_their_own_place(ja_tokenizer):
     assert [(s, e) for _, s, e in tokenization.words_with_offsets(ja_tokenizer, text)] == [(0, 3), (3, 5)]
     # what NFKC composes still maps to all of its characters
     assert [(s, e) for _, s, e, _ in japanese.pieces(ja_tokenizer, "ｶﾞｽ")] == [(0, 2), (2, 3)]
+
+
+def test_japanese_lower_casing_that_lengthens_a_word(ja_tokenizer):
+    """A lower-casing Japanese tokenizer: `İ` lower-cases to two characters (i + a combining
+    dot), which once stopped every word of the text being placed (an error on valid text)."""
+    from transformers import AutoTokenizer
+
+    from bertkit import japanese, tokenization
+
+    lowering = japanese.with_token_types(AutoTokenizer.from_pretrained(ja_tokenizer.name_or_path, do_lower_case=True))
+    text = "İstanbul 東京 ΣΑΣ İ東京"
+    words = tokenization.words_with_offsets(lowering, text)
+    assert [text[s:e] for _, s, e in words] == ["İstanbul", "東京", "ΣΑΣ", "İ", "東京"]
+    tokens = tokenization.describe_tokens(lowering, text)
+    assert [t["token"] for t in tokens] == lowering.tokenize(text)
+    assert all(t["text"] == text[t["start"] : t["end"]] and t["text"] for t in tokens)

@@ -324,10 +324,16 @@ def test_qa_gold_answers_label_exactly_the_tokens_they_overlap(tokenizer, seed):
         start = sum(len(w) + len(s) for w, s in zip(words[:first], separators, strict=False))
         end = start + sum(len(w) + len(s) for w, s in zip(words[first:last], separators[first:last], strict=True))
         end += len(words[last])
-        if rng.random() < 0.3 and start > 0:  # white space the annotator took in
+        roll = rng.random()
+        if roll < 0.3 and start > 0:  # white space the annotator took in
             start -= 1
-        if rng.random() < 0.3:
+        elif roll < 0.5 and end - start > 2:  # a part of a word: the token holding it is chosen too
+            start += rng.randint(1, 2)
+        roll = rng.random()
+        if roll < 0.3:
             end += 1
+        elif roll < 0.5 and end - start > 2:
+            end -= rng.randint(1, 2)
         contexts.append(context)
         answers.append({"text": [context[start:end]], "answer_start": [start]})
         spans.append((start, end))

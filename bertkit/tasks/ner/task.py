@@ -198,6 +198,8 @@ class NerTask(Task):
                 if field is not None:
                     words.append([str(t) for t in record[field]])
                     offsets.append(None)
+                    if options.output_format == "conll" and "rows" not in record:
+                        check_conll_tokens(words[-1], place_of(record, number))
                 elif text_column in record:
                     found = tokenization.words_with_offsets(
                         tokenizer, text_value(record[text_column], place_of(record, number), text_column)
@@ -219,6 +221,19 @@ class NerTask(Task):
 
 
 TASK = NerTask()
+
+
+def check_conll_tokens(tokens: list[str], where: str) -> None:
+    """A CoNLL line is its columns split at white space, so a token that is empty or holds white
+    space (`new york`, a line break, U+3000) would shift the columns or cut the sentence in two
+    when the output is read: refused, naming it."""
+    for number, token in enumerate(tokens, start=1):
+        if token.split() != [token]:
+            raise BertkitError(
+                f"{where}: token {number} ({token!r}) is empty or holds white space, which a CoNLL line "
+                "cannot carry (its columns are split at white space); write JSON lines (--output-format "
+                "jsonl), or fix the token"
+            )
 
 
 # ---------------------------------------------------------------- reading
