@@ -45,7 +45,7 @@ def predict_file(
     options: PredictOptions | None = None,
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
-    from bertkit.data.readers import detect_format
+    from bertkit.data.formats import detect_format
 
     check_output_file(output, source, model)
     bundle = open_bundle(model, trust_remote_code)

@@ -65,7 +65,7 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     right.set_xlabel("step")
     right.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
 
@@ -88,7 +88,44 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
     fig.colorbar(image, ax=ax, label="share of true class")
     ax.set_title("Confusion matrix")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
+    plt.close(fig)
+
+
+def length_histogram(lengths: dict[str, list[int]], max_length: int, path: Path) -> None:
+    """Texts per length in the model's tokens, one series per split, with the cut at max_length."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    longest = max((max(v) for v in lengths.values() if v), default=1)
+    bins = min(60, max(longest, 1))
+    for role, values in lengths.items():
+        ax.hist(values, bins=bins, range=(0, longest + 1), alpha=0.55, label=f"{role} ({len(values):,})")
+    ax.axvline(max_length, color="crimson", linestyle="--", label=f"model.max_length = {max_length}")
+    ax.set_xlabel("length in tokens (special tokens included)")
+    ax.set_ylabel("examples")
+    ax.set_title("Lengths against model.max_length")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format="png")
+    plt.close(fig)
+
+
+def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
+    """Examples per label, side by side for each split."""
+    import numpy as np
+
+    plt = _pyplot()
+    labels = list(dict.fromkeys(label for split in counts.values() for label in split))[:40]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(labels) * len(counts) + 2), 4))
+    width = 0.8 / max(len(counts), 1)
+    for k, (role, split) in enumerate(counts.items()):
+        ax.bar(np.arange(len(labels)) + k * width, [split.get(label, 0) for label in labels], width, label=role)
+    ax.set_xticks(np.arange(len(labels)) + width * (len(counts) - 1) / 2, labels, rotation=45, ha="right")
+    ax.set_ylabel("examples")
+    ax.set_title("Labels per split")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
 
@@ -111,7 +148,7 @@ def per_type_f1(per_type: dict, path: Path) -> None:
     ax.set_title("Entity scores by type (support)")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
 
 

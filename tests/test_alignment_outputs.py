@@ -43,7 +43,7 @@ def test_ner_conll_output_refuses_tokens_a_conll_line_cannot_carry(cli, tmp_path
 
     source = tmp_path / "tokens.jsonl"
     fine = {"tokens": ["alice", "\u00ad", "met", "bruno"]}
-    for bad, number in ((["new york"], 1), (["\n"], 1), ([""], 1), (["\u3000"], 1)):
+    for bad in (["new york"], ["\n"], [""], ["\u3000"]):
         source.write_text(json.dumps(fine) + "\n" + json.dumps({"tokens": ["kyoto", *bad]}) + "\n", encoding="utf-8")
         code, out, err = cli("predict", "-m", head_models["ner"], "-i", source)
         assert code == 0, err

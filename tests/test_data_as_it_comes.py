@@ -232,7 +232,7 @@ def test_ner_on_plain_text_names_the_format_it_assumed(tmp_path):
     ],
 )
 def test_format_from_content_when_the_name_says_nothing(tmp_path, content, fmt):
-    from bertkit.data.readers import detect_format
+    from bertkit.data.formats import detect_format
 
     path = tmp_path / "data.dat"
     path.write_text(content, encoding="utf-8")
@@ -243,7 +243,7 @@ def test_format_from_content_when_the_name_says_nothing(tmp_path, content, fmt):
 
 
 def test_an_empty_file_without_extension_says_so(tmp_path):
-    from bertkit.data.readers import detect_format
+    from bertkit.data.formats import detect_format
 
     path = tmp_path / "data"
     path.write_text("\n\n", encoding="utf-8")

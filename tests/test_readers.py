@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from bertkit.data.readers import count_records, detect_format, read_records
+from bertkit.data.formats import detect_format
+from bertkit.data.readers import count_records, read_records
 from bertkit.errors import BertkitError
 
 

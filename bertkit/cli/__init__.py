@@ -11,7 +11,19 @@ import sys
 import typer
 
 from bertkit import __version__
-from bertkit.cli import config, embed, evaluate, info, predict, search, similarity, tokenize, tokenizer, train
+from bertkit.cli import (
+    config,
+    embed,
+    evaluate,
+    info,
+    inspect,
+    predict,
+    search,
+    similarity,
+    tokenize,
+    tokenizer,
+    train,
+)
 from bertkit.errors import BertkitError
 
 __all__ = ["app", "main"]
@@ -35,6 +47,7 @@ app.command()(similarity.similarity)
 app.command()(search.search)
 app.command()(tokenize.tokenize)
 app.command()(info.info)
+app.command()(inspect.inspect)
 
 
 def _show_version(value: bool) -> None:

@@ -4,7 +4,8 @@ One YAML file fully describes a run. Every key has a default and a line of help 
 `description` of its field, which `bertkit config init` turns into comments). Unknown keys,
 wrong types and bad values become a `BertkitError` naming the file, the line and the key.
 
-- `sections`: the sections a config has (model, data, train, one per task) and their keys;
+- `sections`: the sections every config has (model, data, train) and their keys;
+- `task_sections`: one section per task (classify, ner, qa, mlm, embed);
 - `schema`: `Config`, the whole config built from the task registry, and each key's default;
 - `loading`: `load_config`, reading YAML and `--set` overrides with errors that name their place;
 - `printing`: what `config show` and `config init` print.
@@ -16,18 +17,20 @@ from bertkit.config.printing import starter_yaml, to_yaml
 from bertkit.config.schema import RunConfig, default_of
 from bertkit.config.sections import (
     BASE_SECTIONS,
-    ClassifyConfig,
     DataConfig,
     DataSource,
-    EmbedConfig,
-    MlmConfig,
     ModelConfig,
-    NerConfig,
-    QaConfig,
     Section,
     TrainConfig,
     derived_doc_stride,
     section_names,
+)
+from bertkit.config.task_sections import (
+    ClassifyConfig,
+    EmbedConfig,
+    MlmConfig,
+    NerConfig,
+    QaConfig,
 )
 
 __all__ = [

@@ -28,7 +28,8 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
         if text_column not in ds.column_names and all(p in ds.column_names for p in parts_of(text_column)):
             ds = ds.map(lambda row: fill_joined(dict(row), text_column, text_join))
         return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
-    from bertkit.data.readers import Layout, class_files_records, located_records
+    from bertkit.data.formats import Layout
+    from bertkit.data.readers import class_files_records, located_records
 
     layout = Layout.of(source)
     if source.files:
@@ -56,7 +57,7 @@ def table_format(source: DataSource) -> str:
     """The format of a table source. A `.txt` (or `.text`) file given `columns` is a table without a
     header: it is read as TSV when every line has the same number of tabs (the UCI sentiment
     files' `text<TAB>label`), as the log says."""
-    from bertkit.data.readers import detect_format
+    from bertkit.data.formats import detect_format
     from bertkit.data.sniffing import sniff_format
 
     fmt = detect_format(source.path, source.format)

@@ -41,7 +41,8 @@ def read_lines(
 ) -> Iterator[str]:
     """The texts of a corpus path, line by line (or record by record), in order, stripped; blank
     ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
-    from bertkit.data.readers import PLAIN, Blank, detect_format, located_records
+    from bertkit.data.formats import PLAIN, detect_format
+    from bertkit.data.readers import Blank, located_records
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
@@ -75,7 +76,7 @@ def load_corpus(source, text_column: str = "text"):
     elif source.files:
         raise BertkitError(f"{source.describe()}: one file per class is for classification; give the corpus as path")
     else:
-        from bertkit.data.readers import Layout
+        from bertkit.data.formats import Layout
 
         texts = list(read_lines(source.path, column, source.format, layout=Layout.of(source)))
     if not texts:

@@ -22,84 +22,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.data.conll import read_conll
 from bertkit.data.files import STDIN, check_characters, load_json, text_lines
-from bertkit.data.squad import looks_like_squad, read_squad
+from bertkit.data.formats import PLAIN, Layout, detect_format
+from bertkit.data.squad import read_squad
 from bertkit.errors import BertkitError
 from bertkit.text_columns import fill_joined
-
-FORMATS = ("csv", "tsv", "jsonl", "json", "squad", "parquet", "text", "folder", "conll")
-EXTENSIONS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".txt": "text",
-    ".text": "text",
-    ".conll": "conll",
-    ".iob": "conll",
-    ".bio": "conll",
-}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a source's files are written, where the format alone does not say: the names of a
-    headerless table's columns, whether a header row comes first (None: yes, unless `columns`
-    is given; then a first row that repeats the names is skipped), the text encoding."""
-
-    columns: tuple[str, ...] | None = None
-    header: bool | None = None
-    encoding: str = "utf-8"
-
-    @classmethod
-    def of(cls, source) -> Layout:
-        """The layout a config's `DataSource` describes."""
-        columns = tuple(source.columns) if source.columns else None
-        return cls(columns, source.header, source.encoding or "utf-8")
-
-
-PLAIN = Layout()
-
-
-def detect_format(path: str, explicit: str | None = None) -> str:
-    if explicit:
-        if explicit not in FORMATS:
-            raise BertkitError(f"unknown data format '{explicit}' for {path}; use one of {FORMATS}")
-        return explicit
-    if path == STDIN:
-        return "text"
-    p = Path(path)
-    if p.is_dir():
-        return "folder"
-    suffixes = [s.lower() for s in p.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
-    if fmt is None and not p.is_file():
-        raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
-    if fmt is None:
-        from bertkit.data.sniffing import sniff_format
-
-        fmt, why = sniff_format(path)
-        if fmt is None:
-            raise BertkitError(
-                f"{path}: cannot tell the format from the name or the content ({why}); set it "
-                f"(`format:` on the source, one of {', '.join(FORMATS)})"
-            )
-        from bertkit.progress import console
-
-        console.print(f"{path}: read as {fmt} ({why})")
-    if fmt == "json" and p.is_file():
-        fmt = "squad" if looks_like_squad(path) else fmt
-    return fmt
 
 
 class Record(dict):

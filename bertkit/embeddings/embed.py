@@ -95,7 +95,8 @@ def embed_file(
     chunk_size: int = 4096,
 ) -> int:
     """Encode every record of `source` and write the vectors to `output`; returns the count."""
-    from bertkit.data.readers import count_records, detect_format, located_records, placed
+    from bertkit.data.formats import detect_format
+    from bertkit.data.readers import count_records, located_records, placed
     from bertkit.inference import chunks
     from bertkit.outputs import atomic_path
     from bertkit.progress import bar

@@ -17,7 +17,7 @@ register(
         module="bertkit.tasks.classify.task",
         summary="Text classification: single texts or pairs; multi-class, multi-label or regression.",
         section="classify",
-        settings="bertkit.config.sections:ClassifyConfig",
+        settings="bertkit.config.task_sections:ClassifyConfig",
         architecture="ForSequenceClassification",
         pipeline="text-classification",
         # IMDb and SST-2 (bench/classify_speed.py, bench/classify_quality.py): 5e-5 reaches the targets
@@ -31,7 +31,7 @@ register(
         module="bertkit.tasks.ner.task",
         summary="Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
         section="ner",
-        settings="bertkit.config.sections:NerConfig",
+        settings="bertkit.config.task_sections:NerConfig",
         architecture="ForTokenClassification",
         pipeline="token-classification",
         # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1
@@ -45,7 +45,7 @@ register(
         module="bertkit.tasks.qa.task",
         summary="Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
         section="qa",
-        settings="bertkit.config.sections:QaConfig",
+        settings="bertkit.config.task_sections:QaConfig",
         architecture="ForQuestionAnswering",
         pipeline="question-answering",
         # SQuAD (bench/qa_quality.py): 3e-4 with the fresh head at 3e-3 and 10% warmup, F1 33.0
@@ -66,7 +66,7 @@ register(
         module="bertkit.tasks.mlm.task",
         summary="Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
         section="mlm",
-        settings="bertkit.config.sections:MlmConfig",
+        settings="bertkit.config.task_sections:MlmConfig",
         architecture="ForMaskedLM",
         pipeline="fill-mask",
         # scicite adaptation (bench/adapt_quality.py mlm): blocks of 128, 1e-4, a new head at 1e-3
@@ -84,7 +84,7 @@ register(
         module="bertkit.tasks.embed.task",
         summary="Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
         section="embed",
-        settings="bertkit.config.sections:EmbedConfig",
+        settings="bertkit.config.task_sections:EmbedConfig",
         pipeline="sentence-similarity",
         # SQuAD retrieval (bench/adapt_quality.py embed): 3e-5, batch 32 (more in-batch negatives), 10% warmup
         defaults={("train", "learning_rate"): 3.0e-5, ("train", "batch_size"): 32, ("train", "warmup_ratio"): 0.1},

@@ -110,6 +110,30 @@ class Task:
         wrapper, a model with settings changed back); None saves the trained module."""
         return None
 
+    # ------------------------------------------------------------ inspecting the data (optional)
+
+    def inspect_view(self, split, cfg: RunConfig, info: RunInfo):
+        """What `bertkit inspect` looks at in one split (`bertkit.inspection.texts.View`): by
+        default the configured text (and pair) column, and the label column's values as labels
+        when the split has one."""
+        from bertkit.data import WHERE
+        from bertkit.inspection.texts import View
+
+        d = cfg.data
+        texts = [str(t) if t is not None else "" for t in split[d.text_column]]
+        pairs = None
+        if d.text_pair_column and d.text_pair_column in split.column_names:
+            pairs = [str(t) if t is not None else "" for t in split[d.text_pair_column]]
+        labels = None
+        if d.label_column in split.column_names:
+            labels = [[str(x) for x in v] if isinstance(v, list) else [str(v)] for v in split[d.label_column]]
+        places = list(split[WHERE]) if WHERE in split.column_names else []
+        return View(texts, labels, pairs, places)
+
+    def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:
+        """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
+        return {}, []
+
     # ------------------------------------------------------------ using a bundle: required
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

@@ -39,7 +39,7 @@ class ModelOptions:
 
     def layout(self):
         """How the input file is written (`bertkit.data.readers.Layout`)."""
-        from bertkit.data.readers import Layout
+        from bertkit.data.formats import Layout
 
         return Layout(self.columns, None, self.encoding)
 

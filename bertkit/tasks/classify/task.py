@@ -215,6 +215,17 @@ class ClassifyTask(Task):
             predictions=logits.argmax(-1), references=np.asarray(references), label_names=info["labels"]
         )
 
+    # ------------------------------------------------------------ inspecting the data
+
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
+        """Labels as the task reads them: each of a multi-label example's, none for regression."""
+        view = super().inspect_view(split, cfg, info)
+        if info["problem_type"] == REGRESSION:
+            view.labels = None
+        elif info["problem_type"] == MULTI:
+            view.labels = split_multi(split[cfg.data.label_column], cfg.data.label_separator)
+        return view
+
     # ------------------------------------------------------------ inference
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

@@ -116,6 +116,13 @@ class EmbedTask(Task):
 
         return scorer
 
+    # ------------------------------------------------------------ inspecting the data
+
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
+        view = super().inspect_view(split, cfg, info)
+        view.labels = None  # pair scores, not classes
+        return view
+
     # ------------------------------------------------------------ inference
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

@@ -151,6 +151,13 @@ class MlmTask(Task):
         """Validation perplexity before and after: the point of the job."""
         return {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
 
+    # ------------------------------------------------------------ inspecting the data
+
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
+        from bertkit.inspection.texts import View
+
+        return View(list(split["text"]))
+
     # ------------------------------------------------------------ inference
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

@@ -24,7 +24,7 @@ def ner_format(source: DataSource) -> str:
     """The format of an NER file. Where the extension does not say it all (`.txt`, `.tsv`, `.dat`,
     none), a file of CoNLL columns is read as CoNLL, and the log says so and why; a file that is
     plain text lines (no tags to learn from) is an error naming the format assumed."""
-    from bertkit.data.readers import detect_format
+    from bertkit.data.formats import detect_format
     from bertkit.data.sniffing import looks_like_conll
 
     fmt = detect_format(source.path, source.format)
@@ -49,7 +49,8 @@ def read_examples(source: DataSource, ner: NerConfig, text_column: str, role: st
         ds = data_mod.load_source(source, text_column)
         return [{"tokens": list(r[ner.tokens_field]), "tags": list(r[ner.tags_field])} for r in _hub_tags(ds, ner)]
     from bertkit.data.conll import read_conll
-    from bertkit.data.readers import Layout, read_records
+    from bertkit.data.formats import Layout
+    from bertkit.data.readers import read_records
 
     if source.files:
         raise BertkitError(

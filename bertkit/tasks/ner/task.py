@@ -136,6 +136,18 @@ class NerTask(Task):
             gold.setdefault(example, [names[i] for i in word_labels])
         return score_tags(predicted, [gold[k] for k in range(len(gold))])
 
+    # ------------------------------------------------------------ inspecting the data
+
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
+        from bertkit.tasks.ner import inspecting
+
+        return inspecting.view(split)
+
+    def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+        from bertkit.tasks.ner import inspecting
+
+        return inspecting.checks(ds, tokenizer, info, cfg)
+
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

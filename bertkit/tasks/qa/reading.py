@@ -44,7 +44,8 @@ def read_examples(source: DataSource, qa: QaConfig, role: str) -> list[dict]:
         ds = data_mod.load_source(source)
         raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
     else:
-        from bertkit.data.readers import Layout, detect_format, read_records
+        from bertkit.data.formats import Layout, detect_format
+        from bertkit.data.readers import read_records
 
         if source.files:
             raise BertkitError(

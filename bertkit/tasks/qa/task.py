@@ -92,6 +92,18 @@ class QaTask(Task):
 
         return score
 
+    # ------------------------------------------------------------ inspecting the data
+
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
+        from bertkit.tasks.qa import inspecting
+
+        return inspecting.view(split)
+
+    def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+        from bertkit.tasks.qa import inspecting
+
+        return inspecting.checks(ds, tokenizer, info, cfg)
+
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

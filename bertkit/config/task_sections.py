@@ -1,0 +1,150 @@
+"""One config section per task (`classify:`, `ner:`, `qa:`, `mlm:`, `embed:`); the task registry
+names each one, so `Config` has a section for every registered task."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from bertkit.config.sections import Section, derived_doc_stride
+
+if TYPE_CHECKING:
+    from bertkit.config.schema import RunConfig
+
+
+class ClassifyConfig(Section):
+    problem_type: Literal["auto", "single_label", "multi_label", "regression"] = Field(
+        "auto",
+        description="auto: regression for float labels, multi_label for list labels, else single",
+    )
+    truncation: Literal["head", "tail", "head+tail"] = Field(
+        "head", description="which part of a long text to keep: start, end, or both"
+    )
+    head_tokens: int | None = Field(
+        None, ge=1, description="head+tail: tokens kept from the start; a quarter when null"
+    )
+    class_weights: Literal["balanced"] | list[float] | None = Field(
+        None, description="weigh the loss per class: 'balanced', a list, or null for none"
+    )
+    threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
+
+
+class NerConfig(Section):
+    scheme: Literal["auto", "IOB1", "IOB2", "BIOES", "BILOU"] = Field(
+        "auto", description="tagging scheme of the data (IOB1 is CoNLL-2003's); detected when auto"
+    )
+    token_column: int = Field(0, description="CoNLL files: column of the token (0 = first)")
+    tag_column: int = Field(-1, description="CoNLL files: column of the tag (-1 = last)")
+    tokens_field: str = Field("tokens", description="JSON data: field with the list of tokens")
+    tags_field: str = Field("tags", description="JSON data: field with the list of tags (or tag ids)")
+    entities_field: str = Field("entities", description="span data: field with the entities of data.text_column")
+    start_field: str = Field("start", description="span data: entity start (character offset)")
+    end_field: str = Field("end", description="span data: entity end (character offset, exclusive)")
+    type_field: str = Field("type", description="span data: entity type")
+    span_field: str | None = Field(
+        None, description="span data: field with [start, end] in one list (Stockmark's 'span'), instead of the two"
+    )
+    label_all_subwords: bool = Field(
+        False, description="label every sub-word of a word (B- becomes I-), not only the first"
+    )
+    stride: int = Field(32, ge=0, description="sub-word tokens shared by consecutive windows of a long sentence")
+
+
+class QaConfig(Section):
+    question_field: str = Field("question", description="flat JSON data: field with the question")
+    context_field: str = Field("context", description="flat JSON data: field with the context passage")
+    id_field: str = Field("id", description="flat JSON data: field with the question id")
+    answers_field: str = Field(
+        "answers", description="flat JSON data: {text: [...], answer_start: [...]} or a list of {text, answer_start}"
+    )
+    version_2: bool | None = Field(
+        None, description="questions may have no answer (SQuAD v2); detected from the training data when null"
+    )
+    doc_stride: int | None = Field(
+        None, ge=0, description="tokens shared by consecutive windows of a long context; max_length / 3 when null"
+    )
+    max_question_length: int = Field(64, ge=1, description="questions are cut to this many tokens")
+    n_best: int = Field(20, ge=1, description="start and end candidates considered per window")
+    max_answer_length: int = Field(30, ge=1, description="longest answer in tokens")
+    null_score_diff_threshold: float = Field(
+        0.0, description="v2: answer nothing when the null score beats the best answer by more than this"
+    )
+    f1_unit: Literal["auto", "word", "char"] = Field(
+        "auto",
+        description="F1 over words (SQuAD) or characters (JSQuAD); auto: characters when the contexts are "
+        "mostly Chinese / Japanese characters",
+    )
+
+    def derive(self, run: RunConfig) -> None:
+        """Settings that follow others when left out (called once the whole config is read)."""
+        if self.doc_stride is None:
+            self.doc_stride = derived_doc_stride(run.model.max_length)
+
+
+class MlmConfig(Section):
+    mode: Literal["blocks", "lines"] = Field(
+        "blocks", description="blocks: join all text and cut it into blocks of block_size; lines: one example a line"
+    )
+    block_size: int | None = Field(None, ge=8, description="tokens per block (blocks mode); model.max_length when null")
+    long_lines: Literal["truncate", "windows"] = Field(
+        "truncate", description="lines mode: cut a line longer than model.max_length, or split it into windows"
+    )
+    mlm_probability: float = Field(0.15, gt=0, lt=1, description="share of tokens (or words) chosen for prediction")
+    whole_word_masking: bool = Field(False, description="choose whole words: all of a word's pieces or none")
+    from_scratch: bool = Field(
+        False, description="pre-train a new BERT of the size below (model.name is then not used)"
+    )
+    vocab_size: int = Field(8000, ge=16, description="from scratch: WordPiece vocabulary learnt from the training text")
+    lowercase: bool = Field(True, description="from scratch: the new vocabulary lowercases text")
+    japanese: bool = Field(
+        False,
+        description="from scratch: cut text into MeCab words first (a BertJapaneseTokenizer, as the Tohoku models)",
+    )
+    hidden_size: int = Field(256, ge=8, description="from scratch: width of the model")
+    num_layers: int = Field(4, ge=1, description="from scratch: encoder layers")
+    num_heads: int = Field(4, ge=1, description="from scratch: attention heads (must divide hidden_size)")
+    intermediate_size: int = Field(1024, ge=8, description="from scratch: feed-forward width")
+    initializer_range: float = Field(
+        0.02,
+        gt=0,
+        le=1,
+        description="from scratch: standard deviation of the initial weights (BERT's 0.02 was chosen for 768 "
+        "wide; narrow models can need larger ones to start reading word order)",
+    )
+    dropout: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="from scratch: dropout while pre-training (0 speeds up learning on small budgets); "
+        "the saved model has BERT's 0.1 for fine-tuning",
+    )
+    top_k: int = Field(5, ge=1, description="fill-mask predictions: candidates listed per [MASK]")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> MlmConfig:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must divide hidden_size ({self.hidden_size})")
+        return self
+
+
+class EmbedConfig(Section):
+    pooling: Literal["mean", "cls", "max", "pooler"] = Field(
+        "mean", description="how token vectors become one sentence vector"
+    )
+    normalize: bool = Field(True, description="L2-normalise the sentence vectors the bundle produces")
+    loss: Literal["auto", "in_batch", "cosine", "cosent"] = Field(
+        "auto",
+        description="auto: in_batch for (anchor, positive) pairs, cosent for scored pairs; cosine: MSE on cosine",
+    )
+    scale: float = Field(20.0, gt=0, description="in_batch and cosent: similarity scale (inverse temperature)")
+    score_max: float | None = Field(
+        None,
+        gt=0,
+        description="scored pairs: the top of the score range (e.g. 5 for STS); the data's maximum when null",
+    )
+    pair_max_length: int | None = Field(
+        None, ge=8, description="longest second text (e.g. a passage) in tokens; model.max_length when null"
+    )
+
+

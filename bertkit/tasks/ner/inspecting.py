@@ -1,0 +1,55 @@
+"""What `bertkit inspect` looks at in NER data: sentences, entities per type, the tag scheme and the
+tags repaired to fit it, sentences long enough to need windows, entities on words that tokenize
+to nothing."""
+
+from __future__ import annotations
+
+from bertkit import tokenization
+from bertkit.tasks.ner import tags
+
+
+def view(split):
+    from bertkit.data import WHERE
+    from bertkit.inspection.texts import View
+
+    places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])
+    if "tags" in split.column_names:
+        texts = [" ".join(tokens) for tokens in split["tokens"]]
+        labels = [[kind for kind, _, _ in tags.entities(list(seq))] for seq in split["tags"]]
+    else:
+        texts = list(split["text"])
+        labels = [[e["type"] for e in spans] for spans in split["entities"]]
+    return View(texts, labels, None, places)
+
+
+def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
+    from bertkit.tasks.ner.reading import read_examples, words_and_tags
+
+    numbers: dict = {}
+    warnings: list[str] = []
+    raw = read_examples(cfg.data.train, cfg.ner, cfg.data.text_column, "train")
+    sequences = [r["tags"] for r in raw if "tags" in r]
+    if sequences:
+        scheme = tags.detect_scheme(sequences) if cfg.ner.scheme == "auto" else cfg.ner.scheme
+        repaired = sum(tags.to_iob2(seq, scheme).repaired for seq in sequences)
+        numbers["tag_scheme"] = scheme
+        numbers["tags_repaired"] = repaired
+        if repaired:
+            warnings.append(f"train: {repaired} tag(s) did not fit the {scheme} scheme and will be repaired")
+    budget = info["max_length"] - tokenization.special_budget(tokenizer)
+    windowed = unseen = 0
+    for role, split in ds.items():
+        words, word_tags = words_and_tags(split, tokenizer, role)
+        for (ids, owners), sentence_tags in zip(
+            tokenization.subwords_of_words(tokenizer, words), word_tags, strict=True
+        ):
+            windowed += len(ids) > budget
+            seen = {w for w in owners if w is not None}
+            unseen += sum(1 for w, tag in enumerate(sentence_tags) if tag.startswith("B-") and w not in seen)
+    numbers["sentences_needing_windows"] = windowed
+    numbers["entities_on_words_without_tokens"] = unseen
+    if unseen:
+        warnings.append(
+            f"{unseen} entit(y/ies) start on a word the tokenizer turns into no token at all (the model cannot see it)"
+        )
+    return numbers, warnings

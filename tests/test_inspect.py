@@ -1,0 +1,171 @@
+"""`bertkit inspect`: the numbers it reports on data made with known flaws, its JSON keys, its
+verdict and exit code, its plots, and that it needs a tokenizer only (no model weights)."""
+
+import json
+import shutil
+
+import pytest
+from checks import assert_refused
+
+
+@pytest.fixture(scope="module")
+def tokenizer_only(tiny_model, tmp_path_factory):
+    """The tiny model's folder without its weights: inspect must not need them."""
+    folder = tmp_path_factory.mktemp("tokenizer") / "tok"
+    shutil.copytree(tiny_model, folder)
+    for weights in folder.glob("*.safetensors"):
+        weights.unlink()
+    return folder
+
+
+def run_json(cli, config):
+    code, out, err = cli("inspect", "-c", config, "--json")
+    return code, json.loads(out), err
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_classify_numbers_under_stable_keys(tmp_path, cli, tokenizer_only):
+    rows = ["text,label"]
+    rows += [f"a great film number {i},positive" for i in range(40)]
+    rows += [f"a dreadful film number {i},negative" for i in range(3)]
+    rows += ["the same text,positive", "the same text,positive", "The  SAME text,positive"]  # 2x, a 3rd once normalised
+    rows += ["torn between,positive", "torn between,negative"]  # label noise
+    rows += ["   ,positive"]  # an empty text
+    rows += ["word " * 40 + ",positive"]  # longer than max_length
+    train = write(tmp_path, "train.csv", "\n".join(rows) + "\n")
+    test = write(
+        tmp_path, "test.csv", "text,label\na great film number 1,positive\nnew text,neutral\nanother,negative\n"
+    )
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: classify\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
+        f"data:\n  train: {train}\n  validation: {train}\n  test: {test}\n",
+    )
+    code, report, _ = run_json(cli, config)
+    assert code == 0 and report["verdict"] == "warnings"
+    assert report["splits"]["train"]["examples"] == 50
+    assert report["splits"]["train"]["duplicates"] == 2  # "the same text" and "torn between" twice
+    assert report["splits"]["train"]["duplicates_normalised"] == 3
+    assert report["splits"]["train"]["empty"] == 1
+    assert report["overlap"]["train__test"] == 1 and report["overlap"]["train__validation"] == 50
+    assert report["labels"]["train"] == {"positive": 46, "negative": 4}
+    assert report["labels"]["test"] == {"positive": 1, "negative": 1, "neutral": 1}
+    assert report["unseen_labels"] == {"test": ["neutral"]}
+    assert report["label_imbalance"] == 11.5
+    assert report["label_noise"]["texts"] == 1
+    assert report["length"]["truncated_share"] == pytest.approx(2 / 103, abs=1e-4)  # the long text, in two splits
+    assert report["length"]["tokens"]["max"] >= 40
+    assert 0 <= report["tokens"]["unknown_rate"] < 1
+    said = " ".join(report["warnings"])
+    assert "label(s) never seen in train: neutral" in said and "carry different labels" in said
+    assert "also occur in train (leakage)" in said and "empty text" in said and "imbalanced 11.5:1" in said
+
+
+def test_unknown_characters_are_listed(tmp_path, cli, tokenizer_only):
+    train = write(
+        tmp_path, "train.csv", "text,label\n" + "".join(f"great \u2603\u2603 {i},a\nbad {i},b\n" for i in range(10))
+    )
+    config = write(tmp_path, "run.yaml", f"task: classify\nmodel:\n  name: {tokenizer_only}\ndata:\n  train: {train}\n")
+    code, report, _ = run_json(cli, config)
+    assert code == 0
+    assert report["tokens"]["unknown_characters"][0] == {"character": "\u2603", "code": "U+2603", "count": 20}
+    assert report["tokens"]["unknown_rate"] > 0.01 and any("unknown to the tokenizer" in w for w in report["warnings"])
+
+
+def test_data_that_would_stop_training_exits_2(tmp_path, cli, tokenizer_only):
+    train = write(tmp_path, "train.csv", "sentence,label\nfine,a\nok,b\n")
+    config = write(tmp_path, "run.yaml", f"task: classify\nmodel:\n  name: {tokenizer_only}\ndata:\n  train: {train}\n")
+    code, report, _ = run_json(cli, config)
+    assert code == 2 and report["verdict"] == "errors"
+    assert "no column 'text'" in report["errors"][0]
+    code, _, err = cli("inspect", "-c", config)
+    assert code == 2 and "training would not run" in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_ner_scheme_repairs_windows_and_invisible_entities(tmp_path, cli, tokenizer_only):
+    sentences = ["EU B-ORG\nrejects O\nGerman I-MISC\ncall O\n", "Peter B-PER\nBlackburn I-PER\n"]
+    sentences += ["\u00ad B-LOC\nkyoto I-LOC\n"]  # an entity starting on a word with no token
+    sentences += ["".join(f"w{i} O\n" for i in range(30)) + "Paris B-LOC\n"]  # longer than a window
+    train = write(tmp_path, "train.txt", "\n".join(sentences))
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: ner\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
+        f"data:\n  train: {train}\n  validation: {train}\n",
+    )
+    code, report, _ = run_json(cli, config)
+    assert code == 0, report
+    assert report["checks"]["tag_scheme"] == "IOB1" and report["checks"]["tags_repaired"] == 0  # I-MISC after O
+    assert report["checks"]["sentences_needing_windows"] == 2  # the long sentence, in both splits
+    assert report["checks"]["entities_on_words_without_tokens"] == 2
+    assert report["labels"]["train"] == {"LOC": 2, "MISC": 1, "ORG": 1, "PER": 1}
+    code, out, _ = cli("inspect", "-c", config, "--json", "--set", "ner.scheme=IOB2")
+    report = json.loads(out)
+    assert report["checks"]["tags_repaired"] == 1 and "did not fit the IOB2 scheme" in " ".join(report["warnings"])
+
+
+def test_qa_windows_and_answers_outside_them(tmp_path, cli, tokenizer_only):
+    far = "filler " * 60 + "the answer is kyoto ."
+    data = {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "the film met paris with a book .",
+                        "qas": [
+                            {
+                                "id": "1",
+                                "question": "which place ?",
+                                "answers": [{"text": "paris", "answer_start": 13}],
+                            },
+                            {"id": "2", "question": "which dog ?", "answers": [], "is_impossible": True},
+                        ],
+                    },
+                    {
+                        "context": far,
+                        "qas": [
+                            {
+                                "id": "3",
+                                "question": "which city ?",
+                                "answers": [{"text": "kyoto", "answer_start": far.index("kyoto")}],
+                            },
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    train = write(tmp_path, "train.json", json.dumps(data))
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: qa\nmodel:\n  name: {tokenizer_only}\n  max_length: 32\n"
+        f"data:\n  train: {train}\n  validation: {train}\n"
+        "qa:\n  version_2: true\n  doc_stride: 8\n",
+    )
+    code, report, _ = run_json(cli, config)
+    assert code == 0, report
+    checks = report["checks"]["train"]
+    assert checks["questions"] == 3 and checks["unanswerable_share"] == pytest.approx(1 / 3, abs=1e-3)
+    assert checks["most_windows"] > 1 and checks["answers_outside_every_window"] == 0
+    assert report["labels"]["train"] == {"answerable": 2, "unanswerable": 1}
+
+
+def test_plots_and_their_folder(tmp_path, cli, tokenizer_only):
+    train = write(tmp_path, "train.csv", "text,label\n" + "".join(f"good {i},a\nbad {i},b\n" for i in range(10)))
+    config = write(tmp_path, "run.yaml", f"task: classify\nmodel:\n  name: {tokenizer_only}\ndata:\n  train: {train}\n")
+    code, _, err = cli("inspect", "-c", config, "--plots", tmp_path / "plots")
+    assert code == 0, err
+    for name in ("lengths.png", "labels.png"):
+        assert (tmp_path / "plots" / name).read_bytes()[:4] == b"\x89PNG"
+    blocker = write(tmp_path, "file", "")
+    code, _, err = cli("inspect", "-c", config, "--plots", blocker / "plots")
+    assert_refused(code, err, "cannot write")
