@@ -186,8 +186,12 @@ def test_a_folder_of_label_txt_files(tmp_path):
     (folder / "politics.txt").write_text("the vote\nthe law\nthe party\n", encoding="utf-8")
     _, ds = splits_of(tmp_path, f"data:\n  train: {folder}\n  validation: {folder}\n")
     assert sorted(zip(ds["validation"]["label"], ds["validation"]["text"], strict=True)) == [
-        ("politics", "the law"), ("politics", "the party"), ("politics", "the vote"),
-        ("sports", "the goal"), ("sports", "the match"), ("sports", "the team"),
+        ("politics", "the law"),
+        ("politics", "the party"),
+        ("politics", "the vote"),
+        ("sports", "the goal"),
+        ("sports", "the match"),
+        ("sports", "the team"),
     ]
 
 
@@ -276,8 +280,10 @@ def test_train_evaluate_predict_on_headerless_joined_columns(tmp_path, cli, tiny
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["accuracy"] > 0.8
     records = tmp_path / "in.jsonl"
     records.write_text(
-        json.dumps({"title": "great news", "description": "a great day"}) + "\n\n"
-        + json.dumps({"title": "awful news", "description": "an awful day"}) + "\n"
+        json.dumps({"title": "great news", "description": "a great day"})
+        + "\n\n"
+        + json.dumps({"title": "awful news", "description": "an awful day"})
+        + "\n"
     )
     code, out, err = cli("predict", "-m", tmp_path / "model", "-i", records)
     assert code == 0, err
@@ -316,3 +322,39 @@ def test_train_ner_on_conll_named_txt(tmp_path, cli, tiny_model):
     assert "B-Disease" in info["labels"]
     code, _, err = cli("evaluate", "-m", tmp_path / "model", "-d", train, "-o", tmp_path / "ev")
     assert code == 0, err
+
+
+@pytest.mark.slow
+def test_train_on_uci_style_txt_with_a_folder_of_label_files_for_validation(tmp_path, cli, tiny_model):
+    """yelp_labelled.txt's layout (text<TAB>0|1, no header, .txt) for training, a folder of
+    LABEL.txt files for validation, and a .dat test file whose format comes from its content."""
+    rng = random.Random(11)
+    lines = [f"{sentence(rng, 'positive' if i % 2 else 'negative')}\t{i % 2}" for i in range(240)]
+    train = tmp_path / "yelp_labelled.txt"
+    train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    folder = tmp_path / "validation"
+    folder.mkdir()
+    for label, kind in (("1", "positive"), ("0", "negative")):
+        (folder / f"{label}.txt").write_text("\n".join(sentence(rng, kind) for _ in range(20)) + "\n")
+    test = tmp_path / "test.dat"
+    test.write_text(
+        "".join(
+            json.dumps({"text": sentence(rng, k), "label": v}) + "\n"
+            for k, v in [("positive", "1"), ("negative", "0")] * 10
+        )
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {{path: {train}, columns: [text, label]}}\n  validation: {folder}\n  test: {test}\n"
+        f"train:\n  {RECIPE}\noutput_dir: {tmp_path / 'model'}\n"
+    )
+    code, out, err = cli("train", "classify", "-c", config)
+    assert code == 0, err
+    said = " ".join((out + err).split())
+    assert (
+        "read as tsv (every line has 2 tab-separated fields)" in said
+        and "read as jsonl (every line is a JSON object)" in said
+    )
+    metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
+    assert metrics["validation"]["accuracy"] > 0.8 and metrics["test"]["accuracy"] > 0.8, metrics
