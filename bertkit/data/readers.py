@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bertkit.data.conll import read_conll
-from bertkit.data.files import STDIN, check_characters, load_json, text_lines
+from bertkit.data.files import STDIN, check_characters, load_json, parse_json, text_lines
 from bertkit.data.squad import looks_like_squad, read_squad
 from bertkit.errors import BertkitError
 
@@ -197,9 +197,13 @@ def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[t
                     if spans
                     else ""
                 )
+                advice = (
+                    f"Quote any field that contains a {kind} or a line break."
+                    if fmt == "csv"
+                    else "A TSV field cannot hold a tab (quotes are read as text): write such text as CSV or JSONL."
+                )
                 raise BertkitError(
-                    f"{where}: expected {len(header)} fields (as in the header), found "
-                    f"{len(row)}. Quote any field that contains a {kind} or a line break.{opened}"
+                    f"{where}: expected {len(header)} fields (as in the header), found {len(row)}. {advice}{opened}"
                 )
             else:
                 record = dict(zip(header, row, strict=True))
@@ -211,14 +215,13 @@ def _read_delimited(path: str, fmt: str, keep_blank: bool = False) -> Iterator[t
         ) from None
 
 
-def _check_header(header: list[str], name: str) -> None:
+def _check_header(header: list[str], name: str, where: str = ":1: the header has") -> None:
     seen: dict[str, int] = {}
     for position, column in enumerate(header, start=1):
         if column in seen:
             label = f"'{column}'" if column else "an empty name"
             raise BertkitError(
-                f"{name}:1: the header has {label} twice (columns {seen[column]} and {position}); "
-                "give every column its own name"
+                f"{name}{where} {label} twice (columns {seen[column]} and {position}); give every column its own name"
             )
         seen[column] = position
 
@@ -231,7 +234,7 @@ def _read_jsonl(path: str, text_column: str = "text", keep_blank: bool = False) 
                 yield f"{name}:{number}", Blank({text_column: ""})
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line, f"{name}:{number}")
         except json.JSONDecodeError as err:
             raise BertkitError(f"{name}:{number}: not valid JSON: {err.msg} (column {err.colno})") from None
         if not isinstance(record, dict):
@@ -284,6 +287,7 @@ def _read_parquet(path: str) -> Iterator[dict]:
         parquet = pq.ParquetFile(path)
     except Exception as err:  # pyarrow raises several types for broken files
         raise BertkitError(f"{path}: not a readable Parquet file: {err}") from None
+    _check_header(list(parquet.schema_arrow.names), path, ": the file has")
     for batch in parquet.iter_batches(batch_size=4096):
         yield from batch.to_pylist()
 
