@@ -109,6 +109,76 @@ def test_a_parquet_column_given_twice_is_an_error(tmp_path):
         list(read_records(str(path)))
 
 
+# ---------------------------------------------------------------- a run folder that is not a run's
+
+
+def test_a_partial_folder_a_run_did_not_make_is_never_cleared(tmp_path):
+    """`OUT.partial` without bertkit's run marker is someone else's (another trainer's output, say):
+    its `checkpoint-500/` and `runs/` are not a run's debris, with or without --overwrite or --resume."""
+    from bertkit.training.run_dir import check_dirs
+
+    final, work = tmp_path / "out", tmp_path / "out.partial"
+    (work / "checkpoint-500").mkdir(parents=True)
+    (work / "checkpoint-500" / "weights.bin").write_text("mine")
+    (work / "runs").mkdir()
+    (work / "runs" / "events.out.tfevents.1").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(BertkitError, match="holds files bertkit did not write"):
+            check_dirs(final, work, overwrite, False, [])
+    with pytest.raises(BertkitError, match="was not made by a bertkit run"):
+        check_dirs(final, work, False, True, [])
+    assert (work / "checkpoint-500" / "weights.bin").read_text() == "mine"
+    assert (work / "runs" / "events.out.tfevents.1").read_text() == "mine"
+    (work / "checkpoint-500" / "weights.bin").unlink()
+    (work / "checkpoint-500").rmdir()
+    (work / "runs" / "events.out.tfevents.1").unlink()
+    (work / "runs").rmdir()
+    assert check_dirs(final, work, False, False, []) is None  # an empty folder is nobody's work
+    assert not work.exists()
+
+
+def test_a_partial_folder_that_is_a_link_is_refused(tmp_path):
+    from bertkit.training.run_dir import check_dirs
+
+    mine = tmp_path / "mine"
+    (mine / "runs").mkdir(parents=True)
+    (mine / "runs" / "notes.txt").write_text("mine")
+    (tmp_path / "out.partial").symlink_to(mine)
+    for overwrite, resume in ((False, False), (True, False), (False, True)):
+        with pytest.raises(BertkitError, match="is a symbolic link"):
+            check_dirs(tmp_path / "out", tmp_path / "out.partial", overwrite, resume, [])
+    assert (mine / "runs" / "notes.txt").read_text() == "mine"
+
+
+# ---------------------------------------------------------------- output paths
+
+
+def test_the_root_as_output_directory_is_a_clean_error(cli, tmp_path, tiny_model, easy_data):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\noutput_dir: out\n"
+    )
+    for extra in ((), ("--overwrite",)):
+        code, _, err = cli("train", "classify", "-c", config, "-o", "/", *extra)
+        assert_refused(code, err, "/ is the root")
+
+
+def test_a_symbolic_link_loop_as_output_is_a_clean_error(cli, tmp_path, head_models):
+    from bertkit.outputs import atomic_text, check_output_dir
+
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    texts = tmp_path / "in.txt"
+    texts.write_text("alice met bruno\n")
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", texts, "-o", tmp_path / "a.jsonl")
+    assert_refused(code, err, "a.jsonl is a symbolic link that leads back to itself")
+    with pytest.raises(BertkitError, match="leads back to itself"), atomic_text(str(tmp_path / "a.jsonl")):
+        pass
+    for overwrite in (False, True):
+        with pytest.raises(BertkitError, match="leads back to itself"):
+            check_output_dir(tmp_path / "a.jsonl", overwrite)
+
+
 # ---------------------------------------------------------------- configs
 
 

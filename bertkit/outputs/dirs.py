@@ -15,8 +15,8 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 from bertkit.outputs.files import (
-    cannot_write, contains, ensure_folder, follow_umask, follow_umask_tree, is_leftover, sweep_stale,
-    tmp_prefix, write_json, writing_failed,
+    cannot_write, contains, ensure_folder, follow_umask, follow_umask_tree, is_leftover, no_link_loop,
+    sweep_stale, tmp_prefix, write_json, writing_failed,
 )
 
 
@@ -130,6 +130,9 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None)
 def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None) -> None:
     """Fail before any work when `path` exists and may not be replaced."""
     path = Path(path)
+    no_link_loop(path)
+    if not Path(os.path.abspath(path)).name:
+        raise BertkitError(f"output directory {path} is the root of the file system; choose a folder for it")
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             raise BertkitError(f"cannot write {path}: {parent} is a file, not a folder. Choose another path.")

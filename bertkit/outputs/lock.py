@@ -25,6 +25,8 @@ class OutputLock:
 
     def __init__(self, target: Path):
         self.target = Path(os.path.abspath(target))
+        if not self.target.name:
+            raise BertkitError(f"output directory {target} is the root of the file system; choose a folder for it")
         self.path = self.target.with_name(f".{self.target.name}.lock")
         self.held = False
 
@@ -110,5 +112,3 @@ class OutputLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
