@@ -193,3 +193,43 @@ def test_yaml_keys_that_are_not_names_are_errors(tmp_path, section):
     path.write_text("task: classify\nmodel: {name: x}\ndata: {train: a.csv}\n" + section)
     with pytest.raises(BertkitError, match=r"c\.yaml:\d+:\d+: (a key must be a name|a merge key)"):
         load_config(path)
+
+
+# ---------------------------------------------------------------- line for line in every reader's sense
+
+
+SEPARATORS = "great\u2028film|ok\x85next|para\u2029graph"
+
+
+def test_json_lines_outputs_stay_one_line_for_every_line_reader(cli, tmp_path, tiny_model, head_models):
+    """JSON leaves U+2028, U+2029 and U+0085 raw inside strings, and Python's str.splitlines (and
+    older JavaScript) breaks lines there: bertkit escapes them, so each result is one line for
+    any reader, and the text reads back the same."""
+    texts = SEPARATORS.split("|")
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    outputs = {
+        "predict": ("predict", "-m", head_models["ner"], "-i", source, "-o", tmp_path / "p.jsonl"),
+        "embed": ("embed", "-m", tiny_model, "-i", source, "-o", tmp_path / "e.jsonl"),
+    }
+    for name, args in outputs.items():
+        code, _, err = cli(*args)
+        assert code == 0, err
+        written = args[-1].read_text(encoding="utf-8")
+        assert len(written.splitlines()) == len(texts), name
+        assert [json.loads(line)["text"] for line in written.splitlines()] == texts, name
+    code, out, err = cli("tokenize", "-m", tiny_model, "-i", source, "--json")
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == texts
+
+
+def test_conll_output_refuses_tokens_a_row_cannot_carry(cli, tmp_path, head_models):
+    """A token holding a line break or a space, or an empty one, would end or split a CoNLL row:
+    the N-th sentence of the output would no longer be the N-th record of the input."""
+    for tokens in (["alice", "\n", "paris"], ["new york", "x"], ["", "bob"], ["-DOCSTART-", "x"]):
+        source = tmp_path / "tokens.jsonl"
+        source.write_text(json.dumps({"tokens": ["fine"]}) + "\n" + json.dumps({"tokens": tokens}) + "\n")
+        out = tmp_path / "out.conll"
+        code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "--format", "conll", "-o", out)
+        assert_refused(code, err, "record 2 of the input", "cannot be written as a CoNLL row", "--format jsonl")
+        assert not out.exists()
