@@ -73,8 +73,12 @@ def last_complete(work: Path) -> tuple[Path | None, list[Path]]:
 
 def foreign_files(work: Path) -> list[str]:
     """What in `work` a bertkit run did not put there: anything but its marker, `checkpoint-STEP`
-    folders (and transformers' `tmp-checkpoint-STEP`) and TensorBoard's `runs/`."""
+    folders (and transformers' `tmp-checkpoint-STEP`) and TensorBoard's `runs/`. A folder that
+    is not empty and lacks the marker was not made by a bertkit run at all: all of it is foreign
+    (someone's own `checkpoint-500/` or `runs/` must not be taken for a run's debris)."""
     foreign = []
+    if any(work.iterdir()) and not (work / RUN_MARKER).is_file():
+        return sorted(item.name for item in work.iterdir())
     for item in sorted(work.iterdir()):
         if item.is_symlink():
             foreign.append(item.name)

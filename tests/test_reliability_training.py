@@ -37,7 +37,10 @@ def test_a_metric_typo_is_caught_before_training(cli, tmp_path, tiny_model, easy
 def test_resume_with_an_existing_output_fails_at_once(cli, tmp_path, tiny_model, easy_data):
     path = config(tmp_path, tiny_model, easy_data["train"])
     (tmp_path / "out").mkdir()
+    from bertkit.checkpoints import RUN_MARKER
+
     (tmp_path / "out.partial" / "checkpoint-7").mkdir(parents=True)
+    (tmp_path / "out.partial" / RUN_MARKER).write_text("bertkit run\n")
     code, _, err = cli("train", "classify", "-c", path, "--resume")
     assert_refused(code, err, "already exists", "--overwrite")
     shutil.rmtree(tmp_path / "out")

@@ -18,11 +18,10 @@ def tokenize(
 ) -> None:
     """Show how the model's tokenizer cuts text: each token, its id, and the characters it covers
     (one result per text: a blank line of --input gets one with no tokens)."""
-    import json
-
     from rich.table import Table
 
     from bertkit.data.corpus import read_lines
+    from bertkit.outputs.records import json_line
     from bertkit.progress import console
     from bertkit.tokenization import describe_tokens, load_tokenizer
 
@@ -34,7 +33,7 @@ def tokenize(
     for one in texts:
         tokens = describe_tokens(tokenizer, one)
         if as_json:
-            typer.echo(json.dumps({"text": one, "tokens": tokens}, ensure_ascii=False))
+            typer.echo(json_line({"text": one, "tokens": tokens}))
             continue
         table = Table(title=f"{one[:60]}{'…' if len(one) > 60 else ''}  ({len(tokens)} tokens)", title_justify="left")
         for column in ("#", "token", "id", "characters", "text"):

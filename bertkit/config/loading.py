@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from bertkit.config.schema import RunConfig
 
 
-
-
 def load_config(
     path: str | Path | None, overrides: list[str] | None = None, task: str | None = None, **values
 ) -> RunConfig:
@@ -70,7 +68,18 @@ def _loader():
     def mapping(loader, node, deep=False):
         seen: dict = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    "a merge key (<<) is not read in bertkit configs; write the keys out",
+                    key_node.start_mark,
+                )
             key = loader.construct_object(key_node, deep=deep)
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key must be a name, not a {type(key).__name__}", key_node.start_mark
+                )
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None,

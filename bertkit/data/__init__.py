@@ -45,11 +45,15 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
     records = [{**record, WHERE: where} for where, record in located]
     try:
         return datasets.Dataset.from_list(records)
-    except (TypeError, ValueError, datasets.exceptions.DatasetGenerationError) as err:
-        raise BertkitError(f"{source.describe()}: records have inconsistent fields: {err}") from None
+    except (TypeError, ValueError, OverflowError, datasets.exceptions.DatasetGenerationError) as err:
+        odd = odd_record(records)
+        raise BertkitError(odd or f"{source.describe()}: records have inconsistent fields: {err}") from None
     except Exception as err:  # pyarrow's own type errors (mixed types in one column)
         if type(err).__module__.startswith("pyarrow"):
-            raise BertkitError(f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}") from None
+            odd = odd_record(records)
+            raise BertkitError(
+                odd or f"{source.describe()}: a column mixes types (e.g. numbers and lists): {err}"
+            ) from None
         raise
 
 
@@ -69,6 +73,37 @@ def table_format(source: DataSource) -> str:
             console.print(f"{source.path}: read as {sniffed} ({why})")
             return sniffed
     return fmt
+
+
+def _kind(value) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "text", list: "a list", dict: "a JSON object"}.get(type(value), type(value).__name__)
+
+
+def odd_record(records: list[dict]) -> str | None:
+    """Where a column first holds another kind of value than its earlier records (text among
+    numbers, say: `"nan"` in a column of scores), or a whole number too large to store, as a
+    message naming the record; None when no such record is found."""
+    first: dict[str, tuple[str, str]] = {}
+    for record in records:
+        where = record.get(WHERE, "")
+        for key, value in record.items():
+            if key == WHERE or value is None:
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+                shown = f"{str(value)[:20]}..."
+                return f"{where}: '{key}' is {shown}, a whole number too large to store; write it as a decimal"
+            kind = _kind(value)
+            seen = first.setdefault(key, (kind, where))
+            if seen[0] != kind:
+                return (
+                    f"{where}: '{key}' holds {kind} ({value!r:.40}), but earlier records hold {seen[0]} "
+                    f"(first in {seen[1]}); give every record the same kind of value"
+                )
+    return None
 
 
 def _load_hub(source: DataSource):
@@ -159,6 +194,8 @@ def as_numbers(values, where: str | list[str], what: str = "label") -> list[floa
         place = where[i] if isinstance(where, list) else f"{where} data, example {i + 1}"
         try:
             number = float(value)
+        except OverflowError:  # a whole number too large for a float (10**400 in JSON)
+            number = math.inf
         except (TypeError, ValueError):
             raise BertkitError(f"{place}: {what} {value!r} is not a number") from None
         if not math.isfinite(number):

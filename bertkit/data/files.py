@@ -87,11 +87,41 @@ def check_characters(where: str, raw: str, value) -> None:
             stack += item
 
 
+class _TwiceError(ValueError):
+    def __init__(self, key: str, pairs: list):
+        super().__init__(key)
+        self.key, self.pairs = key, pairs
+
+
+def _unique_keys(pairs: list) -> dict:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set = set()
+        raise _TwiceError(next(k for k, _ in pairs if k in seen or seen.add(k)), pairs)
+    return record
+
+
+def parse_json(text: str, where: str):
+    """`json.loads`, except that an object with a key given twice is an error naming `where`:
+    JSON readers keep the last value and silently drop the first (`{"text": A, "text": B}`
+    would be read as B alone)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _TwiceError as err:
+        pairs = (f"{json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v in err.pairs)
+        shown = "{" + ", ".join(pairs) + "}"
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise BertkitError(
+            f"{where}: the key '{err.key}' appears twice in one JSON object ({shown}); a JSON reader would keep "
+            "only the last value and silently drop the other. Keep one"
+        ) from None
+
+
 def load_json(path: str):
-    """A whole JSON document; a syntax error names its line."""
+    """A whole JSON document; a syntax error names its line, a key given twice the file."""
     text = "".join(line for _, line in text_lines(path))
     try:
-        data = json.loads(text)
+        data = parse_json(text, path)
     except json.JSONDecodeError as err:
         raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
     check_characters(path, text, data)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bertkit.data.conll import read_conll
-from bertkit.data.files import STDIN, check_characters, load_json, text_lines
+from bertkit.data.files import STDIN, check_characters, load_json, parse_json, text_lines
 from bertkit.data.formats import PLAIN, Layout, detect_format
 from bertkit.data.squad import read_squad
 from bertkit.errors import BertkitError
@@ -213,9 +213,13 @@ def _read_delimited(
                     else ""
                 )
                 named = "as data.columns names" if layout.columns else "as in the header"
+                advice = (
+                    f"Quote any field that contains a {kind} or a line break."
+                    if fmt == "csv"
+                    else "A TSV field cannot hold a tab (quotes are read as text): write such text as CSV or JSONL."
+                )
                 raise BertkitError(
-                    f"{where}: expected {len(header)} fields ({named}), found "
-                    f"{len(row)}. Quote any field that contains a {kind} or a line break.{opened}"
+                    f"{where}: expected {len(header)} fields ({named}), found {len(row)}. {advice}{opened}"
                 )
             else:
                 record = dict(zip(header, row, strict=True))
@@ -232,14 +236,13 @@ def _chained(first: list[str], rest: Iterator[list[str]]) -> Iterator[list[str]]
     yield from rest
 
 
-def _check_header(header: list[str], name: str) -> None:
+def _check_header(header: list[str], name: str, where: str = ":1: the header has") -> None:
     seen: dict[str, int] = {}
     for position, column in enumerate(header, start=1):
         if column in seen:
             label = f"'{column}'" if column else "an empty name"
             raise BertkitError(
-                f"{name}:1: the header has {label} twice (columns {seen[column]} and {position}); "
-                "give every column its own name"
+                f"{name}{where} {label} twice (columns {seen[column]} and {position}); give every column its own name"
             )
         seen[column] = position
 
@@ -254,7 +257,7 @@ def _read_jsonl(
                 yield f"{name}:{number}", Blank({text_column: ""})
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line, f"{name}:{number}")
         except json.JSONDecodeError as err:
             raise BertkitError(f"{name}:{number}: not valid JSON: {err.msg} (column {err.colno})") from None
         if not isinstance(record, dict):
@@ -307,6 +310,7 @@ def _read_parquet(path: str) -> Iterator[dict]:
         parquet = pq.ParquetFile(path)
     except Exception as err:  # pyarrow raises several types for broken files
         raise BertkitError(f"{path}: not a readable Parquet file: {err}") from None
+    _check_header(list(parquet.schema_arrow.names), path, ": the file has")
     for batch in parquet.iter_batches(batch_size=4096):
         yield from batch.to_pylist()
 

@@ -5,7 +5,6 @@ an empty text keeps its row: a vector of zeros (marked `"empty": true` in JSON l
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import numpy as np
 
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
+from bertkit.outputs.records import json_line
 
 VECTOR_FORMATS = {".npy": "npy", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl"}
 
@@ -47,7 +47,7 @@ class VectorWriter:
                 row["embedding"] = [round(float(x), 7) for x in vector]
                 if not text_value(row["text"]).strip():
                     row["empty"] = True
-                self._handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+                self._handle.write((json_line(row) + "\n").encode("utf-8"))
         else:
             self._write_parquet(records, vectors)
 

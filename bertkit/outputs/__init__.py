@@ -37,11 +37,11 @@ from bertkit.outputs.files import (
     writing_failed,
 )
 from bertkit.outputs.lock import LOCK_UNREADABLE_AFTER, OutputLock
-from bertkit.outputs.records import OUTPUT_FORMATS, RecordWriter, flatten
+from bertkit.outputs.records import OUTPUT_FORMATS, RecordWriter, flatten, json_line
 
 __all__ = [
     "INFO_FILE", "LOCK_UNREADABLE_AFTER", "MANIFEST", "OUTPUT_FORMATS", "OutputLock", "RecordWriter",
     "atomic_path", "atomic_text", "cannot_write", "check_output_dir", "check_output_file",
-    "check_writable", "ensure_folder", "flatten", "host", "pid_alive", "publish_dir", "staged_dir",
-    "staging_dir", "write_json", "write_manifest", "writing_failed",
+    "check_writable", "ensure_folder", "flatten", "host", "json_line", "pid_alive", "publish_dir",
+    "staged_dir", "staging_dir", "write_json", "write_manifest", "writing_failed",
 ]

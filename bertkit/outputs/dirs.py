@@ -21,6 +21,7 @@ from bertkit.outputs.files import (
     follow_umask,
     follow_umask_tree,
     is_leftover,
+    no_link_loop,
     sweep_stale,
     tmp_prefix,
     write_json,
@@ -137,6 +138,9 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None)
 def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None) -> None:
     """Fail before any work when `path` exists and may not be replaced."""
     path = Path(path)
+    no_link_loop(path)
+    if not Path(os.path.abspath(path)).name:
+        raise BertkitError(f"output directory {path} is the root of the file system; choose a folder for it")
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             raise BertkitError(f"cannot write {path}: {parent} is a file, not a folder. Choose another path.")

@@ -156,6 +156,21 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
+def no_link_loop(path) -> None:
+    """A symbolic link that leads back to itself names no place to write: an error saying so,
+    not a traceback from resolving it."""
+    given = Path(path)
+    if not given.is_symlink():
+        return
+    try:
+        os.stat(given)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise BertkitError(
+                f"{path} is a symbolic link that leads back to itself (a loop); remove it or choose another output"
+            ) from None
+
+
 def check_output_file(
     path: str | None, *inputs: str | None, replace: bool = True, example: str = "results.jsonl"
 ) -> None:
@@ -165,6 +180,7 @@ def check_output_file(
     hand, such as a config: `--overwrite` allows it)."""
     if path in (None, "-"):
         return
+    no_link_loop(path)
     target = Path(path)
     if target.is_dir():
         raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / example}")
@@ -232,6 +248,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     device receives the finished file's bytes. The new file keeps the mode of the one it replaces,
     or follows the umask."""
     given = Path(path)
+    no_link_loop(given)
     if given.is_dir():
         raise BertkitError(f"{path} is a directory; give a file name")
     target = Path(os.path.realpath(given)) if given.is_symlink() else given

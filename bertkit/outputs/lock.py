@@ -24,6 +24,8 @@ class OutputLock:
 
     def __init__(self, target: Path):
         self.target = Path(os.path.abspath(target))
+        if not self.target.name:
+            raise BertkitError(f"output directory {target} is the root of the file system; choose a folder for it")
         self.path = self.target.with_name(f".{self.target.name}.lock")
         self.held = False
 
@@ -109,5 +111,3 @@ class OutputLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-

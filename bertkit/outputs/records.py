@@ -10,6 +10,27 @@ from collections.abc import Iterator
 from bertkit.errors import BertkitError
 
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
+# Characters that JSON leaves raw inside strings but that many line readers take for a line
+# break (Python's str.splitlines, JavaScript before ES2019): escaped, one record stays one line.
+_LINE_BREAKING = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_line(record) -> str:
+    """One JSON lines record, without its newline: valid JSON that every line reader keeps whole."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKING)
+
+
+def _conll_cell(cell: str, number: int, position: int) -> str:
+    """A CoNLL cell must be one white-space-free word: a token holding a space, a line break or
+    nothing at all would shift the columns or end the sentence early, and the N-th sentence of
+    the output would no longer be the N-th record of the input."""
+    if cell.split() != [cell] or (position == 0 and cell == "-DOCSTART-"):
+        raise BertkitError(
+            f"record {number} of the input: token {position + 1} ({cell!r}) cannot be written as a CoNLL row "
+            "(it is empty, holds white space or a line break, or reads as a -DOCSTART- line). "
+            "Use --format jsonl for this input."
+        )
+    return cell
 
 
 # ---------------------------------------------------------------- prediction records
@@ -39,6 +60,7 @@ class RecordWriter:
         self._columns: list[str] = []
         self._rows = tempfile.TemporaryFile("w+", encoding="utf-8") if fmt in ("csv", "tsv") else None
         self._answers: dict[str, str] = {}
+        self._records = 0
 
     def __enter__(self) -> RecordWriter:
         return self
@@ -70,13 +92,16 @@ class RecordWriter:
                     "the conll output format needs token input (a CoNLL file, or JSON lines with 'tokens'); "
                     "use jsonl for text input"
                 )
+            self._records += 1
             rows = record.get("rows") or [[token] for token in record["tokens"]]
-            for row, tag in zip(rows, record["tags"], strict=True):
-                self.handle.write(" ".join([*row, tag]) + "\n")
-            self.handle.write("\n")
+            lines = []
+            for index, (row, tag) in enumerate(zip(rows, record["tags"], strict=True)):
+                _conll_cell(str(row[0]), self._records, index)
+                lines.append(" ".join([*row, tag]) + "\n")
+            self.handle.write("".join(lines) + "\n")
             return
         if self.fmt == "jsonl":
-            self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.handle.write(json_line(record) + "\n")
             return
         flat = flatten(record)
         _merge_columns(self._columns, flat)

@@ -49,6 +49,16 @@ def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -
             "or choose another with --output-dir"
         )
     outputs.check_output_dir(final, overwrite, inputs, "bundle")
+    if work.is_symlink():
+        raise BertkitError(
+            f"{work} (where this run keeps its checkpoints) is a symbolic link; bertkit does not clear or "
+            "write through it. Remove the link, or choose another output"
+        )
+    if resume and work.is_dir() and any(work.iterdir()) and not (work / checkpoints.RUN_MARKER).is_file():
+        raise BertkitError(
+            f"--resume: {work} was not made by a bertkit run (it has no {checkpoints.RUN_MARKER}); bertkit "
+            "resumes only its own runs. Move it away and start without --resume"
+        )
     if resume:
         found, broken = checkpoints.last_complete(work)
         if found is None:

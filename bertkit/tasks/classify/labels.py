@@ -33,7 +33,7 @@ def _number(value) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
 
@@ -71,14 +71,32 @@ def unknown_label(name: str, labels: list[str], place: str, given: bool) -> None
     )
 
 
-NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+def non_finite(value) -> bool:
+    """Whether a label reads as NaN or infinity: a float that is, or text that Python's float()
+    turns into one (`nan`, ` -Infinity `, and also `1e999` or a 400-digit number, which overflow)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return not math.isfinite(float(value if isinstance(value, int | float) else str(value).strip()))
+    except OverflowError:  # a whole number too large for a float
+        return True
+    except ValueError:
+        return False
 
 
-def check_finite(values: list, places: list[str], column: str) -> None:
-    """NaN or infinity among labels would silently turn into a class of its own (or NaN weights)."""
+def check_finite(values: list, places: list[str], column: str, separator: str | None = None) -> None:
+    """NaN or infinity among labels would silently turn into a class of its own (or NaN weights,
+    or make a regression file look like classification); each label of a multi-label example
+    (a list, or text cut at `separator`) is checked."""
     for value, place in zip(values, places, strict=True):
-        for one in value if isinstance(value, list) else [value]:
-            if isinstance(one, float) and not math.isfinite(one) or str(one).strip().lower() in NON_FINITE:
+        if isinstance(value, list):
+            ones = value
+        elif separator and isinstance(value, str):
+            ones = value.split(separator)
+        else:
+            ones = [value]
+        for one in ones:
+            if non_finite(one):
                 raise BertkitError(
                     f"{place}: '{column}' is {one!r}, not a finite number or a label name; fix or remove this example"
                 )

@@ -59,7 +59,7 @@ class ClassifyTask(Task):
 
         def classes(train) -> list:  # the automatic validation split keeps every class's share
             values = train[column]
-            check_finite(values, data_mod.places(train, "train"), column)
+            check_finite(values, data_mod.places(train, "train"), column, separator)
             problem = cfg.classify.problem_type
             if problem == REGRESSION or (problem == "auto" and guess_problem(values, separator) == REGRESSION):
                 return [0] * len(values)
@@ -72,7 +72,7 @@ class ClassifyTask(Task):
         values = ds["train"][cfg.data.label_column]
         places = data_mod.places(ds["train"], "train")
         problem = cfg.classify.problem_type
-        check_finite(values, places, cfg.data.label_column)
+        check_finite(values, places, cfg.data.label_column, cfg.data.label_separator)
         if problem == "auto":
             problem = guess_problem(values, cfg.data.label_separator)
         if problem == REGRESSION:
@@ -125,7 +125,7 @@ class ClassifyTask(Task):
             places = [f"{places} data, example {i + 1}" for i in range(len(values))]
         if problem == REGRESSION:
             return data_mod.as_numbers(values, places)
-        check_finite(values, places, info.get("label_column") or "label")
+        check_finite(values, places, info.get("label_column") or "label", info.get("label_separator"))
         index = {name: i for i, name in enumerate(labels)}
         given = info.get("labels_given", False)
         if problem == MULTI:
