@@ -231,5 +231,5 @@ def test_conll_output_refuses_tokens_a_row_cannot_carry(cli, tmp_path, head_mode
         source.write_text(json.dumps({"tokens": ["fine"]}) + "\n" + json.dumps({"tokens": tokens}) + "\n")
         out = tmp_path / "out.conll"
         code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "--format", "conll", "-o", out)
-        assert_refused(code, err, "record 2 of the input", "cannot be written as a CoNLL row", "--format jsonl")
+        assert_refused(code, err, f"{source}:2: token", "cannot be written as a CoNLL row", "--format jsonl")
         assert not out.exists()

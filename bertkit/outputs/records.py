@@ -20,16 +20,25 @@ def json_line(record) -> str:
     return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKING)
 
 
-def _conll_cell(cell: str, number: int, position: int) -> str:
-    """A CoNLL cell must be one white-space-free word: a token holding a space, a line break or
-    nothing at all would shift the columns or end the sentence early, and the N-th sentence of
-    the output would no longer be the N-th record of the input."""
+def conll_cell_error(cell: str, position: int, where: str) -> BertkitError | None:
+    """Why `cell` (the token at `position` of a sentence) cannot be a CoNLL cell, or None. A cell
+    must be one white-space-free word: a token holding a space, a line break or nothing at all
+    would shift the columns or end the sentence early, and a first token `-DOCSTART-` reads as a
+    document marker; the N-th sentence of the output would no longer be the N-th record of the
+    input."""
     if cell.split() != [cell] or (position == 0 and cell == "-DOCSTART-"):
-        raise BertkitError(
-            f"record {number} of the input: token {position + 1} ({cell!r}) cannot be written as a CoNLL row "
+        return BertkitError(
+            f"{where}: token {position + 1} ({cell!r}) cannot be written as a CoNLL row "
             "(it is empty, holds white space or a line break, or reads as a -DOCSTART- line). "
             "Use --format jsonl for this input."
         )
+    return None
+
+
+def _conll_cell(cell: str, number: int, position: int) -> str:
+    error = conll_cell_error(cell, position, f"record {number} of the input")
+    if error:
+        raise error
     return cell
 
 

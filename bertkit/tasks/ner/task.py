@@ -236,16 +236,14 @@ TASK = NerTask()
 
 
 def check_conll_tokens(tokens: list[str], where: str) -> None:
-    """A CoNLL line is its columns split at white space, so a token that is empty or holds white
-    space (`new york`, a line break, U+3000) would shift the columns or cut the sentence in two
-    when the output is read: refused, naming it."""
-    for number, token in enumerate(tokens, start=1):
-        if token.split() != [token]:
-            raise BertkitError(
-                f"{where}: token {number} ({token!r}) is empty or holds white space, which a CoNLL line "
-                "cannot carry (its columns are split at white space); write JSON lines (--output-format "
-                "jsonl), or fix the token"
-            )
+    """Refused before the model runs, naming the input's line: a token that CoNLL output cannot
+    carry (the writer checks every row by the same rule)."""
+    from bertkit.outputs.records import conll_cell_error
+
+    for position, token in enumerate(tokens):
+        error = conll_cell_error(token, position, where)
+        if error:
+            raise error
 
 
 # ---------------------------------------------------------------- reading
