@@ -50,7 +50,9 @@ def test_ner_conll_output_refuses_tokens_a_conll_line_cannot_carry(cli, tmp_path
         assert [len(json.loads(line)["tags"]) for line in out.splitlines()] == [4, 2]
         target = tmp_path / "out.conll"
         code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "-o", target)
-        assert_refused(code, err, f"{source}:2: token 2 ({bad[0]!r}) cannot be written as a CoNLL row", "--format jsonl")
+        assert_refused(
+            code, err, f"{source}:2: token 2 ({bad[0]!r}) cannot be written as a CoNLL row", "--format jsonl"
+        )
         assert not target.exists()
     source.write_text(json.dumps(fine) + "\n", encoding="utf-8")
     code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "-o", target)
