@@ -358,3 +358,12 @@ def test_train_on_uci_style_txt_with_a_folder_of_label_files_for_validation(tmp_
     )
     metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["validation"]["accuracy"] > 0.8 and metrics["test"]["accuracy"] > 0.8, metrics
+
+
+def test_a_txt_file_without_the_columns_names_the_format_it_was_read_as(tmp_path):
+    path = tmp_path / "labelled.txt"
+    path.write_text("Loved it.\t1\nHated it.\t0\n", encoding="utf-8")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {path}\n")
+    assert "no column 'label'" in str(err.value) and "read as plain text lines" in str(err.value)
+    assert "format: tsv, columns: [text, label]" in str(err.value)

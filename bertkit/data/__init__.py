@@ -169,6 +169,20 @@ def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
             )
 
 
+def _format_hint(source: DataSource) -> str:
+    """What format a file without the needed columns was read as, and how to read it otherwise."""
+    if not source.path or source.format or source.files:
+        return ""
+    from bertkit.data.formats import detect_format
+
+    if detect_format(source.path) == "text":
+        return (
+            " It was read as plain text lines (one text a line, from its name). If its lines hold columns, say so "
+            "on the source: {path: ..., format: tsv, columns: [text, label]} (or format: csv)."
+        )
+    return ""
+
+
 def _headerless_hint(present: list[str]) -> str:
     """A header that reads like data (a number, a long sentence) is likely a file without one."""
     if any(name.replace(".", "").replace("-", "").isdigit() or len(name.split()) > 4 for name in present):
@@ -263,7 +277,10 @@ def load_splits(cfg: Config, read=None, stratify=None):
 
     def read_table(source, role):
         ds = load_source(source, data.text_column, data.label_column, data.text_join)
-        require_columns(ds, columns, f"{source.describe()} ({role} data)")
+        try:
+            require_columns(ds, columns, f"{source.describe()} ({role} data)")
+        except BertkitError as err:
+            raise BertkitError(f"{err}{_format_hint(source)}") from None
         return ds
 
     splits = {}
