@@ -35,8 +35,11 @@ def checkpoints(work: Path) -> list[Path]:
 def is_complete(folder: Path) -> bool:
     state = folder / "trainer_state.json"
     try:
-        json.loads(state.read_text(encoding="utf-8"))
+        content = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return False
+    # transformers reads the step and the log history from it; a file without them cannot resume
+    if not isinstance(content, dict) or type(content.get("global_step")) is not int:
         return False
     weights = sorted(folder.glob("*.safetensors"))
     if not weights and not list(folder.glob("*.bin")):

@@ -28,8 +28,17 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
         )
     try:
         tokenizer = models.from_pretrained(AutoTokenizer, source, trust_remote_code, revision=revision)
+        tokenizer("a")  # a vocabulary that loads but cannot tokenize (no [UNK] in it) fails here, not mid-run
     except BertkitError as err:
         raise BertkitError(str(err).replace("cannot load the model", "cannot load the tokenizer")) from None
+    except Exception as err:  # tokenizers raises a plain Exception for a broken vocab.txt
+        present = [f for f in TOKENIZER_FILES if (folder / f).is_file()] if folder.is_dir() else []
+        files = f" ({', '.join(present)})" if present else ""
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BertkitError(
+            f"{name}: its tokenizer files{files} are damaged or incomplete ({reason}). Copy them again from the "
+            "original model."
+        ) from None
     return japanese.with_token_types(tokenizer)
 
 

@@ -159,6 +159,12 @@ def load_encoder(
     if pooling is not None and pooling not in POOLINGS:
         raise BertkitError(f"--pooling {pooling}: use one of {', '.join(POOLINGS)}")
     config = models.from_pretrained(AutoConfig, path, trust_remote_code)
+    limit = models.position_limit(config)
+    if max_length is not None and limit is not None and max_length > limit:
+        raise BertkitError(
+            f"--max-length {max_length}: {name} reads at most {limit} tokens (its position embeddings). "
+            f"Give --max-length {limit} or less."
+        )
     # the model's own files are checked before its weights are read
     settings = (
         model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
@@ -174,7 +180,7 @@ def load_encoder(
     if normalize is not None:
         settings.normalize = normalize
     if max_length is not None:
-        settings.max_length = min(max_length, _limit(config))
+        settings.max_length = max_length
     tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
     return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
 

@@ -30,6 +30,8 @@ WRITE_FAILURES = {
     "Read-only file system": "Read-only file system",
     "ReadOnlyFilesystem": "Read-only file system",
 }
+# torch.save's C++ writer reports a failed write without its reason
+TORCH_WRITE_FAILURES = ("PytorchStreamWriter failed", "inline_container.cc", "iostream error")
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.EFBIG}
 
 
@@ -126,7 +128,23 @@ def writing_failed(err: BaseException, path, after: str = "Nothing was written t
     for words, reason in WRITE_FAILURES.items():
         if words in text:
             return BertkitError(f"cannot write {path}: {reason}. {after}")
+    if isinstance(err, RuntimeError) and any(words in text for words in TORCH_WRITE_FAILURES):
+        reason = "No space left on device" if _nearly_full(path) else "the write failed (torch.save)"
+        return BertkitError(f"cannot write {path}: {reason}. {after}")
     return None
+
+
+def _nearly_full(path) -> bool:
+    """Whether the file system holding `path` (or its nearest existing folder) has less than
+    1 MiB left: what a write that failed without saying why most likely met."""
+    place = Path(path)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        usage = os.statvfs(place)
+    except OSError:
+        return False
+    return usage.f_bavail * usage.f_frsize < 1 << 20
 
 
 def cannot_write(err: OSError, target) -> BertkitError:

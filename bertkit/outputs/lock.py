@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from bertkit.errors import BertkitError
-from bertkit.outputs.files import ensure_folder, follow_umask, host, pid_alive, tmp_prefix
+from bertkit.outputs.files import cannot_write, ensure_folder, follow_umask, host, pid_alive, tmp_prefix
 
 LOCK_UNREADABLE_AFTER = 60  # seconds after which a lock that cannot be read is taken over
 
@@ -35,7 +35,11 @@ class OutputLock:
         ensure_folder(self.path.parent, self.target)
         mine = {"pid": os.getpid(), "host": host(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         for _ in range(3):
-            if self._create(mine):
+            try:
+                created = self._create(mine)
+            except OSError as err:  # a place that cannot be written (/proc), a full disk
+                raise cannot_write(err, self.target) from None
+            if created:
                 self.held = True
                 return self
             owner = self._owner()
@@ -73,8 +77,13 @@ class OutputLock:
                     lock = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
                 except FileExistsError:
                     return False
-                with os.fdopen(lock, "w", encoding="utf-8") as handle:
-                    json.dump(owner, handle)
+                try:
+                    with os.fdopen(lock, "w", encoding="utf-8") as handle:
+                        json.dump(owner, handle)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        self.path.unlink()
+                    raise
             return True
         finally:
             with contextlib.suppress(OSError):

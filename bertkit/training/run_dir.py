@@ -29,10 +29,11 @@ def mark_run_dir(work: Path) -> None:
 
 
 def discard_if_empty(work: Path) -> None:
-    """A run that stops before its first checkpoint leaves nothing to resume: no `.partial`."""
-    from bertkit.checkpoints import checkpoints
+    """A run that stops before its first complete checkpoint (a full disk can cut the first one
+    short) leaves nothing to resume: no `.partial`."""
+    from bertkit.checkpoints import last_complete
 
-    if work.is_dir() and not checkpoints(work) and is_main_process():
+    if work.is_dir() and last_complete(work)[0] is None and is_main_process():
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -59,6 +60,16 @@ def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -
             f"--resume: {work} was not made by a bertkit run (it has no {checkpoints.RUN_MARKER}); bertkit "
             "resumes only its own runs. Move it away and start without --resume"
         )
+    if work.is_dir():
+        # a finished run removes its work directory, so what bertkit did not put there (a
+        # notes file, a checkpoint-backup/) stops a resumed run as much as a fresh one
+        foreign = checkpoints.foreign_files(work)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise BertkitError(
+                f"{work} (where this run keeps its checkpoints) holds files bertkit did not write ({shown}); "
+                "move them away to start this run"
+            )
     if resume:
         found, broken = checkpoints.last_complete(work)
         if found is None:
@@ -76,7 +87,7 @@ def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -
         console.print(f"resuming from {found.name}")
         return found
     if work.exists():
-        foreign = checkpoints.foreign_files(work) if work.is_dir() else [work.name]
+        foreign = [] if work.is_dir() else [work.name]
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise BertkitError(
