@@ -30,7 +30,14 @@ def output_format(output: str | None, explicit: str | None, input_format: str | 
     if input_format in ("conll", "squad"):
         return input_format
     suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
-    return suffix if suffix in OUTPUT_FORMATS else "jsonl"
+    if suffix in OUTPUT_FORMATS:
+        return suffix
+    if suffix in ("", "ndjson") or (output and Path(output).exists() and not Path(output).is_file()):
+        return "jsonl"  # no extension, or a FIFO / device such as /dev/stdout
+    raise BertkitError(
+        f"-o {output}: cannot tell the format from the extension .{suffix}; name the file .jsonl, .csv, .tsv or "
+        ".conll, or give --format"
+    )
 
 
 def predict_file(
@@ -48,12 +55,14 @@ def predict_file(
     from bertkit.data.formats import detect_format
 
     check_output_file(output, source, model)
+    if records is None:
+        input_format = detect_format(source, input_format)
+    chosen = output_format(output, fmt, input_format)  # a bad extension fails before the model loads
     bundle = open_bundle(model, trust_remote_code)
     task = get_task(bundle.task)
     options = options or PredictOptions()
     text_column = options.text_field(bundle.info)
     if records is None:
-        input_format = detect_format(source, input_format)
         layout, join = options.layout(), options.text_join(bundle.info)
         located = located_records(source, input_format, text_column, keep_blank=True, layout=layout, text_join=join)
         records = (placed(where, record) for where, record in located)
@@ -62,7 +71,6 @@ def predict_file(
         records = list(records)
         total = len(records)
     written = empty = 0
-    chosen = output_format(output, fmt, input_format)
     options = replace(options, text_column=text_column, output_format=chosen)
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()

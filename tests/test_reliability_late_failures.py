@@ -36,7 +36,9 @@ def test_torch_save_on_a_full_disk_is_a_write_error(tmp_path, monkeypatch):
     torch_says = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 487744 vs 487632")
     monkeypatch.setattr(files, "_nearly_full", lambda path: True)
     failed = files.writing_failed(torch_says, tmp_path / "run.partial", "Kept.")
-    assert failed is not None and str(failed) == f"cannot write {tmp_path / 'run.partial'}: No space left on device. Kept."
+    assert (
+        failed is not None and str(failed) == f"cannot write {tmp_path / 'run.partial'}: No space left on device. Kept."
+    )
     monkeypatch.setattr(files, "_nearly_full", lambda path: False)
     assert "the write failed" in str(files.writing_failed(torch_says, tmp_path))
     assert files.writing_failed(RuntimeError("some other bug"), tmp_path) is None
@@ -109,3 +111,51 @@ def test_max_length_beyond_the_model_is_refused_not_cut(tiny_model, tmp_path, cl
     assert code == 2 and "--max-length 129" in err
     code, _, _ = cli("embed", "-m", tiny_model, "-i", texts, "-o", out, "--max-length", "128")
     assert code == 0 and out.is_file()
+
+
+# ---------------------------------------------------------------- found by the same pass, fixed after it
+
+
+def test_a_config_that_is_a_folder_empty_or_not_utf8_says_so(cli, tmp_path):
+    from checks import assert_refused
+
+    code, _, err = cli("config", "show", "-c", tmp_path)
+    assert_refused(code, err, f"{tmp_path} is a folder")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("\n")
+    code, _, err = cli("config", "show", "-c", empty)
+    assert_refused(code, err, f"{empty}: the config is empty")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"task: classify\n# caf\xe9\n")
+    code, _, err = cli("config", "show", "-c", latin)
+    assert_refused(code, err, f"{latin}:2: not UTF-8 text")
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("task: [classify]\n")
+    code, _, err = cli("train", "classify", "-c", listed)
+    assert_refused(code, err, f"{listed}:1: task must be one name")
+
+
+def test_a_csv_whose_header_line_is_blank_is_an_error_not_a_shift(tmp_path):
+    import pytest
+
+    from bertkit.data.readers import located_records
+    from bertkit.errors import BertkitError
+
+    path = tmp_path / "in.csv"
+    path.write_text("\ntext\nhello\n")
+    with pytest.raises(BertkitError, match="in.csv:1: the header line is blank"):
+        list(located_records(str(path), keep_blank=True))
+
+
+def test_output_extensions_that_say_no_format_are_refused_before_work(cli, tmp_path):
+    from checks import assert_refused
+
+    source = tmp_path / "in.txt"
+    source.write_text("a text\n")
+    code, _, err = cli("predict", "-m", tmp_path / "no-model", "-i", source, "-o", tmp_path / "p.xyz")
+    assert_refused(code, err, "cannot tell the format from the extension .xyz")
+    code, _, err = cli(
+        "similarity", "-m", tmp_path / "no-model", "-i", source, "--matrix", "--heatmap", tmp_path / "h.txt"
+    )
+    assert_refused(code, err, "the heatmap is a PNG picture")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]

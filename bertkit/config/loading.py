@@ -35,6 +35,10 @@ def load_config(
         lines[tuple(key.split("."))] = f"--set {item}"
     if task is not None:  # after the overrides: `--set task=...` may not change the command's job
         given = raw.setdefault("task", task)
+        if not isinstance(given, str):
+            origin = lines.get(("task",))
+            where = origin if isinstance(origin, str) else f"{source}:{origin}"
+            raise BertkitError(f"{where}: task must be one name, such as {task}, not {given!r}")
         if given != task:
             origin = lines.get(("task",))
             where = origin if isinstance(origin, str) else f"{source}:{origin}"
@@ -98,15 +102,24 @@ def _loader():
 def _read_yaml(path: Path) -> tuple[dict, dict[tuple, int]]:
     import yaml
 
-    if not path.is_file():
+    if path.is_dir():
+        raise BertkitError(f"{path} is a folder; give the config file (a .yaml file) inside it")
+    if not path.exists():
         raise BertkitError(
             f"config file not found: {path}. Check the path, or write one with "
             "`bertkit config init classify > my.yaml`."
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()  # a pipe (`-c <(...)`) or a device reads as well as a file
+    except OSError as err:
+        raise BertkitError(f"cannot read the config {path}: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise BertkitError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+        line = raw[: err.start].count(b"\n") + 1
+        raise BertkitError(f"{path}:{line}: not UTF-8 text ({err.reason}); save the config as UTF-8") from None
+    if not text.strip():
+        raise BertkitError(f"{path}: the config is empty. Write one with `bertkit config init classify > {path}`")
     try:
         data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
         node = yaml.compose(text)

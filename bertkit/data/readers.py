@@ -187,6 +187,11 @@ def _read_delimited(
     except csv.Error as err:
         raise BertkitError(f"{name}:{current[0]}: malformed first row: {err}") from None
     if layout.columns is None:
+        if not any(h.strip() for h in first):
+            raise BertkitError(
+                f"{name}:{current[0]}: the header line is blank; a {fmt.upper()} file starts with its column names "
+                "(or name them: data.columns, or --columns for predict and evaluate)"
+            )
         header = [h.strip() for h in first]
         _check_header(header, name)
         pending = None

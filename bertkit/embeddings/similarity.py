@@ -113,7 +113,10 @@ def similarity_file(
     if picture_path is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")
     check_output_file(output, input, model)
+    written_as = output_format(output, None)
     if picture_path is not None:
+        if picture_path.suffix.lower() != ".png":
+            raise BertkitError(f"--heatmap {picture_path}: the heatmap is a PNG picture; name it NAME.png")
         check_output_file(str(picture_path), input, model)
     records = [placed(w, r) for w, r in located_records(input, text_column=text_column, keep_blank=True)]
     if not records:
@@ -133,7 +136,7 @@ def similarity_file(
         rows, scores = similarity_rows(encoder, records, matrix, columns, batch_size)
         if picture is not None:
             heatmap(scores, [r["text"] for r in rows], picture)
-        with RecordWriter(handle, output_format(output, None)) as writer:
+        with RecordWriter(handle, written_as) as writer:
             for row in rows:
                 writer.write(row)
     encoder.report_truncation()
