@@ -116,18 +116,18 @@ class Task:
         """What `bertkit inspect` looks at in one split (`bertkit.inspection.texts.View`): by
         default the configured text (and pair) column, and the label column's values as labels
         when the split has one."""
-        from bertkit.data import WHERE
+        from bertkit.data import WHERE, column
         from bertkit.inspection.texts import View
 
         d = cfg.data
-        texts = [str(t) if t is not None else "" for t in split[d.text_column]]
+        texts = [str(t) if t is not None else "" for t in column(split, d.text_column)]
         pairs = None
         if d.text_pair_column and d.text_pair_column in split.column_names:
-            pairs = [str(t) if t is not None else "" for t in split[d.text_pair_column]]
+            pairs = [str(t) if t is not None else "" for t in column(split, d.text_pair_column)]
         labels = None
         if d.label_column in split.column_names:
-            labels = [[str(x) for x in v] if isinstance(v, list) else [str(v)] for v in split[d.label_column]]
-        places = list(split[WHERE]) if WHERE in split.column_names else []
+            labels = [[str(x) for x in v] if isinstance(v, list) else [str(v)] for v in column(split, d.label_column)]
+        places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
     def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:

@@ -69,7 +69,7 @@ class ClassifyTask(Task):
 
     def setup(self, ds, cfg: Config) -> dict:
         """What the model and the bundle need to know: problem type and label names."""
-        values = ds["train"][cfg.data.label_column]
+        values = data_mod.column(ds["train"], cfg.data.label_column)
         places = data_mod.places(ds["train"], "train")
         problem = cfg.classify.problem_type
         check_finite(values, places, cfg.data.label_column, cfg.data.label_separator)
@@ -223,7 +223,7 @@ class ClassifyTask(Task):
         if info["problem_type"] == REGRESSION:
             view.labels = None
         elif info["problem_type"] == MULTI:
-            view.labels = split_multi(split[cfg.data.label_column], cfg.data.label_separator)
+            view.labels = split_multi(data_mod.column(split, cfg.data.label_column), cfg.data.label_separator)
         return view
 
     # ------------------------------------------------------------ inference
