@@ -48,6 +48,8 @@ def open_bundle(path: str, trust_remote_code: bool = False) -> Bundle:
     from bertkit.models import check_custom_code
 
     root = Path(path)
+    if not path or not root.exists():
+        raise BertkitError(f"--model {path!r}: not found. Give a directory written by `bertkit train`.")
     if not root.is_dir():
         raise BertkitError(f"--model {path}: not a directory. Give a directory written by `bertkit train`.")
     if not (root / "config.json").is_file():

@@ -128,6 +128,8 @@ def test_model_that_is_not_a_model_directory(cli, tmp_path):
     code, _, err = cli("predict", "-m", tmp_path / "notes", "-i", source)
     assert_clean_failure(code, err, "not a model directory")
     code, _, err = cli("predict", "-m", tmp_path / "nowhere", "-i", source)
+    assert_clean_failure(code, err, "not found")
+    code, _, err = cli("predict", "-m", source, "-i", source)
     assert_clean_failure(code, err, "not a directory")
 
 

@@ -159,3 +159,37 @@ def test_output_extensions_that_say_no_format_are_refused_before_work(cli, tmp_p
     )
     assert_refused(code, err, "the heatmap is a PNG picture")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_home_in_config_paths_is_expanded(tmp_path):
+    import os
+
+    from bertkit.config import load_config
+
+    cfg = load_config(
+        None, ["data.train=~/d/train.csv", "output_dir=~/runs/x", "model.name=~/models/m"], task="classify"
+    )
+    home = os.path.expanduser("~")
+    assert cfg.data.train.path == f"{home}/d/train.csv" and cfg.output_dir == f"{home}/runs/x"
+    assert cfg.model.name == f"{home}/models/m"
+
+
+def test_an_empty_input_path_and_a_missing_model_say_so(cli, tmp_path):
+    from checks import assert_refused
+
+    code, _, err = cli("predict", "-m", tmp_path / "nope", "-i", "")
+    assert_refused(code, err, "an empty path")
+    source = tmp_path / "in.txt"
+    source.write_text("a text\n")
+    code, _, err = cli("predict", "-m", tmp_path / "nope", "-i", source)
+    assert_refused(code, err, "not found. Give a directory written by `bertkit train`")
+
+
+@pytest.mark.slow
+def test_evaluate_on_missing_columns_names_the_option_to_set(cli, tmp_path, classify_bundle):
+    from checks import assert_refused
+
+    data = tmp_path / "d.csv"
+    data.write_text("sentence,label\ngood,positive\n")
+    code, _, err = cli("evaluate", "-m", classify_bundle, "-d", data, "-o", tmp_path / "ev")
+    assert_refused(code, err, "no column 'text' (set by --text-column)")

@@ -45,6 +45,13 @@ class RunConfig(Section):
                 derive(self)
         return self
 
+    @field_validator("output_dir")
+    @classmethod
+    def _home(cls, value: str) -> str:
+        from bertkit.config.sections import home_path
+
+        return home_path(value)
+
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:

@@ -83,6 +83,18 @@ class DataSource(Section):
     def _known_encoding(cls, value: str | None) -> str | None:
         return known_encoding(value)
 
+    @field_validator("path")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty path; give the file's path")
+        return home_path(value)
+
+    @field_validator("files")
+    @classmethod
+    def _homes(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return {label: home_path(path) for label, path in value.items()} if value else value
+
     def describe(self) -> str:
         if self.hub:
             extra = f", config {self.config}" if self.config else ""
@@ -99,6 +111,13 @@ class DataSource(Section):
         """This source with the data section's layout filled in where it says nothing of its own."""
         given = {key: getattr(data, key) for key in ("columns", "header", "encoding") if getattr(self, key) is None}
         return self.model_copy(update=given)
+
+
+def home_path(value: str | None) -> str | None:
+    """`~/data/train.csv` as the shell would expand it (YAML does not)."""
+    import os
+
+    return os.path.expanduser(value) if value and value.startswith("~") else value
 
 
 def named_columns(value: list[str] | None) -> list[str] | None:
@@ -131,6 +150,12 @@ class ModelConfig(Section):
         description="hub id, local model directory, or a bertkit bundle to start from",
     )
     tokenizer: str | None = Field(None, description="tokenizer to use when not the model's own")
+
+    @field_validator("name", "tokenizer")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        return home_path(value)
+
     max_length: int = Field(256, ge=8, le=8192, description="longest input in tokens")
     revision: str | None = Field(None, description="hub revision of the model")
     trust_remote_code: bool = Field(False, description="run code shipped with a hub model (only for models you trust)")

@@ -153,18 +153,27 @@ def columns_of(ds) -> list[str]:
     return [c for c in ds.column_names if c != WHERE]
 
 
-def require_columns(ds, columns: dict[str, str | None], where: str) -> None:
-    """Fail clearly when a configured column is not in the data, listing those that are."""
+EVALUATE_OPTIONS = {
+    "text_column": "--text-column",
+    "text_pair_column": "--text-pair-column",
+    "label_column": "--label-column",
+}
+
+
+def require_columns(ds, columns: dict[str, str | None], where: str, options: dict[str, str] | None = None) -> None:
+    """Fail clearly when a configured column is not in the data, listing those that are. `options`
+    names the command-line option that sets each column (`evaluate`), where a config key does not."""
     present = columns_of(ds)
     for key, column in columns.items():
         if column and column not in present:
             from bertkit.data.readers import kind_hint
 
             missing = next((part for part in parts_of(column) if part not in present), column)
-            joined = f" (one of the columns data.{key} joins)" if missing != column else ""
+            setting = (options or {}).get(key) or f"data.{key}"
+            joined = f" (one of the columns {setting} joins)" if missing != column else ""
             hint = did_you_mean(missing, present)
             raise BertkitError(
-                f"{where}: no column '{missing}'{joined or f' (set by data.{key})'}{hint}. Columns there: "
+                f"{where}: no column '{missing}'{joined or f' (set by {setting})'}{hint}. Columns there: "
                 f"{', '.join(present)}." + kind_hint(present) + _headerless_hint(present)
             )
 

@@ -49,6 +49,8 @@ PLAIN = Layout()
 
 
 def detect_format(path: str, explicit: str | None = None) -> str:
+    if not path:
+        raise BertkitError("an empty path: give a file (or - for standard input)")
     if explicit:
         if explicit not in FORMATS:
             raise BertkitError(f"unknown data format '{explicit}' for {path}; use one of {FORMATS}")

@@ -241,7 +241,7 @@ class ClassifyTask(Task):
             "text_pair_column": info.get("text_pair_column"),
             "label_column": label_column,
         }
-        data_mod.require_columns(ds, columns, data)
+        data_mod.require_columns(ds, columns, data, data_mod.EVALUATE_OPTIONS)
         references = self.encode_labels(ds[label_column], info, data_mod.places(ds, data))
         features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": text_column}))
         logits = forward(model, tokenizer, features, options.batch_size)

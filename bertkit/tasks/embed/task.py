@@ -131,7 +131,10 @@ class EmbedTask(Task):
         source = options.source(data)
         ds = data_mod.load_source(source, info["text_column"], info.get("label_column") or "label")
         data_mod.require_columns(
-            ds, {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]}, data
+            ds,
+            {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]},
+            data,
+            data_mod.EVALUATE_OPTIONS,
         )
         encoder = _encoder(model, tokenizer, info)
         batch = options.batch_size
@@ -139,7 +142,7 @@ class EmbedTask(Task):
         second = encoder.encode([plain_text(t) for t in ds[info["text_pair_column"]]], batch)
         scored = bool(info.get("scored"))
         if scored:
-            data_mod.require_columns(ds, {"label_column": info["label_column"]}, data)
+            data_mod.require_columns(ds, {"label_column": info["label_column"]}, data, data_mod.EVALUATE_OPTIONS)
         places = data_mod.places(ds, data)
         labels = np.asarray(scores_of(ds[info["label_column"]], places)) / info["score_max"] if scored else None
         groups = group_ids([plain_text(t) for t in ds[info["text_pair_column"]]])
