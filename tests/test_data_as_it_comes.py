@@ -101,6 +101,46 @@ def test_a_missing_part_of_joined_text_is_named(tmp_path):
     assert "no column 'summary' (one of the columns data.text_column joins)" in str(err.value)
 
 
+def test_a_part_left_out_of_some_json_records_counts_as_empty(tmp_path):
+    """JSON lines often leave out an empty field. Whether or not the first record has it, a record
+    without `description` is joined from its title alone: no record loses its title, no column is
+    dropped (the columns once came from the first record alone)."""
+    for first_has_it in (False, True):
+        lines = []
+        for i in range(20):
+            record = {"title": f"title {i}", "label": ["a", "b"][i % 2]}
+            if (i % 3 != 0) if not first_has_it else (i % 3 != 1):
+                record["description"] = f"desc {i}"
+            lines.append(json.dumps(record))
+        train = tmp_path / "train.jsonl"
+        train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n  text_column: [title, description]\n")
+        rows = ds["train"].to_list() + ds["validation"].to_list()
+        assert len(rows) == 20
+        for row in rows:
+            i = int(row["title"].split()[1])
+            expected = f"title {i} desc {i}" if row["description"] is not None else f"title {i}"
+            assert row["title + description"] == expected
+
+
+def test_the_first_record_does_not_decide_the_columns(tmp_path):
+    train = tmp_path / "train.jsonl"
+    lines = [{"text": "first", "label": "a"}] + [{"text": f"t{i}", "label": "b", "topic": "x"} for i in range(9)]
+    train.write_text("\n".join(json.dumps(r) for r in lines) + "\n", encoding="utf-8")
+    _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n")
+    rows = ds["train"].to_list() + ds["validation"].to_list()
+    assert sorted(r["topic"] or "-" for r in rows) == ["-"] + ["x"] * 9
+
+
+def test_a_joined_part_no_record_has_is_named(tmp_path):
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"title": f"t{i}", "label": i % 2}) + "\n" for i in range(10)))
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {train}\n  text_column: [title, descripton]\n")
+    assert "no column 'descripton' (one of the columns data.text_column joins)" in str(err.value)
+    assert "Columns there: title, label." in str(err.value)
+
+
 def test_a_row_with_another_field_count_names_the_columns(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('"1","a","b"\n"2","c"\n', encoding="utf-8")
@@ -367,3 +407,12 @@ def test_a_txt_file_without_the_columns_names_the_format_it_was_read_as(tmp_path
         splits_of(tmp_path, f"data:\n  train: {path}\n")
     assert "no column 'label'" in str(err.value) and "read as plain text lines" in str(err.value)
     assert "format: tsv, columns: [text, label]" in str(err.value)
+
+
+def test_predict_input_joins_the_parts_a_record_has(tmp_path):
+    from bertkit.data.readers import read_records
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"title": "a", "description": "b"}\n{"title": "c"}\n{"description": "d"}\n{"other": 1}\n')
+    got = [r.get("title + description") for r in read_records(str(path), text_column="title + description")]
+    assert got == ["a b", "c", "d", None]  # the last has no part at all: predict names both fields

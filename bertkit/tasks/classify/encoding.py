@@ -7,6 +7,7 @@ from __future__ import annotations
 from bertkit import tokenization
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
+from bertkit.text_columns import quoted_fields
 
 
 def encode_texts(tokenizer, split, info: dict) -> dict:
@@ -53,7 +54,7 @@ def text_of(record: dict, column: str, number: int, option: str = "--text-column
         from bertkit.data.readers import kind_hint
 
         raise BertkitError(
-            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set {option}."
+            f"{place_of(record, number)}: no {quoted_fields(column)} field (fields: {', '.join(record)}); set {option}."
             + kind_hint(record)
         )
     return text_value(record[column], place_of(record, number), column)
