@@ -416,3 +416,41 @@ def test_predict_input_joins_the_parts_a_record_has(tmp_path):
     path.write_text('{"title": "a", "description": "b"}\n{"title": "c"}\n{"description": "d"}\n{"other": 1}\n')
     got = [r.get("title + description") for r in read_records(str(path), text_column="title + description")]
     assert got == ["a b", "c", "d", None]  # the last has no part at all: predict names both fields
+
+
+def test_utf_8_sig_is_an_encoding_that_reads_by_lines(tmp_path):
+    """utf-8-sig writes a byte-order mark first, but a line break as one byte: it reads by lines."""
+    pos, neg = tmp_path / "pos.txt", tmp_path / "neg.txt"
+    pos.write_bytes("good caf\u00e9\n".encode("utf-8-sig") + "".join(f"good {i}\n" for i in range(9)).encode())
+    neg.write_bytes("".join(f"bad {i}\n" for i in range(10)).encode())
+    _, ds = splits_of(tmp_path, f"data:\n  train: {{files: {{positive: {pos}, negative: {neg}}}}}\n  encoding: utf-8-sig\n")
+    texts = list(ds["train"]["text"]) + list(ds["validation"]["text"])
+    assert "good caf\u00e9" in texts and not any("\ufeff" in t for t in texts)
+
+
+@pytest.mark.parametrize("problem, message", [("empty", "no examples in this file"), ("folder", "is a folder")])
+def test_a_class_file_that_is_empty_or_a_folder_is_named(tmp_path, problem, message):
+    pos, _ = rt_polarity(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir() if problem == "folder" else other.write_text("\n  \n")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train:\n    files: {{positive: {pos}, negative: {other}}}\n  encoding: latin-1\n")
+    assert message in str(err.value) and "the file of class 'negative'" in str(err.value)
+
+
+def test_gzip_data_under_a_name_that_does_not_say_so(tmp_path, capsys):
+    import gzip
+
+    train = tmp_path / "train"  # gzip bytes, no .gz
+    train.write_bytes(gzip.compress(b"John B-PER\nlives O\n\nParis B-LOC\nrocks O\n\n" * 5))
+    _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n", task="ner")
+    assert len(ds["train"]) + len(ds["validation"]) == 10
+    assert "read as conll" in said(capsys)
+
+
+def test_ner_plain_text_told_by_content_says_so(tmp_path):
+    train = tmp_path / "train"
+    train.write_text("hello world\nfoo bar\n")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {train}\n", task="ner")
+    assert "read as plain text lines (from its content)" in str(err.value)

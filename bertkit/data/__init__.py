@@ -178,11 +178,12 @@ def _format_hint(source: DataSource) -> str:
     """What format a file without the needed columns was read as, and how to read it otherwise."""
     if not source.path or source.format or source.files:
         return ""
-    from bertkit.data.formats import detect_format
+    from bertkit.data.formats import detect_format, told_by
 
     if detect_format(source.path) == "text":
         return (
-            " It was read as plain text lines (one text a line, from its name). If its lines hold columns, say so "
+            f" It was read as plain text lines (one text a line, from {told_by(source.path)}). If its lines hold "
+            "columns, say so "
             "on the source: {path: ..., format: tsv, columns: [text, label]} (or format: csv)."
         )
     return ""
