@@ -330,6 +330,12 @@ def test_train_evaluate_predict_on_headerless_joined_columns(tmp_path, cli, tiny
     results = [json.loads(line) for line in out.splitlines()]
     assert [r.get("label") for r in results] == ["1", None, "2"]
     assert results[0]["text"] == "great news a great day" and results[1]["empty"] is True
+    code, _, err = cli("predict", "-m", tmp_path / "model", "-i", test)  # headerless, without --columns
+    said = " ".join(err.split())
+    assert code == 2 and "no 'title' or 'description' field" in said and "--columns label,title,description" in said
+    records.write_text(json.dumps({"title": "great news"}) + "\n")  # a part left out: the title alone
+    code, out, err = cli("predict", "-m", tmp_path / "model", "-i", records)
+    assert code == 0 and json.loads(out)["text"] == "great news", err
 
 
 @pytest.mark.slow

@@ -56,5 +56,16 @@ def text_of(record: dict, column: str, number: int, option: str = "--text-column
         raise BertkitError(
             f"{place_of(record, number)}: no {quoted_fields(column)} field (fields: {', '.join(record)}); set {option}."
             + kind_hint(record)
+            + _data_as_header(record)
         )
     return text_value(record[column], place_of(record, number), column)
+
+
+def _data_as_header(record: dict) -> str:
+    """A CSV / TSV input without a header row, read as if its first row were one."""
+    if any(name.strip().replace(".", "").replace("-", "").isdigit() or len(name.split()) > 4 for name in record):
+        return (
+            " Its first row looks like data, not a header: if the file has none, name its columns in order with "
+            "--columns, e.g. --columns label,title,description."
+        )
+    return ""
