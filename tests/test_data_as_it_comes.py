@@ -101,6 +101,46 @@ def test_a_missing_part_of_joined_text_is_named(tmp_path):
     assert "no column 'summary' (one of the columns data.text_column joins)" in str(err.value)
 
 
+def test_a_part_left_out_of_some_json_records_counts_as_empty(tmp_path):
+    """JSON lines often leave out an empty field. Whether or not the first record has it, a record
+    without `description` is joined from its title alone: no record loses its title, no column is
+    dropped (the columns once came from the first record alone)."""
+    for first_has_it in (False, True):
+        lines = []
+        for i in range(20):
+            record = {"title": f"title {i}", "label": ["a", "b"][i % 2]}
+            if (i % 3 != 0) if not first_has_it else (i % 3 != 1):
+                record["description"] = f"desc {i}"
+            lines.append(json.dumps(record))
+        train = tmp_path / "train.jsonl"
+        train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n  text_column: [title, description]\n")
+        rows = ds["train"].to_list() + ds["validation"].to_list()
+        assert len(rows) == 20
+        for row in rows:
+            i = int(row["title"].split()[1])
+            expected = f"title {i} desc {i}" if row["description"] is not None else f"title {i}"
+            assert row["title + description"] == expected
+
+
+def test_the_first_record_does_not_decide_the_columns(tmp_path):
+    train = tmp_path / "train.jsonl"
+    lines = [{"text": "first", "label": "a"}] + [{"text": f"t{i}", "label": "b", "topic": "x"} for i in range(9)]
+    train.write_text("\n".join(json.dumps(r) for r in lines) + "\n", encoding="utf-8")
+    _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n")
+    rows = ds["train"].to_list() + ds["validation"].to_list()
+    assert sorted(r["topic"] or "-" for r in rows) == ["-"] + ["x"] * 9
+
+
+def test_a_joined_part_no_record_has_is_named(tmp_path):
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"title": f"t{i}", "label": i % 2}) + "\n" for i in range(10)))
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {train}\n  text_column: [title, descripton]\n")
+    assert "no column 'descripton' (one of the columns data.text_column joins)" in str(err.value)
+    assert "Columns there: title, label." in str(err.value)
+
+
 def test_a_row_with_another_field_count_names_the_columns(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text('"1","a","b"\n"2","c"\n', encoding="utf-8")
@@ -290,6 +330,12 @@ def test_train_evaluate_predict_on_headerless_joined_columns(tmp_path, cli, tiny
     results = [json.loads(line) for line in out.splitlines()]
     assert [r.get("label") for r in results] == ["1", None, "2"]
     assert results[0]["text"] == "great news a great day" and results[1]["empty"] is True
+    code, _, err = cli("predict", "-m", tmp_path / "model", "-i", test)  # headerless, without --columns
+    said = " ".join(err.split())
+    assert code == 2 and "no 'title' or 'description' field" in said and "--columns label,title,description" in said
+    records.write_text(json.dumps({"title": "great news"}) + "\n")  # a part left out: the title alone
+    code, out, err = cli("predict", "-m", tmp_path / "model", "-i", records)
+    assert code == 0 and json.loads(out)["text"] == "great news", err
 
 
 @pytest.mark.slow
@@ -367,3 +413,50 @@ def test_a_txt_file_without_the_columns_names_the_format_it_was_read_as(tmp_path
         splits_of(tmp_path, f"data:\n  train: {path}\n")
     assert "no column 'label'" in str(err.value) and "read as plain text lines" in str(err.value)
     assert "format: tsv, columns: [text, label]" in str(err.value)
+
+
+def test_predict_input_joins_the_parts_a_record_has(tmp_path):
+    from bertkit.data.readers import read_records
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"title": "a", "description": "b"}\n{"title": "c"}\n{"description": "d"}\n{"other": 1}\n')
+    got = [r.get("title + description") for r in read_records(str(path), text_column="title + description")]
+    assert got == ["a b", "c", "d", None]  # the last has no part at all: predict names both fields
+
+
+def test_utf_8_sig_is_an_encoding_that_reads_by_lines(tmp_path):
+    """utf-8-sig writes a byte-order mark first, but a line break as one byte: it reads by lines."""
+    pos, neg = tmp_path / "pos.txt", tmp_path / "neg.txt"
+    pos.write_bytes("good caf\u00e9\n".encode("utf-8-sig") + "".join(f"good {i}\n" for i in range(9)).encode())
+    neg.write_bytes("".join(f"bad {i}\n" for i in range(10)).encode())
+    _, ds = splits_of(tmp_path, f"data:\n  train: {{files: {{positive: {pos}, negative: {neg}}}}}\n  encoding: utf-8-sig\n")
+    texts = list(ds["train"]["text"]) + list(ds["validation"]["text"])
+    assert "good caf\u00e9" in texts and not any("\ufeff" in t for t in texts)
+
+
+@pytest.mark.parametrize("problem, message", [("empty", "no examples in this file"), ("folder", "is a folder")])
+def test_a_class_file_that_is_empty_or_a_folder_is_named(tmp_path, problem, message):
+    pos, _ = rt_polarity(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir() if problem == "folder" else other.write_text("\n  \n")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train:\n    files: {{positive: {pos}, negative: {other}}}\n  encoding: latin-1\n")
+    assert message in str(err.value) and "the file of class 'negative'" in str(err.value)
+
+
+def test_gzip_data_under_a_name_that_does_not_say_so(tmp_path, capsys):
+    import gzip
+
+    train = tmp_path / "train"  # gzip bytes, no .gz
+    train.write_bytes(gzip.compress(b"John B-PER\nlives O\n\nParis B-LOC\nrocks O\n\n" * 5))
+    _, ds = splits_of(tmp_path, f"data:\n  train: {train}\n", task="ner")
+    assert len(ds["train"]) + len(ds["validation"]) == 10
+    assert "read as conll" in said(capsys)
+
+
+def test_ner_plain_text_told_by_content_says_so(tmp_path):
+    train = tmp_path / "train"
+    train.write_text("hello world\nfoo bar\n")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {train}\n", task="ner")
+    assert "read as plain text lines (from its content)" in str(err.value)

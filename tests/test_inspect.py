@@ -48,7 +48,10 @@ def test_classify_numbers_under_stable_keys(tmp_path, cli, tokenizer_only):
         f"data:\n  train: {train}\n  validation: {train}\n  test: {test}\n",
     )
     code, report, _ = run_json(cli, config)
-    assert code == 0 and report["verdict"] == "warnings"
+    # training would stop at the test label 'neutral' (never seen in train): so does inspect
+    assert code == 2 and report["verdict"] == "errors"
+    assert report["errors"] == [f"{test}:3: label 'neutral' does not occur in the training data (known labels: "
+                                "negative, positive). Fix the data, or list every label in data.labels."]
     assert report["splits"]["train"]["examples"] == 50
     assert report["splits"]["train"]["duplicates"] == 2  # "the same text" and "torn between" twice
     assert report["splits"]["train"]["duplicates_normalised"] == 3
@@ -169,3 +172,32 @@ def test_plots_and_their_folder(tmp_path, cli, tokenizer_only):
     blocker = write(tmp_path, "file", "")
     code, _, err = cli("inspect", "-c", config, "--plots", blocker / "plots")
     assert_refused(code, err, "cannot write")
+
+
+@pytest.mark.parametrize("labels", [None, "[pos, neg]"])
+def test_labels_training_would_refuse_stop_inspect(tmp_path, cli, tokenizer_only, labels):
+    """A validation label the model will not know (not in train, or not in data.labels) stops
+    `bertkit train` when it encodes the labels: inspect must not say training would run."""
+    train = write(tmp_path, "train.csv", "text,label\n" + "".join(f"good {i},pos\nbad {i},neg\n" for i in range(10)))
+    val = write(tmp_path, "val.csv", "text,label\ngood one,pos\nmeh,neutral\n")
+    given = f"  labels: {labels}\n" if labels else ""
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: classify\nmodel:\n  name: {tokenizer_only}\ndata:\n  train: {train}\n  validation: {val}\n{given}",
+    )
+    code, report, _ = run_json(cli, config)
+    assert code == 2 and report["verdict"] == "errors"
+    assert report["errors"][0].startswith(f"{val}:3: label 'neutral'")
+
+
+def test_ner_tag_training_would_refuse_stops_inspect(tmp_path, cli, tokenizer_only):
+    train = write(tmp_path, "train.conll", "John B-PER\nlives O\n\nParis B-LOC\nrocks O\n\n" * 3)
+    val = write(tmp_path, "val.conll", "IBM B-ORG\nrocks O\n")
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: ner\nmodel:\n  name: {tokenizer_only}\ndata:\n  train: {train}\n  validation: {val}\n",
+    )
+    code, report, _ = run_json(cli, config)
+    assert code == 2 and "tag 'B-ORG' is not one the model knows" in report["errors"][0]

@@ -139,7 +139,9 @@ def known_encoding(value: str | None) -> str | None:
             codecs.lookup(value)
         except LookupError:
             raise ValueError(f"unknown text encoding '{value}'; e.g. utf-8, latin-1, cp1252, shift_jis") from None
-        if "\n".encode(value) != b"\n":
+        encoder = codecs.getincrementalencoder(value)()
+        encoder.encode("\n")  # a byte-order mark, if the codec writes one (utf-8-sig), comes first
+        if encoder.encode("\n") != b"\n":
             raise ValueError(f"'{value}' does not write a line break as one byte; convert the file to UTF-8")
     return value
 

@@ -42,7 +42,10 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
         located = list(located_records(source.path, fmt, text_column, label_column, layout=layout, text_join=text_join))
     if not located:
         raise BertkitError(f"{source.describe()}: no examples in this file")
-    records = [{**record, WHERE: where} for where, record in located]
+    # every record with every column: Dataset.from_list takes its columns from the first record
+    # alone, and would silently drop a field that the first record happens to leave out
+    names = list(dict.fromkeys(key for _, record in located for key in record))
+    records = [{**dict.fromkeys(names), **record, WHERE: where} for where, record in located]
     try:
         return datasets.Dataset.from_list(records)
     except (TypeError, ValueError, OverflowError, datasets.exceptions.DatasetGenerationError) as err:
@@ -165,7 +168,9 @@ def require_columns(ds, columns: dict[str, str | None], where: str, options: dic
     names the command-line option that sets each column (`evaluate`), where a config key does not."""
     present = columns_of(ds)
     for key, column in columns.items():
-        if column and column not in present:
+        # a joined column made from some of its parts only: one part is never there (a typo?)
+        partial = 0 < sum(part not in present for part in parts_of(column or "")) < len(parts_of(column or ""))
+        if column and (column not in present or partial):
             from bertkit.data.readers import kind_hint
 
             missing = next((part for part in parts_of(column) if part not in present), column)
@@ -174,7 +179,7 @@ def require_columns(ds, columns: dict[str, str | None], where: str, options: dic
             hint = did_you_mean(missing, present)
             raise BertkitError(
                 f"{where}: no column '{missing}'{joined or f' (set by {setting})'}{hint}. Columns there: "
-                f"{', '.join(present)}." + kind_hint(present) + _headerless_hint(present)
+                f"{', '.join(c for c in present if c != column)}." + kind_hint(present) + _headerless_hint(present)
             )
 
 
@@ -182,11 +187,12 @@ def _format_hint(source: DataSource) -> str:
     """What format a file without the needed columns was read as, and how to read it otherwise."""
     if not source.path or source.format or source.files:
         return ""
-    from bertkit.data.formats import detect_format
+    from bertkit.data.formats import detect_format, told_by
 
     if detect_format(source.path) == "text":
         return (
-            " It was read as plain text lines (one text a line, from its name). If its lines hold columns, say so "
+            f" It was read as plain text lines (one text a line, from {told_by(source.path)}). If its lines hold "
+            "columns, say so "
             "on the source: {path: ..., format: tsv, columns: [text, label]} (or format: csv)."
         )
     return ""

@@ -17,6 +17,7 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 
 STDIN = "-"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def open_binary(path: str):
@@ -26,7 +27,14 @@ def open_binary(path: str):
     if Path(path).is_dir():
         raise BertkitError(f"{path} is a folder; give a file (or a format that reads folders)")
     try:
-        return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+        if path.endswith(".gz"):
+            return gzip.open(path, "rb")
+        handle = open(path, "rb")
+        if handle.read(2) != GZIP_MAGIC:
+            handle.seek(0)
+            return handle
+        handle.close()  # gzip data under a name that does not say so (`train`, `train.dat`)
+        return gzip.open(path, "rb")
     except FileNotFoundError:
         raise BertkitError(f"data file not found: {path}") from None
     except OSError as err:

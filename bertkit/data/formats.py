@@ -48,6 +48,15 @@ class Layout:
 PLAIN = Layout()
 
 
+def told_by(path: str) -> str:
+    """What decided a file's format when none was given: `its name`, or `its content` (for
+    messages that name the format assumed)."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return "its name" if suffixes and suffixes[-1] in EXTENSIONS else "its content"
+
+
 def detect_format(path: str, explicit: str | None = None) -> str:
     if not path:
         raise BertkitError("an empty path: give a file (or - for standard input)")

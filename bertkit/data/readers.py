@@ -145,10 +145,16 @@ def class_files_records(
 ) -> Iterator[tuple[str, dict]]:
     """One file per class, one example per line (`files: {positive: rt-polarity.pos, ...}`)."""
     for label, path in files.items():  # all checked before any is read
+        if Path(path).is_dir():
+            raise BertkitError(f"{path} is a folder; the file of class '{label}' must be a file, one example a line")
         if not Path(path).is_file():
             raise BertkitError(f"data file not found: {path} (the file of class '{label}')")
     for label, path in files.items():
-        yield from _read_lines(path, text_column, False, encoding, {label_column: label})
+        found = 0
+        for found, located in enumerate(_read_lines(path, text_column, False, encoding, {label_column: label}), 1):
+            yield located
+        if not found:  # a class would silently vanish from the data
+            raise BertkitError(f"{path}: no examples in this file (the file of class '{label}'); it is empty or blank")
 
 
 def count_records(path: str, fmt: str | None = None, keep_blank: bool = False, layout: Layout = PLAIN) -> int | None:

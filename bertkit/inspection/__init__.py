@@ -55,9 +55,13 @@ def inspect_run(cfg) -> dict:
         tokenizer = _tokenizer(cfg, report)
         if tokenizer is not None:
             _tokens(report, views, tokenizer, cfg)
-            checks, warnings = task.inspect_checks(ds, tokenizer, info, cfg)
-            report["checks"] = checks
-            report["warnings"] += warnings
+            try:
+                checks, warnings = task.inspect_checks(ds, tokenizer, info, cfg)
+            except BertkitError as err:  # what `prepare` would refuse (a label training never saw)
+                report["errors"].append(str(err))
+            else:
+                report["checks"] = checks
+                report["warnings"] += warnings
     return _verdict(report)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from bertkit import tokenization
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
+from bertkit.text_columns import quoted_fields
 
 
 def encode_texts(tokenizer, split, info: dict) -> dict:
@@ -53,7 +54,18 @@ def text_of(record: dict, column: str, number: int, option: str = "--text-column
         from bertkit.data.readers import kind_hint
 
         raise BertkitError(
-            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set {option}."
+            f"{place_of(record, number)}: no {quoted_fields(column)} field (fields: {', '.join(record)}); set {option}."
             + kind_hint(record)
+            + _data_as_header(record)
         )
     return text_value(record[column], place_of(record, number), column)
+
+
+def _data_as_header(record: dict) -> str:
+    """A CSV / TSV input without a header row, read as if its first row were one."""
+    if any(name.strip().replace(".", "").replace("-", "").isdigit() or len(name.split()) > 4 for name in record):
+        return (
+            " Its first row looks like data, not a header: if the file has none, name its columns in order with "
+            "--columns, e.g. --columns label,title,description."
+        )
+    return ""

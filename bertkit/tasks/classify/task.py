@@ -226,6 +226,13 @@ class ClassifyTask(Task):
             view.labels = split_multi(data_mod.column(split, cfg.data.label_column), cfg.data.label_separator)
         return view
 
+    def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+        """Every split's labels encoded as `prepare` will: a label of validation or test that the
+        training data (or data.labels) does not have stops training, so it stops `inspect` too."""
+        for role, split in ds.items():
+            self.encode_labels(split[info["label_column"]], info, data_mod.places(split, role))
+        return {}, []
+
     # ------------------------------------------------------------ inference
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:

@@ -24,7 +24,7 @@ def ner_format(source: DataSource) -> str:
     """The format of an NER file. Where the extension does not say it all (`.txt`, `.tsv`, `.dat`,
     none), a file of CoNLL columns is read as CoNLL, and the log says so and why; a file that is
     plain text lines (no tags to learn from) is an error naming the format assumed."""
-    from bertkit.data.formats import detect_format
+    from bertkit.data.formats import detect_format, told_by
     from bertkit.data.sniffing import looks_like_conll
 
     fmt = detect_format(source.path, source.format)
@@ -35,7 +35,8 @@ def ner_format(source: DataSource) -> str:
             return "conll"
         if fmt == "text":
             raise BertkitError(
-                f"{source.path}: read as plain text lines (from its name), which hold no tags or entities for NER. "
+                f"{source.path}: read as plain text lines (from {told_by(source.path)}), which hold no tags or "
+                "entities for NER. "
                 "If it is CoNLL (a token and its tag on each line), its last column holds no tags that bertkit "
                 "recognises: set `format: conll` on the source and ner.tag_column; for entity spans use JSON lines"
             )
