@@ -429,7 +429,9 @@ def test_utf_8_sig_is_an_encoding_that_reads_by_lines(tmp_path):
     pos, neg = tmp_path / "pos.txt", tmp_path / "neg.txt"
     pos.write_bytes("good caf\u00e9\n".encode("utf-8-sig") + "".join(f"good {i}\n" for i in range(9)).encode())
     neg.write_bytes("".join(f"bad {i}\n" for i in range(10)).encode())
-    _, ds = splits_of(tmp_path, f"data:\n  train: {{files: {{positive: {pos}, negative: {neg}}}}}\n  encoding: utf-8-sig\n")
+    _, ds = splits_of(
+        tmp_path, f"data:\n  train: {{files: {{positive: {pos}, negative: {neg}}}}}\n  encoding: utf-8-sig\n"
+    )
     texts = list(ds["train"]["text"]) + list(ds["validation"]["text"])
     assert "good caf\u00e9" in texts and not any("\ufeff" in t for t in texts)
 
@@ -440,7 +442,9 @@ def test_a_class_file_that_is_empty_or_a_folder_is_named(tmp_path, problem, mess
     other = tmp_path / "other"
     other.mkdir() if problem == "folder" else other.write_text("\n  \n")
     with pytest.raises(BertkitError) as err:
-        splits_of(tmp_path, f"data:\n  train:\n    files: {{positive: {pos}, negative: {other}}}\n  encoding: latin-1\n")
+        splits_of(
+            tmp_path, f"data:\n  train:\n    files: {{positive: {pos}, negative: {other}}}\n  encoding: latin-1\n"
+        )
     assert message in str(err.value) and "the file of class 'negative'" in str(err.value)
 
 

@@ -151,7 +151,8 @@ def class_files_records(
             raise BertkitError(f"data file not found: {path} (the file of class '{label}')")
     for label, path in files.items():
         found = 0
-        for found, located in enumerate(_read_lines(path, text_column, False, encoding, {label_column: label}), 1):
+        for located in _read_lines(path, text_column, False, encoding, {label_column: label}):
+            found += 1
             yield located
         if not found:  # a class would silently vanish from the data
             raise BertkitError(f"{path}: no examples in this file (the file of class '{label}'); it is empty or blank")
