@@ -226,6 +226,7 @@ def _segments(tokenizer, model, config) -> None:
     takes_types = "token_type_ids" in inspect.signature(model.forward).parameters
     if not japanese.is_japanese(tokenizer) and (not takes_types or (_get(config, "type_vocab_size") or 0) < 2):
         tokenizer.model_input_names = ["input_ids", "attention_mask"]
+        tokenizer.init_kwargs["model_input_names"] = tokenizer.model_input_names  # saved with it
 
 
 def _random_model(config, name: str, seed: int):

@@ -44,9 +44,7 @@ def tiny(
 
     shape = Shape(layers, hidden, heads, intermediate)
     with status(f"building a tiny model from {source}"):
-        built = build_tiny(
-            source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite
-        )
+        built = build_tiny(source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite)
     console.print(f"[green]tiny {built.family} model ({built.architecture}) written to[/green] {built.path}")
     rows = [
         ("from", built.source),
