@@ -36,9 +36,11 @@ def tiny(
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights: the same seed, the same model."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a tiny model bertkit wrote there before."),
 ) -> None:
-    """A randomly initialised model of the same family as --from (BERT, RoBERTa, DistilBERT,
-    ELECTRA, ...), a few layers deep, with --from's tokenizer or a vocabulary learnt with
-    --vocab-from. Only the config and tokenizer of --from are read, never its weights."""
+    """A tiny random model of the same family as --from, for smoke tests.
+
+    BERT, RoBERTa, DistilBERT, ELECTRA, ...: a few layers deep, with --from's tokenizer, or a
+    vocabulary learnt with --vocab-from. Only the config and tokenizer of --from are read, never
+    its weights."""
     from bertkit.progress import console, status
     from bertkit.tiny_models import Shape, build_tiny
 
