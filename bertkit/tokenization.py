@@ -30,6 +30,14 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
         tokenizer = models.from_pretrained(AutoTokenizer, source, trust_remote_code, revision=revision)
     except BertkitError as err:
         raise BertkitError(str(err).replace("cannot load the model", "cannot load the tokenizer")) from None
+    if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
+        # transformers 5 makes an empty tokenizer of the config's family when a Hub model has no
+        # tokenizer files (in the cache, or at all): every word would become nothing or [UNK]
+        raise BertkitError(
+            f"{name} has no tokenizer files: the tokenizer made from it knows only its special tokens "
+            f"({', '.join(tokenizer.all_special_tokens)}), so every word would be lost. Use a model that "
+            "has its tokenizer (download it while online), or set model.tokenizer."
+        )
     return japanese.with_token_types(tokenizer)
 
 

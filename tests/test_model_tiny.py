@@ -4,8 +4,12 @@ learnt vocabulary, that transformers' Auto classes load and bertkit trains on.""
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 
 import pytest
+from conftest import ROOT
 from tiny import sentence
 
 TEXTS = [
@@ -157,7 +161,6 @@ def test_other_families_from_a_config(cli, tiny_model, tmp_path, family):
 def ja_source(tmp_path_factory):
     pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
-    from conftest import ROOT
     from tiny import build_tiny_japanese_bert
 
     texts = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
@@ -179,8 +182,6 @@ def test_japanese_tokenizer_is_saved_as_is(cli, ja_source, tmp_path):
 
 
 def test_japanese_learnt_vocabulary_keeps_mecab(cli, ja_source, tmp_path):
-    from conftest import ROOT
-
     from bertkit.tokenization import load_tokenizer
 
     out = tmp_path / "ja-small"
@@ -217,6 +218,49 @@ def test_uncached_hub_id_offline_is_a_clear_error(cli, tmp_path, monkeypatch):
     assert code == 2
     assert "offline mode is on" in err and "no-such-org/no-such-bert" in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def hub_cache(root, repo, source, files):
+    """A Hugging Face cache holding `files` of `source` as the snapshot of Hub id `repo`."""
+    owner, name = repo.split("/")
+    folder = root / f"models--{owner}--{name}"
+    snapshot = folder / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text("0" * 40)
+    for file in files:
+        shutil.copy(source / file, snapshot / file)
+    return root
+
+
+def run_offline(cache, *args):
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "bertkit", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+
+
+def test_a_hub_id_needs_only_config_and_tokenizer(roberta_source, tmp_path):
+    files = ["config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"]
+    cache = hub_cache(tmp_path / "hub", "acme/roberta-src", roberta_source, files)  # no weights at all
+    done = run_offline(cache, "model", "tiny", "--from", "acme/roberta-src", "-o", tmp_path / "tiny")
+    assert done.returncode == 0, done.stderr
+    model, tokenizer = load(tmp_path / "tiny")
+    from transformers import AutoTokenizer
+
+    assert type(model).__name__ == "RobertaModel" and len(tokenizer) == len(
+        AutoTokenizer.from_pretrained(roberta_source)
+    )
+
+
+def test_a_hub_id_without_tokenizer_files_is_refused(roberta_source, tmp_path):
+    """transformers 5 makes an empty tokenizer (special tokens only) of a Hub model without
+    tokenizer files: `tokenize` printed `(0 tokens)` for any text, and `model tiny` saved it."""
+    cache = hub_cache(tmp_path / "hub", "acme/no-tok", roberta_source, ["config.json"])
+    done = run_offline(cache, "model", "tiny", "--from", "acme/no-tok", "-o", tmp_path / "tiny")
+    assert done.returncode == 2 and "has no tokenizer files" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "tiny").exists()
+    done = run_offline(cache, "tokenize", "-m", "acme/no-tok", "hello world")
+    assert done.returncode == 2 and "has no tokenizer files" in done.stderr
 
 
 @pytest.mark.parametrize(
