@@ -39,6 +39,14 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
             f"{name}: its tokenizer files{files} are damaged or incomplete ({reason}). Copy them again from the "
             "original model."
         ) from None
+    if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
+        # transformers 5 makes an empty tokenizer of the config's family when a Hub model has no
+        # tokenizer files (in the cache, or at all): every word would become nothing or [UNK]
+        raise BertkitError(
+            f"{name} has no tokenizer files: the tokenizer made from it knows only its special tokens "
+            f"({', '.join(tokenizer.all_special_tokens)}), so every word would be lost. Use a model that "
+            "has its tokenizer (download it while online), or set model.tokenizer."
+        )
     return japanese.with_token_types(tokenizer)
 
 

@@ -17,6 +17,7 @@ from bertkit.cli import (
     evaluate,
     info,
     inspect,
+    model,
     predict,
     search,
     similarity,
@@ -39,6 +40,7 @@ app = typer.Typer(
 app.add_typer(train.train_app, name="train")
 app.add_typer(config.config_app, name="config")
 app.add_typer(tokenizer.tokenizer_app, name="tokenizer")
+app.add_typer(model.model_app, name="model")
 # in the order `bertkit --help` lists them
 app.command()(predict.predict)
 app.command()(evaluate.evaluate)

@@ -1,0 +1,62 @@
+"""`bertkit model tiny`: a tiny random model of a given model's family, for smoke tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bertkit.cli.options import TextColumnOption
+
+model_app = typer.Typer(help="Build models: a tiny random one for smoke tests in CI.", no_args_is_help=True)
+
+
+@model_app.command("tiny")
+def tiny(
+    source: str = typer.Option(
+        ..., "--from", help="The model whose family and tokenizer to take: a local directory or a Hub id."
+    ),
+    output: Path = typer.Option(..., "--output", "-o", help="The model directory to write."),
+    layers: int = typer.Option(2, "--layers", help="Transformer layers."),
+    hidden: int = typer.Option(64, "--hidden", help="Hidden size (a multiple of --heads)."),
+    heads: int = typer.Option(2, "--heads", help="Attention heads."),
+    intermediate: int | None = typer.Option(
+        None, "--intermediate", help="Feed-forward width.  [default: 4 x --hidden]", show_default=False
+    ),
+    vocab_from: list[str] = typer.Option(
+        [], "--vocab-from", help="Learn a small WordPiece vocabulary from these texts instead; repeatable."
+    ),
+    vocab_size: int | None = typer.Option(
+        None, "--vocab-size", min=16, help="Entries in the learnt vocabulary (with --vocab-from)."
+    ),
+    text_column: str = TextColumnOption,
+    min_frequency: int = typer.Option(
+        2, "--min-frequency", min=1, help="With --vocab-from: drop pieces seen fewer times than this."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights: the same seed, the same model."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a tiny model bertkit wrote there before."),
+) -> None:
+    """A tiny random model of the same family as --from, for smoke tests.
+
+    BERT, RoBERTa, DistilBERT, ELECTRA, ...: a few layers deep, with --from's tokenizer, or a
+    vocabulary learnt with --vocab-from. Only the config and tokenizer of --from are read, never
+    its weights."""
+    from bertkit.progress import console, status
+    from bertkit.tiny_models import Shape, build_tiny
+
+    shape = Shape(layers, hidden, heads, intermediate)
+    with status(f"building a tiny model from {source}"):
+        built = build_tiny(source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite)
+    console.print(f"[green]tiny {built.family} model ({built.architecture}) written to[/green] {built.path}")
+    rows = [
+        ("from", built.source),
+        ("layers", built.layers),
+        ("hidden", built.hidden),
+        ("heads", built.heads),
+        ("intermediate", built.intermediate if built.intermediate is not None else "as the family sets it"),
+        ("positions", built.positions if built.positions is not None else "unbounded"),
+        ("vocabulary", f"{built.vocab_size:,} ({built.tokenizer}, {built.vocabulary})"),
+        ("parameters", f"{built.parameters:,}"),
+    ]
+    for key, value in rows:
+        typer.echo(f"{key:13} {value}")
