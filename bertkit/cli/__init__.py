@@ -21,6 +21,7 @@ from bertkit.cli import (
     predict,
     search,
     similarity,
+    smoke,
     tokenize,
     tokenizer,
     train,
@@ -50,6 +51,7 @@ app.command()(search.search)
 app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)
+app.command()(smoke.smoke)
 
 
 def _show_version(value: bool) -> None:

@@ -30,6 +30,9 @@ def evaluate(
         None, "--label-column", help="Label field (default: the one the model was trained on)."
     ),
     columns: str | None = ColumnsOption,
+    max_samples: int | None = typer.Option(
+        None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
+    ),
     encoding: str = EncodingOption,
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
@@ -54,6 +57,7 @@ def evaluate(
             data_format=data_format,
             columns=column_names(columns),
             encoding=encoding_name(encoding),
+            max_samples=max_samples,
         ),
     )
     from rich.console import Console

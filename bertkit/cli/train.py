@@ -21,7 +21,20 @@ def _register_train_command(task: str, summary: str) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
         resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run from its last checkpoint."),
         trust_remote_code: bool = TrustOption,
+        smoke: bool = typer.Option(
+            False,
+            "--smoke",
+            help="Check the config in seconds: a few steps on a tiny model of the same family and a small "
+            "sample of the data, in a temporary folder (writes nothing to output_dir). `bertkit smoke` does "
+            "the whole round trip.",
+        ),
     ) -> None:
+        if smoke:
+            from bertkit.cli.smoke import run_and_report
+
+            extra = ["model.trust_remote_code=true"] if trust_remote_code else []
+            run_and_report(config, [*(set_ or []), *extra], task, None, stages=("read", "train"))
+            return
         train(task, config, set_, output_dir, overwrite, resume, trust_remote_code)
 
     train_app.command(task, help=summary)(command)

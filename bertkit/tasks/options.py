@@ -72,6 +72,17 @@ class EvaluateOptions(ModelOptions):
 
     label_column: str | None = None
     data_format: str | None = None  # None: from the file's extension
+    max_samples: int | None = None  # score a seeded sample of at most this many examples (None: all)
+
+    def sampled(self, items):
+        """`items` (a list or a `datasets.Dataset`), or a seeded sample of `max_samples` of them in
+        their file order."""
+        if self.max_samples is None or len(items) <= self.max_samples:
+            return items
+        import random
+
+        chosen = sorted(random.Random(0).sample(range(len(items)), self.max_samples))
+        return items.select(chosen) if hasattr(items, "select") else [items[i] for i in chosen]
 
     def source(self, path: str):
         """The labelled file as a data source, with its format and layout."""

@@ -243,6 +243,7 @@ class ClassifyTask(Task):
         text_column = info.get("text_column") or "text"
         label_column = info.get("label_column") or "label"
         ds = data_mod.load_source(options.source(data), text_column, label_column, options.text_join(info))
+        ds = options.sampled(ds)
         columns = {
             "text_column": text_column,
             "text_pair_column": info.get("text_pair_column"),

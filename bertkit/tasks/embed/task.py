@@ -129,7 +129,7 @@ class EmbedTask(Task):
         """The validation metrics of an embed bundle on a pairs file."""
         info = {**info, **options.column_options()}
         source = options.source(data)
-        ds = data_mod.load_source(source, info["text_column"], info.get("label_column") or "label")
+        ds = options.sampled(data_mod.load_source(source, info["text_column"], info.get("label_column") or "label"))
         data_mod.require_columns(
             ds,
             {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]},

@@ -163,7 +163,7 @@ class MlmTask(Task):
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Perplexity of `model` on a text file, masked the way the bundle was validated."""
         source = options.source(data)
-        texts = list(load_corpus(source, options.text_column or "text")["text"])
+        texts = options.sampled(list(load_corpus(source, options.text_column or "text")["text"]))
         info = _complete(info, model)
         rows = examples(tokenizer, texts, info, data)
         columns = {key: [row[key] for row in rows] for key in rows[0]}

@@ -157,7 +157,7 @@ class NerTask(Task):
 
         ner = NerConfig.model_validate(info.get("ner") or {})
         source = options.source(data)
-        records = read_examples(source, ner, info.get("text_column") or "text", "evaluation")
+        records = options.sampled(read_examples(source, ner, info.get("text_column") or "text", "evaluation"))
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:
             scheme = scheme_of(split["tags"], data) if ner.scheme == "auto" else ner.scheme

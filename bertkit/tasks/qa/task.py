@@ -109,7 +109,7 @@ class QaTask(Task):
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         info = _complete(info)
         source = options.source(data)
-        records = read_examples(source, QaConfig.model_validate(info.get("qa") or {}), data)
+        records = options.sampled(read_examples(source, QaConfig.model_validate(info.get("qa") or {}), data))
         if not info["version_2"]:
             warn_unanswerable(data, unanswerable_ids(records))
         questions, contexts = [r["question"] for r in records], [r["context"] for r in records]

@@ -1,0 +1,53 @@
+"""`bertkit smoke`: a config's whole round trip on a tiny model, in seconds, for CI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bertkit.cli.options import ConfigOption, SetOption
+
+
+def smoke(
+    config: Path = ConfigOption,
+    sets: list[str] | None = SetOption,
+    junit: Path | None = typer.Option(None, "--junit", help="Also write a JUnit XML report (one case per stage)."),
+) -> None:
+    """Smoke-test a config: read, train a few steps, evaluate, predict and reload on a tiny model of
+    the same family and a small sample of the data, in a temporary folder. Exit code 2 (and the
+    stage's message) on anything the real run would fail on. It does not measure quality."""
+    run_and_report(config, sets or [], None, junit)
+
+
+def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path | None, stages=None) -> None:
+    """Run the smoke stages, print a table of them, write the JUnit report; a failure exits 2."""
+    from rich.table import Table
+
+    from bertkit import smoke as smoke_lib
+    from bertkit.progress import console
+
+    if junit is not None:
+        from bertkit.outputs import check_output_file
+
+        check_output_file(str(junit), str(config), example="smoke.xml")
+    failure = None
+    try:
+        done = smoke_lib.run_smoke(config, sets, task, stages or smoke_lib.STAGES)
+    except smoke_lib.SmokeFailed as err:
+        done, failure = err.stages, err
+    table = Table(title=f"bertkit smoke: {config}", title_justify="left")
+    for column in ("stage", "result", "seconds", "detail"):
+        table.add_column(column)
+    colour = {"passed": "green", "failed": "red", "skipped": "yellow"}
+    for stage in done:
+        shown = stage.detail if stage.status != "failed" else stage.detail.splitlines()[0][:100]
+        table.add_row(stage.name, f"[{colour[stage.status]}]{stage.status}[/]", f"{stage.seconds:.1f}", shown)
+    console.print(table)
+    if junit is not None:
+        from bertkit.outputs import atomic_text
+
+        with atomic_text(str(junit)) as handle:
+            handle.write(smoke_lib.junit_xml(done, config))
+    if failure is not None:
+        raise failure

@@ -1,0 +1,245 @@
+"""Smoke runs: a user's own config, end to end in seconds, on a tiny model.
+
+The config is read as `bertkit train` reads it, with the model replaced by a tiny random one of
+the same family (`tiny_models.build_tiny`: the model's config and tokenizer, never its weights), a
+seeded sample of each split, and a few steps, all in a temporary folder: nothing is written to the
+config's `output_dir`. Every stage takes the path the real run would take (readers, columns,
+labels, windows, metrics, the bundle), so what would stop the real run stops the smoke run, with
+the same message. It does not measure quality.
+
+Stages: read (the config, the tiny model, the splits as training reads them), train, evaluate (the
+bundle on a sample of the test or validation file, through `bertkit evaluate`), predict (a few
+records of that file through `bertkit predict`'s reader), reload (the bundle opened again, as
+`predict` and `transformers.AutoModel*` would) and export (skipped: this version has no export).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+STAGES = ("read", "train", "evaluate", "predict", "reload", "export")
+TRAIN_SAMPLES, EVAL_SAMPLES, PREDICT_RECORDS, STEPS = 32, 16, 4, 2
+
+
+@dataclass
+class Stage:
+    name: str
+    status: str = "skipped"  # passed, failed or skipped
+    seconds: float = 0.0
+    detail: str = ""
+
+
+class SmokeFailed(BertkitError):
+    """A stage failed: the message is the stage's, the stages say how far the run got."""
+
+    def __init__(self, message: str, stages: list[Stage]):
+        super().__init__(message)
+        self.stages = stages
+
+
+def smoke_overrides(cfg, tiny: Path | None, folder: Path) -> list[str]:
+    """The `--set`s that turn `cfg` into its smoke run."""
+    sets = [
+        f"data.max_train_samples={TRAIN_SAMPLES}",
+        f"data.max_eval_samples={EVAL_SAMPLES}",
+        f"train.max_steps={STEPS}",
+        f"train.batch_size={min(cfg.train.batch_size, 8)}",
+        f"train.eval_batch_size={EVAL_SAMPLES}",
+        "train.gradient_accumulation_steps=1",
+        "train.logging_steps=1",
+        "train.eval_steps=1",
+        "train.early_stopping_patience=null",
+        "train.report_to=[]",
+        "train.dataloader_workers=0",
+        f"output_dir={folder / 'bundle'}",
+    ]
+    if tiny is not None:
+        sets.append(f"model.name={tiny}")
+    else:  # a model pre-trained from scratch: the same recipe, small
+        sets += [
+            "mlm.hidden_size=64",
+            "mlm.num_layers=2",
+            "mlm.num_heads=2",
+            "mlm.intermediate_size=128",
+            f"mlm.vocab_size={min(cfg.mlm.vocab_size, 400)}",
+        ]
+    return sets
+
+
+def run_smoke(
+    config: Path, sets: list[str] | None = None, task: str | None = None, stages: tuple[str, ...] = STAGES
+) -> list[Stage]:
+    """The smoke run of `config` (see the module); raises `SmokeFailed` at the first failing stage."""
+    done = [Stage(name) for name in STAGES]
+    by_name = {stage.name: stage for stage in done}
+    with tempfile.TemporaryDirectory(prefix="bertkit-smoke-") as scratch:
+        folder = Path(scratch)
+        state: dict = {}
+        for name in STAGES:
+            stage = by_name[name]
+            if name not in stages:
+                stage.detail = "not asked for"
+                continue
+            started = time.perf_counter()
+            try:
+                stage.detail = STEPS_OF[name](config, sets or [], task, folder, state)
+                stage.status = "passed" if stage.detail is not None else "skipped"
+                stage.detail = stage.detail or SKIPPED.get(name, "")
+            except BertkitError as err:
+                stage.status, stage.detail = "failed", str(err)
+                stage.seconds = round(time.perf_counter() - started, 2)
+                raise SmokeFailed(f"smoke stage '{name}' failed: {err}", done) from None
+            stage.seconds = round(time.perf_counter() - started, 2)
+    return done
+
+
+SKIPPED = {"export": "no `bertkit export` in this version"}
+
+
+def _read(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
+    from bertkit.config import load_config
+    from bertkit.tasks import get_task
+    from bertkit.tiny_models import build_tiny
+
+    cfg = load_config(config, sets, task=task)
+    job = get_task(cfg.task)
+    tiny = None
+    if not job.starts_from_scratch(cfg):
+        built = build_tiny(cfg.model.name, folder / "tiny")
+        tiny = built.path
+        if cfg.model.max_length > (built.positions or cfg.model.max_length):
+            sets = [*sets, f"model.max_length={built.positions}"]
+    smoke_cfg = load_config(config, [*sets, *smoke_overrides(cfg, tiny, folder)], task=task)
+    splits = job.load(smoke_cfg)
+    job.setup(splits, smoke_cfg)
+    state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
+    sizes = ", ".join(f"{role} {len(split)}" for role, split in splits.items())
+    origin = f"a tiny model of {cfg.model.name}" if tiny else "pre-trained from scratch, small"
+    return f"{cfg.task}, {origin}; {sizes}"
+
+
+def _train(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
+    from bertkit import training
+
+    final, scores = training.train(state["smoke_cfg"], protect=[config])
+    state["bundle"] = final
+    headline = {k: v for k, v in scores.items() if isinstance(v, float)}
+    shown = ", ".join(f"{k} {v:.3g}" for k, v in list(headline.items())[:2])
+    return f"{STEPS} steps{'; ' + shown if shown else ''}"
+
+
+def _scored_source(cfg):
+    """The split `evaluate` and `predict` read: test, else validation, when it is one local file."""
+    for role in ("test", "validation", "train"):
+        source = getattr(cfg.data, role)
+        if source is not None and source.path and not source.hub:
+            return role, source
+    return None, None
+
+
+def _evaluate(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str | None:
+    from bertkit.evaluation import evaluate_file
+    from bertkit.tasks.options import EvaluateOptions
+
+    role, source = _scored_source(state["cfg"])
+    if source is None:
+        return None
+    options = EvaluateOptions(
+        data_format=source.format,
+        columns=tuple(source.columns) if source.columns else None,
+        encoding=source.encoding or "utf-8",
+        max_samples=EVAL_SAMPLES,
+    )
+    scores, _ = evaluate_file(str(state["bundle"]), source.path, str(folder / "evaluation"), options=options)
+    return f"{role} data, {EVAL_SAMPLES} examples"
+
+
+def _predict(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str | None:
+    from itertools import islice
+
+    from bertkit.data.formats import Layout, detect_format
+    from bertkit.data.readers import located_records, placed
+    from bertkit.prediction import predict_file
+    from bertkit.tasks.options import PredictOptions
+
+    role, source = _scored_source(state["cfg"])
+    if source is None or source.path == "-":
+        return None
+    data = state["cfg"].data
+    fmt = detect_format(source.path, source.format)
+    layout = Layout.of(source)
+    located = located_records(
+        source.path, fmt, data.text_column, keep_blank=True, layout=layout, text_join=data.text_join
+    )
+    records = [placed(where, record) for where, record in islice(located, PREDICT_RECORDS)]
+    if state["cfg"].task == "mlm-adapt":
+        records = [_masked(record, data.text_column) for record in records]
+    options = PredictOptions(columns=layout.columns, encoding=layout.encoding)
+    count = predict_file(
+        str(state["bundle"]), source.path, str(folder / "predictions.jsonl"), records=records, options=options
+    )
+    return f"{count} records of the {role} data"
+
+
+def _masked(record, column: str):
+    """A fill-mask input: the record's second word masked (a text without [MASK] has nothing to fill)."""
+    words = str(record.get(column) or "").split()
+    if len(words) > 1:
+        words[1] = "[MASK]"
+        record[column] = " ".join(words)
+    return record
+
+
+def _reload(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
+    from bertkit.bundle import open_bundle
+
+    bundle = open_bundle(str(state["bundle"]))
+    bundle.load_tokenizer()
+    bundle.load_model(state["task"].auto_model, "cpu")
+    return f"{bundle.task} bundle loads ({state['task'].auto_model})"
+
+
+def _export(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> None:
+    return None
+
+
+STEPS_OF = {
+    "read": _read,
+    "train": _train,
+    "evaluate": _evaluate,
+    "predict": _predict,
+    "reload": _reload,
+    "export": _export,
+}
+
+
+def junit_xml(stages: list[Stage], config: Path) -> str:
+    """A JUnit report: one test case per stage, as CI systems show them."""
+    from xml.etree import ElementTree as ET
+
+    failures = sum(stage.status == "failed" for stage in stages)
+    skipped = sum(stage.status == "skipped" for stage in stages)
+    suite = ET.Element(
+        "testsuite",
+        name=f"bertkit smoke {config}",
+        tests=str(len(stages)),
+        failures=str(failures),
+        skipped=str(skipped),
+        time=f"{sum(stage.seconds for stage in stages):.2f}",
+    )
+    for stage in stages:
+        case = ET.SubElement(suite, "testcase", classname=f"bertkit.smoke.{Path(config).stem}", name=stage.name)
+        case.set("time", f"{stage.seconds:.2f}")
+        if stage.status == "failed":
+            ET.SubElement(case, "failure", message=stage.detail[:200]).text = stage.detail
+        elif stage.status == "skipped":
+            ET.SubElement(case, "skipped", message=stage.detail)
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

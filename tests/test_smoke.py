@@ -1,0 +1,156 @@
+"""`bertkit smoke` and `bertkit train TASK --smoke`: every shipped config with local data passes in
+seconds on a tiny model; a broken config of each kind fails with exit 2 and the real run's
+message; nothing is written to the config's output_dir; the JUnit report has a case per stage."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from checks import assert_refused
+
+pytestmark = pytest.mark.slow  # a smoke run trains (two steps)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+
+def shipped_configs() -> list[Path]:
+    return sorted(p for p in (ROOT / "configs").rglob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def japanese_model(tmp_path_factory):
+    """Stands in for outputs/ja/bert-small, the Japanese BERT that bench/ja_quality.py pre-trains."""
+    from tiny import build_tiny_japanese_bert
+
+    news = ROOT / "examples" / "ja" / "news" / "train.csv"
+    texts = [line.split(",")[0] for line in news.read_text(encoding="utf-8").splitlines()[1:]]
+    return build_tiny_japanese_bert(tmp_path_factory.mktemp("ja") / "bert", texts, vocab_size=300)
+
+
+def runnable(config: Path) -> str | None:
+    """Why a shipped config cannot be smoke-tested here, or None: its data must be local and present,
+    its model a local folder or the packaged MiniLM (the hub is out of reach); the Japanese configs'
+    own pre-trained model is stood in for."""
+    import yaml
+
+    raw = yaml.safe_load(config.read_text())
+    for role in ("train", "validation", "test"):
+        source = (raw.get("data") or {}).get(role)
+        if isinstance(source, dict) and "hub" in source:
+            return "its data comes from the Hub"
+        path = source if isinstance(source, str) else (source or {}).get("path")
+        if path and not (ROOT / path).exists():
+            return f"{path} is not here"
+    name = (raw.get("model") or {}).get("name", "")
+    if (raw.get("mlm") or {}).get("from_scratch"):
+        return None
+    if name != "sentence-transformers/all-MiniLM-L6-v2" and not (ROOT / name).exists() and name != JA_MODEL:
+        return f"its model {name} is not here"
+    return None
+
+
+JA_MODEL = "outputs/ja/bert-small"
+
+
+@pytest.mark.parametrize("config", shipped_configs(), ids=lambda p: str(p.relative_to(ROOT / "configs")))
+def test_every_shipped_config_smokes(cli, config, monkeypatch, tmp_path, request):
+    why = runnable(config)
+    if why:
+        pytest.skip(why)
+    sets = []
+    if JA_MODEL in config.read_text() and not (ROOT / JA_MODEL).exists():
+        sets = ["--set", f"model.name={request.getfixturevalue('japanese_model')}"]
+    import yaml
+
+    monkeypatch.chdir(ROOT)  # shipped configs name their data from the project root
+    output_dir = ROOT / yaml.safe_load(config.read_text())["output_dir"]
+    existed = output_dir.exists()
+    report = tmp_path / "smoke.xml"
+    code, _, err = cli("smoke", "-c", config, "--junit", report, *sets)
+    assert code == 0, err
+    cases = ET.parse(report).getroot().findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["read", "train", "evaluate", "predict", "reload", "export"]
+    assert [c.find("failure") for c in cases] == [None] * 6
+    assert output_dir.exists() == existed  # nothing written where the real run writes
+
+
+def classify_config(tmp_path, model, train_rows, test_rows=None, extra=""):
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"{t},{lab}\n" for t, lab in train_rows))
+    lines = f"  train: {train}\n"
+    if test_rows is not None:
+        test = tmp_path / "test.csv"
+        test.write_text("text,label\n" + "".join(f"{t},{lab}\n" for t, lab in test_rows))
+        lines += f"  test: {test}\n"
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {model}\n  max_length: 32\ndata:\n{lines}{extra}"
+        f"output_dir: {tmp_path / 'never'}\n"
+    )
+    return config
+
+
+ROWS = [(f"good film {i}", "pos") for i in range(20)] + [(f"bad film {i}", "neg") for i in range(20)]
+
+
+def test_train_smoke_writes_nothing_to_the_output_dir(cli, tmp_path, tiny_model):
+    config = classify_config(tmp_path, tiny_model, ROWS, ROWS[:6])
+    code, _, err = cli("train", "classify", "-c", config, "--smoke")
+    assert code == 0, err
+    said = " ".join(err.split())
+    assert "read │ passed" in said and "train │ passed" in said and "evaluate │ skipped" in said
+    assert not (tmp_path / "never").exists() and not (tmp_path / "never.partial").exists()
+
+
+@pytest.mark.parametrize(
+    "extra, test_rows, message",
+    [
+        ("  text_column: sentence\n", None, "no column 'sentence'"),
+        ("", [("good", "neutral"), ("bad", "neg")], "neutral"),
+        ("  txt_column: text\n", None, "txt_column"),
+    ],
+    ids=["missing column", "unknown test label", "bad key"],
+)
+def test_a_broken_classify_config_fails_like_the_real_run(cli, tmp_path, tiny_model, extra, test_rows, message):
+    config = classify_config(tmp_path, tiny_model, ROWS, test_rows, extra)
+    report = tmp_path / "smoke.xml"
+    code, _, err = cli("smoke", "-c", config, "--junit", report)
+    assert_refused(code, err, message)
+    if report.exists():  # a config that does not load fails before any stage, like `bertkit train`
+        failed = [c.get("name") for c in ET.parse(report).getroot().iter("testcase") if c.find("failure") is not None]
+        assert len(failed) == 1
+    real = cli("train", "classify", "-c", config)
+    assert real[0] == 2 and message in " ".join(real[2].split())
+
+
+def test_broken_ner_and_qa_configs_fail_with_exit_2(cli, tmp_path, tiny_model):
+    train = tmp_path / "ner.conll"
+    train.write_text("EU B-ORG\nrejects O\n\nPeter B-PER\nspoke O\n\n" * 10)
+    config = tmp_path / "ner.yaml"
+    config.write_text(f"task: ner\nmodel:\n  name: {tiny_model}\ndata:\n  train: {train}\nner:\n  tag_column: 5\n")
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "column 5 does not exist")
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(json.dumps({"question": "who ?", "context": "bob came"}) + "\n")
+    config = tmp_path / "qa.yaml"
+    config.write_text(f"task: qa\nmodel:\n  name: {tiny_model}\ndata:\n  train: {qa}\n")
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "answers")
+
+
+def test_japanese_smoke(cli, tmp_path):
+    from tiny import build_tiny_japanese_bert
+
+    examples = ROOT / "examples" / "ja"
+    texts = [line.split(",")[0] for line in (examples / "news" / "train.csv").read_text().splitlines()[1:]]
+    model = build_tiny_japanese_bert(tmp_path / "ja", texts, vocab_size=300)
+    config = tmp_path / "ja.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {model}\n  max_length: 64\n"
+        f"data:\n  train: {examples / 'news' / 'train.csv'}\n  test: {examples / 'news' / 'test.csv'}\n"
+    )
+    code, _, err = cli("smoke", "-c", config)
+    assert code == 0, err
+    assert "predict │ passed" in " ".join(err.split())
