@@ -32,7 +32,22 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class DataSource(Section):
+class LayoutChecks(Section):
+    """The checks of the keys that say how files are laid out (`columns`, `encoding`), shared by a
+    source and the data section that gives its defaults."""
+
+    @field_validator("columns", check_fields=False)
+    @classmethod
+    def _named_columns(cls, value: list[str] | None) -> list[str] | None:
+        return named_columns(value)
+
+    @field_validator("encoding", check_fields=False)
+    @classmethod
+    def _known_encoding(cls, value: str | None) -> str | None:
+        return known_encoding(value)
+
+
+class DataSource(LayoutChecks):
     """Where one split comes from: a local file or folder, one file per class, or a Hugging Face Hub
     data set; and how its files are laid out when the extension does not say it all."""
 
@@ -73,15 +88,6 @@ class DataSource(Section):
             raise ValueError("`files` is empty; map each label to its file, e.g. {positive: pos.txt}")
         return self
 
-    @field_validator("columns")
-    @classmethod
-    def _named_columns(cls, value: list[str] | None) -> list[str] | None:
-        return named_columns(value)
-
-    @field_validator("encoding")
-    @classmethod
-    def _known_encoding(cls, value: str | None) -> str | None:
-        return known_encoding(value)
 
     @field_validator("path")
     @classmethod
@@ -167,7 +173,7 @@ class ModelConfig(Section):
     )
 
 
-class DataConfig(Section):
+class DataConfig(LayoutChecks):
     train: DataSource | None = Field(None, description="training data: a file path or {hub: ...}")
     validation: DataSource | None = Field(None, description="validation data; split off from train when null")
     test: DataSource | None = Field(None, description="test data, scored once after training")
@@ -204,15 +210,6 @@ class DataConfig(Section):
             return joined_name(value)
         return value
 
-    @field_validator("columns")
-    @classmethod
-    def _named_columns(cls, value: list[str] | None) -> list[str] | None:
-        return named_columns(value)
-
-    @field_validator("encoding")
-    @classmethod
-    def _known_encoding(cls, value: str) -> str:
-        return known_encoding(value)
 
     @model_validator(mode="after")
     def _sources_take_the_layout(self) -> DataConfig:
