@@ -147,11 +147,11 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
     if not path.exists() and not path.is_symlink():
         return
     if path.is_file():
-        raise BertkitError(f"output directory {path} is a file; choose a directory name with --output-dir")
+        raise BertkitError(f"output directory {path} is a file; choose a directory name with -o")
     if not overwrite:
         raise BertkitError(
             f"output directory {path} already exists; pass --overwrite to replace it, "
-            "or choose another with --output-dir"
+            "or choose another with -o"
         )
     why = _refusal(path, protect, kind)
     if why:
