@@ -71,10 +71,10 @@ def smoke_overrides(cfg, tiny: Path | None, folder: Path) -> list[str]:
     return sets
 
 
-def run_smoke(
-    config: Path, sets: list[str] | None = None, task: str | None = None, stages: tuple[str, ...] = STAGES
-) -> list[Stage]:
-    """The smoke run of `config` (see the module); raises `SmokeFailed` at the first failing stage."""
+def run_smoke(load, config: Path, stages: tuple[str, ...] = STAGES) -> list[Stage]:
+    """The smoke run of the config at `config` (see the module); raises `SmokeFailed` at the first
+    failing stage. `load(extra_sets)` reads that config (as the command was asked to, plus the
+    given `--set`s): the command builds configs, this module only asks for them."""
     done = [Stage(name) for name in STAGES]
     by_name = {stage.name: stage for stage in done}
     with tempfile.TemporaryDirectory(prefix="bertkit-smoke-") as scratch:
@@ -87,7 +87,7 @@ def run_smoke(
                 continue
             started = time.perf_counter()
             try:
-                stage.detail = STEPS_OF[name](config, sets or [], task, folder, state)
+                stage.detail = STEPS_OF[name](load, config, folder, state)
                 stage.status = "passed" if stage.detail is not None else "skipped"
                 stage.detail = stage.detail or SKIPPED.get(name, "")
             except BertkitError as err:
@@ -101,12 +101,12 @@ def run_smoke(
 SKIPPED = {"export": "no `bertkit export` in this version"}
 
 
-def _read(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
-    from bertkit.config import load_config
+def _read(load, config: Path, folder: Path, state: dict) -> str:
     from bertkit.tasks import get_task
     from bertkit.tiny_models import build_tiny
 
-    cfg = load_config(config, sets, task=task)
+    cfg = load([])
+    sets: list[str] = []
     job = get_task(cfg.task)
     tiny = None
     if not job.starts_from_scratch(cfg):
@@ -114,7 +114,7 @@ def _read(config: Path, sets: list[str], task: str | None, folder: Path, state: 
         tiny = built.path
         if cfg.model.max_length > (built.positions or cfg.model.max_length):
             sets = [*sets, f"model.max_length={built.positions}"]
-    smoke_cfg = load_config(config, [*sets, *smoke_overrides(cfg, tiny, folder)], task=task)
+    smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder)])
     splits = job.load(smoke_cfg)
     job.setup(splits, smoke_cfg)
     state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
@@ -123,7 +123,7 @@ def _read(config: Path, sets: list[str], task: str | None, folder: Path, state: 
     return f"{cfg.task}, {origin}; {sizes}"
 
 
-def _train(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
+def _train(load, config: Path, folder: Path, state: dict) -> str:
     from bertkit import training
 
     final, scores = training.train(state["smoke_cfg"], protect=[config])
@@ -142,7 +142,7 @@ def _scored_source(cfg):
     return None, None
 
 
-def _evaluate(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str | None:
+def _evaluate(load, config: Path, folder: Path, state: dict) -> str | None:
     from bertkit.evaluation import evaluate_file
     from bertkit.tasks.options import EvaluateOptions
 
@@ -159,7 +159,7 @@ def _evaluate(config: Path, sets: list[str], task: str | None, folder: Path, sta
     return f"{role} data, {EVAL_SAMPLES} examples"
 
 
-def _predict(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str | None:
+def _predict(load, config: Path, folder: Path, state: dict) -> str | None:
     from itertools import islice
 
     from bertkit.data.formats import Layout, detect_format
@@ -195,7 +195,7 @@ def _masked(record, column: str):
     return record
 
 
-def _reload(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> str:
+def _reload(load, config: Path, folder: Path, state: dict) -> str:
     from bertkit.bundle import open_bundle
 
     bundle = open_bundle(str(state["bundle"]))
@@ -204,7 +204,7 @@ def _reload(config: Path, sets: list[str], task: str | None, folder: Path, state
     return f"{bundle.task} bundle loads ({state['task'].auto_model})"
 
 
-def _export(config: Path, sets: list[str], task: str | None, folder: Path, state: dict) -> None:
+def _export(load, config: Path, folder: Path, state: dict) -> None:
     return None
 
 

@@ -25,6 +25,7 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
     from rich.table import Table
 
     from bertkit import smoke as smoke_lib
+    from bertkit.config import load_config
     from bertkit.progress import console
 
     if junit is not None:
@@ -33,7 +34,9 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
         check_output_file(str(junit), str(config), example="smoke.xml")
     failure = None
     try:
-        done = smoke_lib.run_smoke(config, sets, task, stages or smoke_lib.STAGES)
+        done = smoke_lib.run_smoke(
+            lambda extra: load_config(config, [*sets, *extra], task=task), config, stages or smoke_lib.STAGES
+        )
     except smoke_lib.SmokeFailed as err:
         done, failure = err.stages, err
     table = Table(title=f"bertkit smoke: {config}", title_justify="left")
