@@ -367,7 +367,8 @@ def test_missing_or_damaged_inputs_are_clear_errors(cli, tmp_path, classify_bund
     fake.write_bytes(b"not gzip at all")
     for command in ("predict", "embed"):
         for source, needle in ((tmp_path / "missing.txt", "not found"), (fake, "Not a gzipped file")):
-            code, _, err = cli(command, "-m", classify_bundle, "-i", source, "-o", tmp_path / "out.npy")
+            out = tmp_path / ("out.npy" if command == "embed" else "out.jsonl")  # predict refuses .npy itself
+            code, _, err = cli(command, "-m", classify_bundle, "-i", source, "-o", out)
             assert_refused(code, err, needle)
     surrogate = tmp_path / "bad.jsonl"
     surrogate.write_text('{"text": "fine"}\n{"text": "half \\ud800 a pair"}\n')
