@@ -129,13 +129,15 @@ def test_broken_ner_and_qa_configs_fail_with_exit_2(cli, tmp_path, tiny_model):
     train = tmp_path / "ner.conll"
     train.write_text("EU B-ORG\nrejects O\n\nPeter B-PER\nspoke O\n\n" * 10)
     config = tmp_path / "ner.yaml"
-    config.write_text(f"task: ner\nmodel:\n  name: {tiny_model}\ndata:\n  train: {train}\nner:\n  tag_column: 5\n")
+    config.write_text(
+        f"task: ner\nmodel:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {train}\nner:\n  tag_column: 5\n"
+    )
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "column 5 does not exist")
     qa = tmp_path / "qa.jsonl"
     qa.write_text(json.dumps({"question": "who ?", "context": "bob came"}) + "\n")
     config = tmp_path / "qa.yaml"
-    config.write_text(f"task: qa\nmodel:\n  name: {tiny_model}\ndata:\n  train: {qa}\n")
+    config.write_text(f"task: qa\nmodel:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {qa}\n")
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "answers")
 
@@ -154,3 +156,49 @@ def test_japanese_smoke(cli, tmp_path):
     code, _, err = cli("smoke", "-c", config)
     assert code == 0, err
     assert "predict │ passed" in " ".join(err.split())
+
+
+MANY = [(f"good film {i}", "pos") for i in range(50)] + [(f"bad film {i}", "neg") for i in range(50)]
+
+
+def test_labels_come_from_the_whole_data_not_the_sample(cli, tmp_path, tiny_model):
+    """A label only in the last training row is known (the real run knows it), and a label of the
+    test data that training never has stops the smoke run even outside the 16 sampled rows."""
+    train = [*MANY, ("so so film", "meh")]
+    test = [*MANY[:20], *MANY[50:69], ("so so", "meh")]
+    code, _, err = cli("smoke", "-c", classify_config(tmp_path, tiny_model, train, test))
+    assert code == 0, err
+    rows = [*MANY[:39]]
+    rows.insert(33, ("odd film", "ugly"))
+    config = classify_config(tmp_path, tiny_model, MANY, rows)
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "test.csv:35: label 'ugly' does not occur in the training data")
+    assert "stage 'read' failed" in " ".join(err.split())
+
+
+def test_a_max_length_beyond_the_real_models_positions_fails(cli, tmp_path, tiny_model):
+    """The tiny model's positions must not hide what the real model cannot read (128 positions here)."""
+    config = classify_config(tmp_path, tiny_model, MANY, extra="")
+    config.write_text(config.read_text().replace("max_length: 32", "max_length: 256"))
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "model.max_length: 256 tokens")
+    assert cli("train", "classify", "-c", config)[0] == 2
+
+
+def test_files_sources_predict_on_their_first_file(cli, tmp_path, tiny_model):
+    """One file per label: evaluate has no labelled file (skipped, saying why); predict reads the
+    first file as the text file a user would give `predict`."""
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("".join(f"good film {i}\n" for i in range(30)))
+    bad.write_text("".join(f"bad film {i}\n" for i in range(30)))
+    config = tmp_path / "files.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {{files: {{pos: {good}, neg: {bad}}}}}\noutput_dir: {tmp_path / 'never'}\n"
+    )
+    report = tmp_path / "smoke.xml"
+    code, _, err = cli("smoke", "-c", config, "--junit", report)
+    assert code == 0, err
+    cases = {c.get("name"): c for c in ET.parse(report).getroot().iter("testcase")}
+    assert "one labelled file" in cases["evaluate"].find("skipped").get("message")
+    assert cases["predict"].find("skipped") is None and cases["predict"].find("failure") is None
