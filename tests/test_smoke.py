@@ -202,3 +202,14 @@ def test_files_sources_predict_on_their_first_file(cli, tmp_path, tiny_model):
     cases = {c.get("name"): c for c in ET.parse(report).getroot().iter("testcase")}
     assert "one labelled file" in cases["evaluate"].find("skipped").get("message")
     assert cases["predict"].find("skipped") is None and cases["predict"].find("failure") is None
+
+
+def test_the_junit_report_never_replaces_an_input(cli, tmp_path, tiny_model):
+    """--junit naming the training data (or the config) is refused before anything runs."""
+    config = classify_config(tmp_path, tiny_model, ROWS)
+    train = tmp_path / "train.csv"
+    before = train.read_text()
+    for target in (train, config):
+        code, _, err = cli("smoke", "-c", config, "--junit", target)
+        assert_refused(code, err, f"--junit {target} is the input file itself")
+    assert train.read_text() == before
