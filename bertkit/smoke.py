@@ -160,6 +160,8 @@ def _as_whole(cfg, info) -> list[str]:
         sets.append(f"classify.problem_type={problem}")
     if info.get("labels") and not cfg.data.labels and problem != "regression" and cfg.task in ("classify", "ner"):
         sets.append(f"data.labels={json.dumps(list(info['labels']))}")
+    if info.get("score_max") and not getattr(cfg.embed, "score_max", None):
+        sets.append(f"embed.score_max={info['score_max']}")  # scores scaled as the whole data scales them
     return sets
 
 

@@ -213,3 +213,19 @@ def test_the_junit_report_never_replaces_an_input(cli, tmp_path, tiny_model):
         code, _, err = cli("smoke", "-c", config, "--junit", target)
         assert_refused(code, err, f"--junit {target} is the input file itself")
     assert train.read_text() == before
+
+
+def test_a_pair_score_that_is_not_a_number_outside_the_sample_fails(cli, tmp_path, tiny_model):
+    """embed with scored pairs: every test score is read, as training reads the whole test file."""
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("a,b,score\n" + "".join(f"good film {i},nice film {i},{i % 5}.5\n" for i in range(60)))
+    rows = [f"bad film {i},poor film {i},{i % 5}\n" for i in range(40)]
+    rows[33] = "odd film,strange film,n/a\n"
+    test.write_text("a,b,score\n" + "".join(rows))
+    config = tmp_path / "embed.yaml"
+    config.write_text(
+        f"task: embed\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {train}\n  test: {test}\n"
+        "  text_column: a\n  text_pair_column: b\n  label_column: score\n"
+    )
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "test.csv:35: score 'n/a' is not a number")
