@@ -34,6 +34,10 @@ class Stage:
     detail: str = ""
 
 
+class Skipped(Exception):
+    """A stage that has nothing to run on: the message says why."""
+
+
 class SmokeFailed(BertkitError):
     """A stage failed: the message is the stage's, the stages say how far the run got."""
 
@@ -90,6 +94,8 @@ def run_smoke(load, config: Path, stages: tuple[str, ...] = STAGES) -> list[Stag
                 stage.detail = STEPS_OF[name](load, config, folder, state)
                 stage.status = "passed" if stage.detail is not None else "skipped"
                 stage.detail = stage.detail or SKIPPED.get(name, "")
+            except Skipped as why:
+                stage.detail = str(why)
             except BertkitError as err:
                 stage.status, stage.detail = "failed", str(err)
                 stage.seconds = round(time.perf_counter() - started, 2)
@@ -102,25 +108,61 @@ SKIPPED = {"export": "no `bertkit export` in this version"}
 
 
 def _read(load, config: Path, folder: Path, state: dict) -> str:
+    from bertkit import models
+    from bertkit.run_info import RunInfo
     from bertkit.tasks import get_task
     from bertkit.tiny_models import build_tiny
+    from bertkit.tokenization import load_tokenizer
 
     cfg = load([])
     sets: list[str] = []
     job = get_task(cfg.task)
-    tiny = None
+    tiny = tokenizer = None
     if not job.starts_from_scratch(cfg):
+        # the real model's positions bound model.max_length, as the real run checks them (its config only)
+        models.check_max_length(models.resolve(cfg.model.name, cfg.model.revision), cfg)
         built = build_tiny(cfg.model.name, folder / "tiny")
         tiny = built.path
-        if cfg.model.max_length > (built.positions or cfg.model.max_length):
-            sets = [*sets, f"model.max_length={built.positions}"]
-    smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder)])
-    splits = job.load(smoke_cfg)
-    job.setup(splits, smoke_cfg)
+        sets = [*sets, *_within(cfg, built.positions)]
+        tokenizer = load_tokenizer(str(tiny))
+    # every split read whole and checked as the real run checks it: labels and tags come from the
+    # whole training data, and a label of the test data that training never sees stops here
+    whole = job.load(cfg)
+    info = RunInfo(job.setup(whole, cfg))
+    if tokenizer is not None:
+        job.inspect_checks(whole, tokenizer, info, cfg)
+    smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder), *_as_whole(cfg, info)])
     state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
-    sizes = ", ".join(f"{role} {len(split)}" for role, split in splits.items())
+    sizes = ", ".join(f"{role} {len(split):,}" for role, split in whole.items())
     origin = f"a tiny model of {cfg.model.name}" if tiny else "pre-trained from scratch, small"
-    return f"{cfg.task}, {origin}; {sizes}"
+    return f"{cfg.task}, {origin}; {sizes} read and checked"
+
+
+def _within(cfg, positions: int | None) -> list[str]:
+    """Lengths cut to the tiny model's positions (only a model longer than 512 positions has longer
+    ones that fit it: the real model's limit is checked before)."""
+    if positions is None:
+        return []
+    sets = [f"model.max_length={positions}"] if cfg.model.max_length > positions else []
+    if cfg.task == "embed" and cfg.embed.pair_max_length and cfg.embed.pair_max_length > positions:
+        sets.append(f"embed.pair_max_length={positions}")
+    return sets
+
+
+def _as_whole(cfg, info) -> list[str]:
+    """The sample trained on knows what the whole training data gives: its problem type and every
+    label or tag, even one the 32 sampled examples lack (the real run knows them all)."""
+    import json
+
+    sets = []
+    problem = info.get("problem_type")
+    if problem and cfg.task == "classify":
+        sets.append(f"classify.problem_type={problem}")
+    if info.get("labels") and not cfg.data.labels and problem != "regression" and cfg.task in ("classify", "ner"):
+        sets.append(f"data.labels={json.dumps(list(info['labels']))}")
+    if info.get("score_max") and not getattr(cfg.embed, "score_max", None):
+        sets.append(f"embed.score_max={info['score_max']}")  # scores scaled as the whole data scales them
+    return sets
 
 
 def _train(load, config: Path, folder: Path, state: dict) -> str:
@@ -134,21 +176,36 @@ def _train(load, config: Path, folder: Path, state: dict) -> str:
 
 
 def _scored_source(cfg):
-    """The split `evaluate` and `predict` read: test, else validation, when it is one local file."""
+    """The split `evaluate` and `predict` read: test, else validation, else train, when it is one
+    local file (data from the Hub, or one file per label, is not one labelled file)."""
     for role in ("test", "validation", "train"):
         source = getattr(cfg.data, role)
         if source is not None and source.path and not source.hub:
             return role, source
-    return None, None
+    raise Skipped("no split is one local file (`files:` or the Hub): `bertkit evaluate` reads one labelled file")
 
 
-def _evaluate(load, config: Path, folder: Path, state: dict) -> str | None:
+def _predicted_source(cfg):
+    """The file `predict` reads: the scored one, else the first file of a `files:` source, a text
+    file as a user's predict input would be."""
+    from bertkit.config import DataSource
+
+    try:
+        return _scored_source(cfg)
+    except Skipped:
+        for role in ("test", "validation", "train"):
+            source = getattr(cfg.data, role)
+            if source is not None and source.files:
+                label, path = next(iter(source.files.items()))
+                return f"'{label}' file of the {role}", DataSource(path=path, encoding=source.encoding)
+        raise Skipped("the data comes from the Hub: no local file to predict on") from None
+
+
+def _evaluate(load, config: Path, folder: Path, state: dict) -> str:
     from bertkit.evaluation import evaluate_file
     from bertkit.tasks.options import EvaluateOptions
 
     role, source = _scored_source(state["cfg"])
-    if source is None:
-        return None
     options = EvaluateOptions(
         data_format=source.format,
         columns=tuple(source.columns) if source.columns else None,
@@ -159,7 +216,7 @@ def _evaluate(load, config: Path, folder: Path, state: dict) -> str | None:
     return f"{role} data, {EVAL_SAMPLES} examples"
 
 
-def _predict(load, config: Path, folder: Path, state: dict) -> str | None:
+def _predict(load, config: Path, folder: Path, state: dict) -> str:
     from itertools import islice
 
     from bertkit.data.formats import Layout, detect_format
@@ -167,9 +224,9 @@ def _predict(load, config: Path, folder: Path, state: dict) -> str | None:
     from bertkit.prediction import predict_file
     from bertkit.tasks.options import PredictOptions
 
-    role, source = _scored_source(state["cfg"])
-    if source is None or source.path == "-":
-        return None
+    role, source = _predicted_source(state["cfg"])
+    if source.path == "-":
+        raise Skipped("the data is read from standard input")
     data = state["cfg"].data
     fmt = detect_format(source.path, source.format)
     layout = Layout.of(source)

@@ -129,13 +129,15 @@ def test_broken_ner_and_qa_configs_fail_with_exit_2(cli, tmp_path, tiny_model):
     train = tmp_path / "ner.conll"
     train.write_text("EU B-ORG\nrejects O\n\nPeter B-PER\nspoke O\n\n" * 10)
     config = tmp_path / "ner.yaml"
-    config.write_text(f"task: ner\nmodel:\n  name: {tiny_model}\ndata:\n  train: {train}\nner:\n  tag_column: 5\n")
+    config.write_text(
+        f"task: ner\nmodel:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {train}\nner:\n  tag_column: 5\n"
+    )
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "column 5 does not exist")
     qa = tmp_path / "qa.jsonl"
     qa.write_text(json.dumps({"question": "who ?", "context": "bob came"}) + "\n")
     config = tmp_path / "qa.yaml"
-    config.write_text(f"task: qa\nmodel:\n  name: {tiny_model}\ndata:\n  train: {qa}\n")
+    config.write_text(f"task: qa\nmodel:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {qa}\n")
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "answers")
 
@@ -169,3 +171,76 @@ def test_broken_mlm_and_embed_configs_fail_with_exit_2(cli, tmp_path, tiny_model
     config.write_text(f"task: embed\nmodel:\n  name: {tiny_model}\ndata:\n  train: {pairs}\n")
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "embed training needs pairs", "data.text_pair_column")
+
+
+MANY = [(f"good film {i}", "pos") for i in range(50)] + [(f"bad film {i}", "neg") for i in range(50)]
+
+
+def test_labels_come_from_the_whole_data_not_the_sample(cli, tmp_path, tiny_model):
+    """A label only in the last training row is known (the real run knows it), and a label of the
+    test data that training never has stops the smoke run even outside the 16 sampled rows."""
+    train = [*MANY, ("so so film", "meh")]
+    test = [*MANY[:20], *MANY[50:69], ("so so", "meh")]
+    code, _, err = cli("smoke", "-c", classify_config(tmp_path, tiny_model, train, test))
+    assert code == 0, err
+    rows = [*MANY[:39]]
+    rows.insert(33, ("odd film", "ugly"))
+    config = classify_config(tmp_path, tiny_model, MANY, rows)
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "test.csv:35: label 'ugly' does not occur in the training data")
+    assert "stage 'read' failed" in " ".join(err.split())
+
+
+def test_a_max_length_beyond_the_real_models_positions_fails(cli, tmp_path, tiny_model):
+    """The tiny model's positions must not hide what the real model cannot read (128 positions here)."""
+    config = classify_config(tmp_path, tiny_model, MANY, extra="")
+    config.write_text(config.read_text().replace("max_length: 32", "max_length: 256"))
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "model.max_length: 256 tokens")
+    assert cli("train", "classify", "-c", config)[0] == 2
+
+
+def test_files_sources_predict_on_their_first_file(cli, tmp_path, tiny_model):
+    """One file per label: evaluate has no labelled file (skipped, saying why); predict reads the
+    first file as the text file a user would give `predict`."""
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text("".join(f"good film {i}\n" for i in range(30)))
+    bad.write_text("".join(f"bad film {i}\n" for i in range(30)))
+    config = tmp_path / "files.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {{files: {{pos: {good}, neg: {bad}}}}}\noutput_dir: {tmp_path / 'never'}\n"
+    )
+    report = tmp_path / "smoke.xml"
+    code, _, err = cli("smoke", "-c", config, "--junit", report)
+    assert code == 0, err
+    cases = {c.get("name"): c for c in ET.parse(report).getroot().iter("testcase")}
+    assert "one labelled file" in cases["evaluate"].find("skipped").get("message")
+    assert cases["predict"].find("skipped") is None and cases["predict"].find("failure") is None
+
+
+def test_the_junit_report_never_replaces_an_input(cli, tmp_path, tiny_model):
+    """--junit naming the training data (or the config) is refused before anything runs."""
+    config = classify_config(tmp_path, tiny_model, ROWS)
+    train = tmp_path / "train.csv"
+    before = train.read_text()
+    for target in (train, config):
+        code, _, err = cli("smoke", "-c", config, "--junit", target)
+        assert_refused(code, err, f"--junit {target} is the input file itself")
+    assert train.read_text() == before
+
+
+def test_a_pair_score_that_is_not_a_number_outside_the_sample_fails(cli, tmp_path, tiny_model):
+    """embed with scored pairs: every test score is read, as training reads the whole test file."""
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    train.write_text("a,b,score\n" + "".join(f"good film {i},nice film {i},{i % 5}.5\n" for i in range(60)))
+    rows = [f"bad film {i},poor film {i},{i % 5}\n" for i in range(40)]
+    rows[33] = "odd film,strange film,n/a\n"
+    test.write_text("a,b,score\n" + "".join(rows))
+    config = tmp_path / "embed.yaml"
+    config.write_text(
+        f"task: embed\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {train}\n  test: {test}\n"
+        "  text_column: a\n  text_pair_column: b\n  label_column: score\n"
+    )
+    code, _, err = cli("smoke", "-c", config)
+    assert_refused(code, err, "test.csv:35: score 'n/a' is not a number")

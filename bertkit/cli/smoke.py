@@ -31,7 +31,7 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
     if junit is not None:
         from bertkit.outputs import check_output_file
 
-        check_output_file(str(junit), str(config), example="smoke.xml")
+        check_output_file(str(junit), str(config), *_inputs(config, sets, task), example="smoke.xml", flag="--junit")
     failure = None
     try:
         done = smoke_lib.run_smoke(
@@ -54,3 +54,17 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
             handle.write(smoke_lib.junit_xml(done, config))
     if failure is not None:
         raise failure
+
+
+def _inputs(config: Path, sets: list[str], task: str | None) -> list[str]:
+    """The config's data files and model folder: the report must never be written over them. A
+    config that does not load has none here (the read stage then fails with its message)."""
+    from bertkit.config import load_config
+    from bertkit.errors import BertkitError
+
+    try:
+        cfg = load_config(config, sets, task=task)
+    except BertkitError:
+        return []
+    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
+    return [*(p for s in sources if s is not None for p in s.local_paths()), cfg.model.name, cfg.model.tokenizer]

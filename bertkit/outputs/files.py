@@ -190,7 +190,11 @@ def no_link_loop(path) -> None:
 
 
 def check_output_file(
-    path: str | None, *inputs: str | None, replace: bool = True, example: str = "results.jsonl"
+    path: str | None,
+    *inputs: str | None,
+    replace: bool = True,
+    example: str = "results.jsonl",
+    flag: str = "--output",
 ) -> None:
     """Fail before any work when `path` cannot be a result file: an existing directory, one of
     the command's own inputs (which writing would destroy), or a place that cannot be written.
@@ -201,7 +205,7 @@ def check_output_file(
     no_link_loop(path)
     target = Path(path)
     if target.is_dir():
-        raise BertkitError(f"--output {path} is a directory; give a file name, e.g. {Path(path) / example}")
+        raise BertkitError(f"{flag} {path} is a directory; give a file name, e.g. {Path(path) / example}")
     if not replace and target.is_file():
         raise BertkitError(f"{path} already exists; pass --overwrite to replace it, or choose another name")
     if not _is_special(target):
@@ -211,7 +215,7 @@ def check_output_file(
             continue
         if Path(source).is_dir() and contains(Path(source).resolve(), target.resolve()):
             raise BertkitError(
-                f"--output {path} is inside {source}, an input of this command; writing there would change it. "
+                f"{flag} {path} is inside {source}, an input of this command; writing there would change it. "
                 "Choose an output outside it."
             )
         if not target.exists():
@@ -219,7 +223,7 @@ def check_output_file(
         with contextlib.suppress(OSError):
             if os.path.samefile(source, target) and not _is_special(target):
                 raise BertkitError(
-                    f"--output {path} is the input file itself; writing it would destroy the input. "
+                    f"{flag} {path} is the input file itself; writing it would destroy the input. "
                     "Choose another output name."
                 )
 

@@ -123,6 +123,14 @@ class EmbedTask(Task):
         view.labels = None  # pair scores, not classes
         return view
 
+    def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+        """Every split's pair scores read as `prepare` reads them: a score that is not a number
+        stops training, so it stops `inspect` (and a smoke run) too."""
+        if info["scored"]:
+            for role, split in ds.items():
+                scores_of(split[info["label_column"]], data_mod.places(split, role))
+        return {}, []
+
     # ------------------------------------------------------------ inference
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
