@@ -162,13 +162,13 @@ def test_broken_mlm_and_embed_configs_fail_with_exit_2(cli, tmp_path, tiny_model
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"body": f"a line of text number {i}"}) + "\n" for i in range(40)))
     config = tmp_path / "mlm.yaml"
-    config.write_text(f"task: mlm-adapt\nmodel:\n  name: {tiny_model}\ndata:\n  train: {corpus}\n")
+    config.write_text(f"task: mlm-adapt\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {corpus}\n")
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "no 'text' field", "data.text_column")
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("text,label\n" + "".join(f"q {i},{i}\n" for i in range(40)))
     config = tmp_path / "embed.yaml"
-    config.write_text(f"task: embed\nmodel:\n  name: {tiny_model}\ndata:\n  train: {pairs}\n")
+    config.write_text(f"task: embed\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {pairs}\n")
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "embed training needs pairs", "data.text_pair_column")
 
