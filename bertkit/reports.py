@@ -8,7 +8,7 @@ from pathlib import Path
 CJK_FONTS = ["Noto Sans CJK JP", "IPAexGothic", "IPAGothic", "TakaoGothic", "Hiragino Sans", "Yu Gothic", "MS Gothic"]
 
 
-def _pyplot():
+def pyplot():
     import warnings
 
     import matplotlib
@@ -31,7 +31,7 @@ def _pyplot():
 
 def training_curves(log_history: list[dict], metric: str | None, path: Path) -> None:
     """Training and evaluation loss by step on the left; the selection metric on the right."""
-    plt = _pyplot()
+    plt = pyplot()
     train = [(e["step"], e["loss"]) for e in log_history if "loss" in e and "step" in e]
     evals = [e for e in log_history if "eval_loss" in e]
     key = f"eval_{metric}" if metric else None
@@ -73,7 +73,7 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
     """Counts in each cell; colour by the share of each true class, so rare classes show too."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     counts = np.asarray(matrix)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
     size = max(4.0, 0.6 * len(labels) + 2)
@@ -94,7 +94,7 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
 
 def length_histogram(lengths: dict[str, list[int]], max_length: int, path: Path) -> None:
     """Texts per length in the model's tokens, one series per split, with the cut at max_length."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     longest = max((max(v) for v in lengths.values() if v), default=1)
     bins = min(60, max(longest, 1))
@@ -114,7 +114,7 @@ def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
     """Examples per label, side by side for each split."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     labels = list(dict.fromkeys(label for split in counts.values() for label in split))[:40]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(labels) * len(counts) + 2), 4))
     width = 0.8 / max(len(counts), 1)
@@ -133,7 +133,7 @@ def per_type_f1(per_type: dict, path: Path) -> None:
     """Horizontal bars of precision, recall and F1 for each entity type."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     names = sorted(per_type, key=lambda n: per_type[n]["f1"])
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(7, 1.2 + 0.5 * len(names)))

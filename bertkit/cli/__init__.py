@@ -12,6 +12,7 @@ import typer
 
 from bertkit import __version__
 from bertkit.cli import (
+    attention,
     config,
     embed,
     evaluate,
@@ -51,6 +52,7 @@ app.command()(search.search)
 app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)
+app.command()(attention.attention)
 app.command()(smoke.smoke)
 
 

@@ -69,9 +69,9 @@ def _rounded(value) -> float | None:
 
 
 def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
-    from bertkit.reports import _pyplot
+    from bertkit.reports import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     n = len(texts)
     size = min(4 + 0.35 * n, 20)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
