@@ -193,3 +193,20 @@ def test_evaluate_on_missing_columns_names_the_option_to_set(cli, tmp_path, clas
     data.write_text("sentence,label\ngood,positive\n")
     code, _, err = cli("evaluate", "-m", classify_bundle, "-d", data, "-o", tmp_path / "ev")
     assert_refused(code, err, "no column 'text' (set by --text-column)")
+
+
+def test_old_mac_line_breaks_are_an_error_not_one_record(cli, tmp_path, head_models):
+    from checks import assert_refused
+
+    from bertkit.data.readers import located_records
+
+    mac = tmp_path / "mac.txt"
+    mac.write_bytes(b"great film\rawful film\rfine film\r")
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", mac)
+    assert_refused(code, err, "carriage return alone (old Mac line breaks)")
+    inside = tmp_path / "inside.txt"
+    inside.write_bytes(b"a lone \r inside\nsecond\n")
+    assert [r["text"] for _, r in located_records(str(inside))] == ["a lone \r inside", "second"]
+    squad = tmp_path / "mac.json"
+    squad.write_bytes(b'{"data": [\r{"text": "a"}\r]}')
+    assert [r["text"] for _, r in located_records(str(squad))] == ["a"]  # JSON: a CR is only white space

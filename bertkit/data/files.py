@@ -41,10 +41,12 @@ def open_binary(path: str):
         raise BertkitError(f"cannot read {path}: {err.strerror or err}") from None
 
 
-def text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+def text_lines(path: str, encoding: str = "utf-8", lines: bool = True) -> Iterator[tuple[int, str]]:
     """(line number, decoded line) pairs; a line that is not in `encoding` is an error naming its
     line. Lines end at \n only (a \r\n keeps its \r for the caller to strip), never at the
-    other characters Python's `splitlines` breaks on (U+2028, U+0085, form feed), which are text."""
+    other characters Python's `splitlines` breaks on (U+2028, U+0085, form feed), which are text.
+    Where the lines are records (`lines`), a file whose line breaks are all a lone \r (old Mac
+    files) is an error: read by \n it would be one record, and every result would be lost but one."""
     name = "<stdin>" if path == STDIN else path
     handle = open_binary(path)
     try:
@@ -60,6 +62,11 @@ def text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
                 ) from None
             if number == 1:
                 text = text.removeprefix("\ufeff")
+                if lines and not text.endswith("\n") and text.rstrip("\r").count("\r") >= 1:
+                    raise BertkitError(
+                        f"{name}: its lines end in a carriage return alone (old Mac line breaks), so it reads "
+                        "as one line. Convert them, e.g. `tr '\\r' '\\n' < IN > OUT`."
+                    )
             yield number, text
     except (OSError, EOFError, zlib.error) as err:  # e.g. a truncated or fake .gz
         raise BertkitError(f"{name}: cannot read: {err}") from None
@@ -127,7 +134,7 @@ def parse_json(text: str, where: str):
 
 def load_json(path: str):
     """A whole JSON document; a syntax error names its line, a key given twice the file."""
-    text = "".join(line for _, line in text_lines(path))
+    text = "".join(line for _, line in text_lines(path, lines=False))
     try:
         data = parse_json(text, path)
     except json.JSONDecodeError as err:
