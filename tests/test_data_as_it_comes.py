@@ -464,3 +464,26 @@ def test_ner_plain_text_told_by_content_says_so(tmp_path):
     with pytest.raises(BertkitError) as err:
         splits_of(tmp_path, f"data:\n  train: {train}\n", task="ner")
     assert "read as plain text lines (from its content)" in str(err.value)
+
+
+def test_columns_on_a_file_whose_records_name_their_fields(tmp_path):
+    """data.columns names the CSV/TSV files of every split and leaves JSON lines alone; columns on a
+    JSON lines source itself (or --columns for one) would be silently ignored: an error instead."""
+    train = ag_news(tmp_path / "train.csv")
+    validation = tmp_path / "validation.jsonl"
+    validation.write_text(
+        "".join(json.dumps({"label": str(1 + i % 2), "title": f"t{i}", "description": "d"}) + "\n" for i in range(6))
+    )
+    _, ds = splits_of(
+        tmp_path,
+        f"data:\n  train: {train}\n  validation: {validation}\n  columns: [label, title, description]\n"
+        "  text_column: [title, description]\n",
+    )
+    assert ds["validation"]["title + description"][0] == "t0 d"
+    with pytest.raises(BertkitError, match="column names were given .* read as jsonl"):
+        splits_of(
+            tmp_path,
+            f"data:\n  train: {train}\n  columns: [label, title, description]\n"
+            f"  validation: {{path: {validation}, columns: [label, title, description]}}\n"
+            "  text_column: [title, description]\n",
+        )

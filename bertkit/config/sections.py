@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from bertkit.tasks import registry
 from bertkit.text_columns import joined_name
@@ -74,6 +74,7 @@ class DataSource(LayoutChecks):
     config: str | None = Field(None, description="Hub data set configuration name")
     split: str = Field("train", description="Hub split name, e.g. train, test, validation")
     revision: str | None = Field(None, description="Hub revision (branch, tag or commit)")
+    _inherited: frozenset = PrivateAttr(default_factory=frozenset)  # keys filled in from the data section
 
     @model_validator(mode="before")
     @classmethod
@@ -116,7 +117,13 @@ class DataSource(LayoutChecks):
     def with_defaults(self, data: DataConfig) -> DataSource:
         """This source with the data section's layout filled in where it says nothing of its own."""
         given = {key: getattr(data, key) for key in ("columns", "header", "encoding") if getattr(self, key) is None}
-        return self.model_copy(update=given)
+        filled = self.model_copy(update=given)
+        filled._inherited = frozenset(key for key, value in given.items() if value is not None)
+        return filled
+
+    def columns_inherited(self) -> bool:
+        """Whether `columns` came from the data section (it then names only its CSV / TSV files)."""
+        return "columns" in self._inherited
 
 
 def home_path(value: str | None) -> str | None:

@@ -37,12 +37,13 @@ class Layout:
     columns: tuple[str, ...] | None = None
     header: bool | None = None
     encoding: str = "utf-8"
+    columns_for_tables_only: bool = False  # `columns` set for every split (data.columns), not this file
 
     @classmethod
     def of(cls, source) -> Layout:
         """The layout a config's `DataSource` describes."""
         columns = tuple(source.columns) if source.columns else None
-        return cls(columns, source.header, source.encoding or "utf-8")
+        return cls(columns, source.header, source.encoding or "utf-8", source.columns_inherited())
 
 
 PLAIN = Layout()

@@ -107,6 +107,11 @@ def _located(
     name = "<stdin>" if path == STDIN else path
     if path != STDIN and not Path(path).exists():
         raise BertkitError(f"data file not found: {path}")
+    if layout.columns and fmt not in ("csv", "tsv") and not layout.columns_for_tables_only:
+        raise BertkitError(
+            f"{name}: column names were given (columns / --columns), but the file is read as {fmt}, whose records "
+            "name their own fields. Leave the names out for it, or set its format (csv or tsv)."
+        )
     if fmt == "folder":
         yield from _read_folder(Path(path), text_column, label_column, layout.encoding)
     elif fmt == "parquet":
