@@ -187,7 +187,7 @@ def attention_file(
             raise BertkitError(f"--output {picture}: the picture is a PNG; name it NAME.png")
         check_output_file(picture, model, example="attention.png")
     if json_path not in (None, "-"):
-        check_output_file(json_path, model, example="attention.json")
+        check_output_file(json_path, model, example="attention.json", flag="--json")
     import transformers
 
     from bertkit import models

@@ -86,3 +86,8 @@ def test_japanese_text_with_a_slow_tokenizer(cli, tmp_path):
 def test_refusals(cli, tiny_model, args, message):
     code, _, err = cli("attention", "-m", tiny_model, *args)
     assert_refused(code, err, message)
+
+
+def test_an_unwritable_json_names_its_option(cli, tiny_model, tmp_path):
+    code, _, err = cli("attention", "-m", tiny_model, "-t", TEXT, "--json", tmp_path)
+    assert_refused(code, err, f"--json {tmp_path} is a directory")

@@ -72,16 +72,10 @@ def kind_hint(fields) -> str:
     return ""
 
 
-def read_records(
-    path: str,
-    fmt: str | None = None,
-    text_column: str = "text",
-    label_column: str = "label",
-    keep_blank: bool = False,
-    layout: Layout = PLAIN,
-) -> Iterator[dict]:
-    """Yield the records of a local file (or stdin for '-') one by one."""
-    for _, record in located_records(path, fmt, text_column, label_column, keep_blank, layout):
+def read_records(path: str, fmt: str | None = None, **options) -> Iterator[dict]:
+    """Yield the records of a local file (or stdin for '-') one by one (`options` as for
+    `located_records`)."""
+    for _, record in located_records(path, fmt, **options):
         yield record
 
 
