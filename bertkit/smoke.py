@@ -92,19 +92,17 @@ def run_smoke(load, config: Path, stages: tuple[str, ...] = STAGES) -> list[Stag
             started = time.perf_counter()
             try:
                 stage.detail = STEPS_OF[name](load, config, folder, state)
-                stage.status = "passed" if stage.detail is not None else "skipped"
-                stage.detail = stage.detail or SKIPPED.get(name, "")
+                stage.status = "passed"
             except Skipped as why:
                 stage.detail = str(why)
             except BertkitError as err:
                 stage.status, stage.detail = "failed", str(err)
                 stage.seconds = round(time.perf_counter() - started, 2)
+                for later in done[done.index(stage) + 1 :]:
+                    later.detail = f"not reached: {name} failed"
                 raise SmokeFailed(f"smoke stage '{name}' failed: {err}", done) from None
             stage.seconds = round(time.perf_counter() - started, 2)
     return done
-
-
-SKIPPED = {"export": "no `bertkit export` in this version"}
 
 
 def _read(load, config: Path, folder: Path, state: dict) -> str:
@@ -261,8 +259,8 @@ def _reload(load, config: Path, folder: Path, state: dict) -> str:
     return f"{bundle.task} bundle loads ({state['task'].auto_model})"
 
 
-def _export(load, config: Path, folder: Path, state: dict) -> None:
-    return None
+def _export(load, config: Path, folder: Path, state: dict) -> str:
+    raise Skipped("no `bertkit export` in this version")
 
 
 STEPS_OF = {
