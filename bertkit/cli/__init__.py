@@ -21,6 +21,7 @@ from bertkit.cli import (
     model,
     predict,
     search,
+    serve,
     similarity,
     smoke,
     tokenize,
@@ -54,6 +55,7 @@ app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
 app.command()(smoke.smoke)
+app.command()(serve.serve)
 
 
 def _show_version(value: bool) -> None:

@@ -1,0 +1,188 @@
+"""`bertkit serve` under load, on loopback only: requests/s and latency with micro-batching
+against `--max-batch 1`, errors, and whether every answer equals offline `bertkit predict`.
+
+The model: a MiniLM classifier (the packaged all-MiniLM-L6-v2 with a two-label head; give
+`--model` for a trained bundle: the cost per request is the same). The texts: SST-2 dev
+sentences, one per request. Each setting starts its own server process, warms it up, then
+`--clients` concurrent clients send `--requests` requests in all (bounded in count and time).
+
+Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR]
+Writes bench/results/serve_load.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from common import DATA, ROOT, minilm_path, require, save, table
+
+TIME_LIMIT = 120  # seconds for one setting's requests, at most
+
+
+def sst2_sentences(n: int) -> list[str]:
+    with open(require(DATA / "en/sst2/dev.tsv"), encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [row["text"] for row in rows][:n]
+
+
+def classifier(folder: Path) -> Path:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    target = folder / "minilm-classifier"
+    labels = {0: "negative", 1: "positive"}
+    AutoModelForSequenceClassification.from_pretrained(minilm_path(), id2label=labels, num_labels=2).save_pretrained(
+        target
+    )
+    AutoTokenizer.from_pretrained(minilm_path()).save_pretrained(target)
+    return target
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start(model: Path, max_batch: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [sys.executable, "-m", "bertkit", "serve", "--model", str(model), "--port", str(port)]
+    command += ["--max-batch", str(max_batch), "--max-wait-ms", "10"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            sys.exit(f"the server stopped: {process.stderr.read()}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1):
+                return process, url
+        except OSError:
+            time.sleep(0.3)
+    process.kill()
+    sys.exit("the server did not come up in 2 minutes")
+
+
+async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
+    import httpx
+
+    latencies: list[float] = []
+    answers: dict[int, dict] = {}
+    errors: list[str] = []
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for number in range(requests):
+        queue.put_nowait(number)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def one_client(deadline: float) -> None:
+            while not queue.empty() and time.monotonic() < deadline:
+                number = queue.get_nowait()
+                text = texts[number % len(texts)]
+                sent = time.perf_counter()
+                try:
+                    response = await client.post("/predict", json={"text": text})
+                except httpx.HTTPError as err:
+                    errors.append(f"{type(err).__name__}: {err}")
+                    continue
+                latencies.append(time.perf_counter() - sent)
+                if response.status_code != 200:
+                    errors.append(f"{response.status_code}: {response.text[:200]}")
+                else:
+                    answers[number] = response.json()["results"][0]
+
+        for _ in range(min(clients, 64)):  # warm up: the first batches pay for lazy set-up
+            await client.post("/predict", json={"text": texts[0]})
+        started = time.perf_counter()
+        deadline = time.monotonic() + TIME_LIMIT
+        await asyncio.gather(*(one_client(deadline) for _ in range(clients)))
+        elapsed = time.perf_counter() - started
+        batching = (await client.get("/info")).json()["batching"]
+    ms = sorted(x * 1000 for x in latencies)
+
+    def pct(p: float) -> float:
+        return ms[min(len(ms) - 1, int(p / 100 * len(ms)))] if ms else float("nan")
+
+    return {
+        "requests": len(latencies),
+        "requests_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(statistics.median(ms), 1) if ms else None,
+        "p95_ms": round(pct(95), 1),
+        "p99_ms": round(pct(99), 1),
+        "errors": len(errors) + (requests - len(latencies) - len(errors)),
+        "first_errors": errors[:3],
+        "mean_batch": batching["mean"],
+        "answers": answers,
+    }
+
+
+def offline(model: Path, texts: list[str], folder: Path) -> list[dict]:
+    source, target = folder / "texts.jsonl", folder / "offline.jsonl"
+    source.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "bertkit", "predict", "-m", str(model), "-i", str(source), "-o", str(target)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+
+
+def agreement(answers: dict[int, dict], expected: list[dict]) -> dict:
+    """Answers against offline predict: the same label always; scores equal to 1e-5 (a text
+    batched with others is padded differently, which moves the 7th digit at most)."""
+    same_label = close = exact = 0
+    for number, got in answers.items():
+        want = expected[number % len(expected)]
+        same_label += got["label"] == want["label"]
+        close += all(abs(got["scores"][k] - want["scores"][k]) <= 1e-5 for k in want["scores"])
+        exact += got == want
+    total = len(answers) or 1
+    return {"same_label": same_label / total, "scores_within_1e-5": close / total, "identical": exact / total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--texts", type=int, default=500)
+    parser.add_argument("--model", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    texts = sst2_sentences(args.texts)
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp)
+        model = args.model or classifier(folder)
+        expected = offline(model, texts, folder)
+        rows = []
+        for max_batch in (32, 1):
+            process, url = start(model, max_batch)
+            try:
+                result = asyncio.run(load(url, texts, args.requests, args.clients))
+            finally:
+                process.terminate()
+                process.wait(60)
+            answers = result.pop("answers")
+            rows.append({"max_batch": max_batch, **result, **agreement(answers, expected)})
+    ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"]
+    columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "mean_batch"]
+    columns += ["same_label", "scores_within_1e-5", "identical"]
+    print(table(rows, columns))
+    print(f"micro-batching / batch size 1: {ratio:.2f}x requests/s ({args.clients} clients)")
+    saved = save("serve_load", {"clients": args.clients, "rows": rows, "speedup": round(ratio, 2)})
+    print(f"written to {saved}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""`bertkit serve`: answer HTTP requests with a model (FastAPI on uvicorn, micro-batched)."""
+
+from __future__ import annotations
+
+import typer
+
+from bertkit.cli.options import TrustOption
+
+
+def serve(
+    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(8080, "--port", "-p", min=0, max=65535, help="Port to listen on."),
+    max_batch: int = typer.Option(32, "--max-batch", min=1, help="Most texts run through the model at once."),
+    max_wait_ms: float = typer.Option(
+        10, "--max-wait-ms", min=0, help="How long a request waits for others to share its batch."
+    ),
+    max_texts: int = typer.Option(256, "--max-texts", min=1, help="Most texts in one request (more: 413)."),
+    max_chars: int = typer.Option(
+        200_000, "--max-chars", min=1, help="Most characters of text in one request (more: 413)."
+    ),
+    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    trust_remote_code: bool = TrustOption,
+) -> None:
+    """Serve a model over HTTP: POST /predict (and /embed), GET /health, /info, the API docs at
+    /docs, and a page to try the model at /. Concurrent requests are gathered into batches."""
+    from bertkit.serving import check_port
+    from bertkit.serving import serve as run
+    from bertkit.serving.predictor import Limits
+
+    check_port(host, port)
+    run(model, host, port, max_batch, max_wait_ms, Limits(max_texts, max_chars), device, trust_remote_code)
