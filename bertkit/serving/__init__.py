@@ -3,6 +3,9 @@ try the model. The libraries are the `serve` extra."""
 
 from __future__ import annotations
 
+import signal
+from contextlib import contextmanager, suppress
+
 from bertkit.errors import BertkitError
 
 
@@ -44,7 +47,26 @@ def serve(
     app = build_app(predictor, max_batch, max_wait_ms, limits)
     shown = f"[{host}]" if ":" in host else host
     console.print(f"[green]serving[/green] {model} ({predictor.task.name}) on http://{shown}:{port}/  (Ctrl-C stops)")
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    with _stopping_is_normal():
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+    console.print(f"[green]stopped[/green]: {app.state.batcher.stats.records:,} texts answered")
+
+
+@contextmanager
+def _stopping_is_normal():
+    """Ctrl-C or SIGTERM is how a server is meant to stop: uvicorn answers the requests in flight
+    and hands the signal back when done, which must then end the command quietly (exit 0), not
+    as an interrupted run."""
+    kept = {}
+    for name in ("SIGINT", "SIGTERM"):
+        number = getattr(signal, name)
+        with suppress(ValueError):  # not the main thread
+            kept[number] = signal.signal(number, lambda *_: None)
+    try:
+        yield
+    finally:
+        for number, handler in kept.items():
+            signal.signal(number, handler)
 
 
 def check_port(host: str, port: int) -> None:
