@@ -336,3 +336,24 @@ def test_the_page_works_in_a_real_browser(kind, classify_model, head_models, tmp
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.mark.slow
+def test_embed_answers_vectors_equal_to_predict(tiny_model, tmp_path, cli):
+    """An embed bundle: /embed (and /predict) give each text's vector, as `predict` does."""
+    from test_embed import embed_config, write_pairs
+
+    train, dev = write_pairs(tmp_path / "train.jsonl", 48, 1), write_pairs(tmp_path / "dev.jsonl", 16, 2)
+    config = embed_config(tmp_path, tiny_model, train, dev).read_text().replace("epochs: 4", "epochs: 1")
+    (tmp_path / "embed.yaml").write_text(config)
+    code, _, err = cli("train", "embed", "-c", tmp_path / "embed.yaml")
+    assert code == 0, err
+    model, texts = tmp_path / "embedder", ["a good film", "London is big", ""]
+    with TestClient(build_app(Predictor(str(model)))) as running:
+        assert running.get("/info").json()["task"] == "embed"
+        answer = running.post("/embed", json={"texts": texts})
+        assert answer.status_code == 200
+        results = answer.json()["results"]
+        assert results == _offline(model, [{"query": t} for t in texts], tmp_path)
+        assert len(results[0]["embedding"]) == 64 and results[2]["empty"] is True
+        assert running.post("/predict", json={"texts": texts}).json()["results"] == results

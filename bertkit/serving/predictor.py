@@ -49,7 +49,7 @@ class Predictor:
         """The fields a record must hold."""
         if self.task.name == "qa":
             return list(_QA_FIELDS)
-        pair = self.options.pair_field(self.info)
+        pair = self.options.pair_field(self.info) if self.task.name == "classify" else None  # embed: one text each
         return [self.text_column] + ([pair] if pair else [])
 
     def records_of_texts(self, texts: list[str]) -> list[dict]:
