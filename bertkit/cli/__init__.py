@@ -16,6 +16,7 @@ from bertkit.cli import (
     config,
     embed,
     evaluate,
+    explain,
     info,
     inspect,
     model,
@@ -53,6 +54,7 @@ app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
+app.command()(explain.explain)
 app.command()(smoke.smoke)
 
 
