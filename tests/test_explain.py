@@ -269,3 +269,21 @@ def test_a_trained_bundle_is_complete_at_the_default_steps(cli, classify_bundle,
     assert_complete(found)
     code, _, err = cli("explain", "-m", classify_bundle, "-t", "good", "--text-pair", "bad")
     assert_refused(code, err, "trained on single texts")
+
+
+def test_japanese_words_from_mecab(cli, tmp_path):
+    from pathlib import Path
+
+    import torch
+    from tiny import build_tiny_japanese_bert
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    corpus = (Path(__file__).resolve().parents[1] / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8")
+    base = build_tiny_japanese_bert(tmp_path / "ja", corpus.splitlines(), vocab_size=300)
+    torch.manual_seed(0)
+    AutoModelForSequenceClassification.from_pretrained(base, num_labels=2).save_pretrained(tmp_path / "cls")
+    AutoTokenizer.from_pretrained(base).save_pretrained(tmp_path / "cls")
+    found = explained(cli, tmp_path / "cls", "-t", "東京都に行きました。")
+    assert "".join(w["text"] for w in found["words"]) == "東京都に行きました。"
+    assert len(found["attributions"]) == len(found["tokens"])
+    assert_complete(found)

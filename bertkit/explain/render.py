@@ -75,7 +75,12 @@ def headline(result: dict) -> str:
 def title(explained: dict, result: dict) -> str:
     probability = explained.get("probability")
     shown = f" (probability {probability:.3f})" if probability is not None else ""
-    return f"{explained['target']}{shown}"
+    name = (
+        f"label {explained['target']}"
+        if result["task"] == "classify" and "target_index" in explained
+        else explained["target"]
+    )
+    return f"{name}{shown}"
 
 
 def detail(explained: dict, result: dict) -> str:

@@ -11,8 +11,9 @@ import numpy as np
 from bertkit.errors import BertkitError
 
 METHODS = ("integrated-gradients", "occlusion")
-# Gauss-Legendre points on the path: at 64, |sum - (score - baseline_score)| stays below the
-# tolerance on every SST-2 dev sentence of bench/explain_faithfulness.py (MiniLM)
+# Gauss-Legendre points on the path (bench/explain_faithfulness.py, MiniLM on 200 SST-2 dev
+# sentences): 16 keep 86% of them within the tolerance, 32 all (largest error 0.0014), 64 all with
+# the largest error 0.00001, a margin for longer texts and sharper models
 DEFAULT_STEPS = 64
 # completeness holds when
 # |sum of attributions - (score - baseline_score)| <= TOLERANCE * max(1, |score - baseline_score|)
