@@ -16,6 +16,7 @@ from bertkit.cli import (
     config,
     embed,
     evaluate,
+    explain,
     info,
     inspect,
     model,
@@ -54,6 +55,7 @@ app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
+app.command()(explain.explain)
 app.command()(smoke.smoke)
 app.command()(serve.serve)
 

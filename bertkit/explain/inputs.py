@@ -1,0 +1,138 @@
+"""One text (or pair, or question and context) as the model's input, with its words: each word is
+a span of the text and the token positions that the tokenizer made of it, so attributions can be
+summed per word and drawn over the text as it was written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bertkit import tokenization
+from bertkit.errors import BertkitError
+
+BASELINES = ("pad", "mask")
+
+
+@dataclass
+class Word:
+    text: str
+    start: int  # characters of its part's text
+    end: int
+    part: int  # 0: the text (or the question); 1: the pair (or the context)
+    positions: list[int]  # its tokens in the input; empty for a word the tokenizer drops
+
+
+@dataclass
+class Encoded:
+    feature: dict  # input_ids, attention_mask (, token_type_ids): one input, as lists
+    tokens: list[str]
+    words: list[Word]
+    texts: list[str]  # the text of each part
+    parts: list[str]  # the parts' names: ["text"], ["text", "text_pair"], ["question", "context"]
+    window: dict | None = None  # QA: the window as answer extraction reads it (offsets, [CLS])
+
+    def tensors(self, device) -> dict:
+        import torch
+
+        return {k: torch.tensor([v], device=device) for k, v in self.feature.items()}
+
+    def baseline_ids(self, tokenizer, baseline: str, device):
+        """The input's ids with the token of every word replaced by [PAD] (or [MASK]); special
+        tokens ([CLS], [SEP]) kept."""
+        import torch
+
+        token = tokenizer.pad_token_id if baseline == "pad" else tokenizer.mask_token_id
+        if token is None:
+            raise BertkitError(
+                f"--baseline {baseline}: this model's tokenizer has no {baseline} token; "
+                f"use --baseline {'mask' if baseline == 'pad' else 'pad'}"
+            )
+        ids = list(self.feature["input_ids"])
+        for word in self.words:
+            for position in word.positions:
+                ids[position] = token
+        return torch.tensor([ids], device=device)
+
+    def groups(self) -> list[list[int]]:
+        return [w.positions for w in self.words if w.positions]
+
+
+def check_length(length: int, limit: int | None, what: str = "the text") -> None:
+    if limit and length > limit:
+        raise BertkitError(
+            f"{what} is {length} tokens long, and this model reads at most {limit}: give a shorter text "
+            "(or the part of it to explain)"
+        )
+
+
+def _words(tokenizer, text: str, part: int, offsets: list[tuple[int, int]], first: int) -> list[Word]:
+    """The words of `text` (as the tokenizer's pre-tokenizer, or MeCab, cuts it), each holding the
+    tokens (at `first` + k for the k-th token, whose characters are `offsets[k]`) that start in it."""
+    words = [Word(w, s, e, part, []) for w, s, e in tokenization.words_with_offsets(tokenizer, text)]
+    if not words:
+        words = [Word(text[s:e], s, e, part, []) for s, e in offsets]
+    k = 0
+    for index, (start, _) in enumerate(offsets):  # a token belongs to the first word that ends after its start
+        while k < len(words) - 1 and start >= words[k].end:
+            k += 1
+        words[k].positions.append(first + index)
+    return words
+
+
+def _tokens(tokenizer, ids: list[int]) -> list[str]:
+    return tokenizer.convert_ids_to_tokens(ids)
+
+
+def encode_text(tokenizer, text: str, pair: str | None, limit: int | None) -> Encoded:
+    """A single text or a pair, as classify reads it (special tokens as the model was trained with)."""
+    texts = [text] if pair is None else [text, pair]
+    read = tokenization.tokens_with_offsets(tokenizer, texts)
+    first = tokenization.prefix_length(tokenizer)
+    if pair is None:
+        feature, starts = tokenization.wrap(tokenizer, read[0][0]), [first]
+    else:
+        feature, at = tokenization.wrap_pair(tokenizer, read[0][0], read[1][0])
+        starts = [first, at]
+    check_length(len(feature["input_ids"]), limit, "the text" if pair is None else "the pair")
+    words = [
+        w
+        for part, (s, (_, offsets)) in enumerate(zip(starts, read, strict=True))
+        for w in _words(tokenizer, texts[part], part, offsets, s)
+    ]
+    names = ["text"] if pair is None else ["text", "text_pair"]
+    return Encoded(feature, _tokens(tokenizer, feature["input_ids"]), words, texts, names)
+
+
+def encode_ner(tokenizer, text: str, limit: int | None) -> Encoded:
+    """A text as NER predict reads it: the pre-tokenizer's words, each cut into sub-words."""
+    found = tokenization.words_with_offsets(tokenizer, text)
+    ((ids, owners),) = tokenization.subwords_of_words(tokenizer, [[w for w, _, _ in found]])
+    feature = tokenization.wrap(tokenizer, ids)
+    check_length(len(feature["input_ids"]), limit)
+    first = tokenization.prefix_length(tokenizer)
+    words = [Word(w, s, e, 0, []) for w, s, e in found]
+    for position, owner in enumerate(owners):
+        words[owner].positions.append(first + position)
+    return Encoded(feature, _tokens(tokenizer, feature["input_ids"]), words, [text], ["text"])
+
+
+def encode_qa(tokenizer, question: str, context: str, info: dict) -> Encoded:
+    """A question and its context as QA predict reads them, in one window (a context that needs
+    several is refused)."""
+    from bertkit.tasks.qa.answers import NO_CONTEXT, encode
+
+    features = encode(tokenizer, [question], [context], info)
+    if len(features) > 1:
+        length = len(tokenization.tokens_with_offsets(tokenizer, [context])[0][0])
+        raise BertkitError(
+            f"the context is {length} tokens long and does not fit with the question into one input of this "
+            f"model ({info['max_length']} tokens): give a shorter context (the part that holds the answer)"
+        )
+    feature = features[0]
+    offsets = feature["offset_mapping"]
+    inside = [k for k, o in enumerate(offsets) if tuple(o) != NO_CONTEXT]
+    asked = tokenization.tokens_with_offsets(tokenizer, [question])[0][1][: info["qa"]["max_question_length"]]
+    words = _words(tokenizer, question, 0, asked, tokenization.prefix_length(tokenizer))
+    words += _words(tokenizer, context, 1, [tuple(offsets[k]) for k in inside], inside[0] if inside else 0)
+    model_feature = {k: feature[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in feature}
+    tokens = _tokens(tokenizer, feature["input_ids"])
+    return Encoded(model_feature, tokens, words, [question, context], ["question", "context"], feature)
