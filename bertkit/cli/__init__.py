@@ -13,6 +13,7 @@ import typer
 from bertkit import __version__
 from bertkit.cli import (
     attention,
+    compare,
     config,
     embed,
     evaluate,
@@ -53,6 +54,7 @@ app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
+app.command()(compare.compare)
 app.command()(smoke.smoke)
 
 
