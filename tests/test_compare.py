@@ -171,3 +171,150 @@ def test_a_thousand_rounds_over_ten_thousand_examples_take_seconds():
     rounds = resample_all({"m": _single(predicted, gold, "abcd")}, 1000, seed=0)
     assert time.perf_counter() - start < 30  # about 1 s here
     assert rounds["m"]["accuracy"].shape == (1000,)
+
+
+# ---------------------------------------------------------------- the command, end to end
+
+
+def _train(cli, folder, tiny_model, train_file, rate: str, extra: str = "") -> str:
+    config = folder / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {train_file}\ntrain:\n  epochs: 1\n  learning_rate: {rate}\n{extra}"
+        f"output_dir: {folder / 'model'}\n"
+    )
+    code, out, err = cli("train", "classify", "-c", config)
+    assert code == 0, out + err
+    return str(folder / "model")
+
+
+@pytest.fixture(scope="module")
+def weak_bundle(tmp_path_factory, tiny_model, easy_data):
+    """A second classifier of the same labels, trained less (a tenth of the learning rate)."""
+    from bertkit.cli import main
+
+    folder = tmp_path_factory.mktemp("weak")
+    config = folder / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {easy_data['train']}\ntrain:\n  epochs: 1\n  learning_rate: 3.0e-4\n"
+        f"output_dir: {folder / 'model'}\n"
+    )
+    try:
+        main(["train", "classify", "-c", str(config)])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    return folder / "model"
+
+
+@pytest.mark.slow
+def test_compare_two_classifiers_and_the_baseline_equals_evaluate(cli, classify_bundle, weak_bundle, easy_data, tmp_path):
+    out = tmp_path / "report"
+    code, stdout, err = cli(
+        "compare", classify_bundle, weak_bundle, "--data", easy_data["test"], "--baseline", "tfidf",
+        "--output", out, "--bootstrap", "200",
+    )  # fmt: skip
+    assert code == 0, stdout + err
+    shown = stdout
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "report.csv", "report.json", "report.md", "report.png"
+    ]  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    assert [m["model"] for m in report["models"]] == [str(classify_bundle), str(weak_bundle), "tfidf+logreg"]
+    assert report["examples"] == 80 and report["bootstrap"]["rounds"] == 200
+    with open(out / "report.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0][:8] == ["model", "accuracy", "precision_macro", "recall_macro", "f1_macro",
+                           "precision_weighted", "recall_weighted", "f1_weighted"]  # fmt: skip
+    assert len(rows) == 4 and rows[0][-2:] == ["f1_weighted_low", "f1_weighted_high"]
+    # three models: three pairs, each tested on every metric
+    assert len(report["pairs"]) == 3 * 7
+    assert {p["test"] for p in report["pairs"] if p["metric"] == "accuracy"} == {"mcnemar"}
+    for model in report["models"]:
+        for metric, (low, high) in model["ci"].items():
+            assert low <= model["metrics"][metric] <= high
+    assert report["models"][0]["parameters"] > 10_000 and report["models"][0]["size_bytes"] > 40_000
+    assert report["models"][2]["size_bytes"] is None and report["models"][2]["texts_per_second"] > 0
+    # each model's numbers are `bertkit evaluate`'s
+    for bundle, model in zip((classify_bundle, weak_bundle), report["models"], strict=False):
+        target = tmp_path / f"eval-{bundle.parent.name}"
+        code, said, err = cli("evaluate", "-m", bundle, "-d", easy_data["test"], "-o", target)
+        assert code == 0, said + err
+        evaluated = json.loads((target / "metrics.json").read_text())
+        for metric, value in model["metrics"].items():
+            assert value == evaluated[metric], metric
+        assert model["scores"]["confusion_matrix"] == evaluated["confusion_matrix"]
+    md = (out / "report.md").read_text()
+    assert "| model | accuracy |" in md and "## Pairs" in md and "Best on accuracy" in md
+    assert md.count(" [") >= 3 * 7  # each cell carries its interval
+    assert "80 examples" in shown and "significant" in shown.replace("\n", " ")
+    # a second run into the same folder needs --overwrite, and with it replaces the report
+    code, _, err = cli("compare", classify_bundle, weak_bundle, "-d", easy_data["test"], "-o", out)
+    assert code == 2 and "--overwrite" in err
+    code, _, err = cli("compare", classify_bundle, weak_bundle, "-d", easy_data["test"], "-o", out,
+                       "--overwrite", "--bootstrap", "100")  # fmt: skip
+    assert code == 0, err
+    assert json.loads((out / "report.json").read_text())["bootstrap"]["rounds"] == 100
+
+
+@pytest.mark.slow
+def test_one_model_with_the_baseline_and_baseline_train(cli, classify_bundle, easy_data, tmp_path):
+    out = tmp_path / "one"
+    code, stdout, err = cli(
+        "compare", classify_bundle, "-d", easy_data["test"], "--baseline", "tfidf",
+        "--baseline-train", easy_data["train"], "-o", out, "--bootstrap", "100",
+    )  # fmt: skip
+    assert code == 0, stdout + err
+    report = json.loads((out / "report.json").read_text())
+    assert report["models"][1]["note"] == "trained on 240 examples"  # the whole file, no validation share
+    assert len(report["pairs"]) == 7
+
+
+@pytest.mark.slow
+def test_compare_refuses_what_it_cannot_compare(cli, classify_bundle, head_models, easy_data, ner_data, tmp_path):
+    data = ["-d", easy_data["test"], "-o", tmp_path / "r"]
+    cases = [
+        ((classify_bundle, *data), "give two or more models"),
+        ((classify_bundle, classify_bundle, *data), "given twice"),
+        ((classify_bundle, tmp_path / "nowhere", *data), "not found"),
+        ((classify_bundle, head_models["ner"], *data), "compare models of one task"),
+        ((head_models["ner"], *data, "--baseline", "tfidf"), "single-label classification"),
+        ((classify_bundle, *data, "--baseline", "bm25"), "unknown"),
+        ((classify_bundle, classify_bundle.parent), "--data"),
+        ((classify_bundle, "-d", easy_data["test"], "--baseline-train", easy_data["train"], "-o", tmp_path / "x"),
+         "give two or more models"),
+        ((classify_bundle, *data, "--model", "bert-base-uncased"), "--config"),
+    ]  # fmt: skip
+    for args, message in cases:
+        code, out, err = cli("compare", *args)
+        assert code == 2, (args, out, err)
+        assert message in err, (args, err)
+    assert not (tmp_path / "r").exists()
+    # a model whose labels differ
+    other = tmp_path / "other"
+    shutil.copytree(classify_bundle, other)
+    info = json.loads((other / "bertkit.json").read_text())
+    info["labels"] = list(reversed(info["labels"]))
+    (other / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("compare", classify_bundle, other, *data)
+    assert code == 2 and "differ in labels" in err
+    # data without the label column
+    unlabelled = tmp_path / "texts.csv"
+    unlabelled.write_text("text\nfine film\n")
+    code, _, err = cli("compare", classify_bundle, "-d", unlabelled, "--baseline", "tfidf", "-o", tmp_path / "r")
+    assert code == 2 and "label" in err
+    # the baseline's training data is gone
+    moved = tmp_path / "moved"
+    shutil.copytree(classify_bundle, moved)
+    info = json.loads((moved / "bertkit.json").read_text())
+    info["config"]["data"]["train"]["path"] = str(tmp_path / "gone.csv")
+    (moved / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("compare", moved, "-d", easy_data["test"], "--baseline", "tfidf", "-o", tmp_path / "r")
+    assert code == 2 and "--baseline-train" in err and "gone.csv" in err
+    # a folder bertkit did not write is never replaced
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    code, _, err = cli("compare", classify_bundle, "-d", easy_data["test"], "--baseline", "tfidf", "-o", mine,
+                       "--overwrite")  # fmt: skip
+    assert code == 2 and (mine / "notes.txt").read_text() == "mine"

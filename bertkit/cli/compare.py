@@ -99,6 +99,7 @@ def _train_then_compare(config: Path, names: list[str], sets, output: str, data,
 
 
 def _show(comparison, target, which: str) -> None:
+    from rich.console import Console
     from rich.table import Table
 
     from bertkit.comparison.report import cell, digits, human_count, human_size, verdict
@@ -111,6 +112,7 @@ def _show(comparison, target, which: str) -> None:
     for r in comparison.rows:
         found = [cell(r.scores[m], *comparison.intervals[r.name][m], places) for m in comparison.metrics]
         table.add_row(r.name, *found, human_count(r.parameters), human_size(r.size_bytes), f"{r.texts_per_second:.0f}")
-    console.print(table)
-    console.print(verdict(comparison).replace("**", ""))
+    shown = Console()  # the result on stdout, as `evaluate` prints its scores
+    shown.print(table)
+    shown.print(verdict(comparison).replace("**", ""))
     console.print(f"[green]report written to[/green] {target}/report.md (.csv, .json, .png)")
