@@ -318,3 +318,73 @@ def test_compare_refuses_what_it_cannot_compare(cli, classify_bundle, head_model
     code, _, err = cli("compare", classify_bundle, "-d", easy_data["test"], "--baseline", "tfidf", "-o", mine,
                        "--overwrite")  # fmt: skip
     assert code == 2 and (mine / "notes.txt").read_text() == "mine"
+
+
+def _copy_with_noise(source, target, seed: int):
+    """A copy of a plain Hugging Face model with its weights nudged: another model of the same
+    task and labels, made without training."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(source, target)
+    weights_file = next(target.glob("*.safetensors"))
+    state = load_file(weights_file)
+    generator = torch.Generator().manual_seed(seed)
+    state = {k: v + 0.5 * torch.randn(v.shape, generator=generator) * v.std() if v.numel() > 1 else v
+             for k, v in state.items()}  # fmt: skip
+    save_file(state, weights_file, metadata={"format": "pt"})
+    return target
+
+
+@pytest.mark.parametrize("task", ["ner", "qa"])
+def test_ner_and_qa_models_compare_as_they_evaluate(cli, head_models, ner_data, task, tmp_path):
+    from tiny import write_squad
+
+    data = ner_data["test"] if task == "ner" else write_squad(tmp_path / "dev.json", 30, seed=2, version_2=True)
+    other = _copy_with_noise(head_models[task], tmp_path / f"other-{task}", seed=1)
+    out = tmp_path / "report"
+    code, stdout, err = cli("compare", head_models[task], other, "-d", data, "-o", out, "--bootstrap", "200")
+    assert code == 0, stdout + err
+    report = json.loads((out / "report.json").read_text())
+    metrics = ["precision", "recall", "f1"] if task == "ner" else ["exact_match", "f1"]
+    assert report["metrics"] == metrics and len(report["pairs"]) == len(metrics)
+    with open(out / "report.csv", newline="") as handle:
+        assert next(csv.reader(handle))[: 1 + len(metrics)] == ["model", *metrics]
+    if task == "qa":
+        assert report["pairs"][0]["test"] == "mcnemar"  # exact match is right or wrong per question
+    for bundle, model in zip((head_models[task], other), report["models"], strict=True):
+        code, said, err = cli("evaluate", "-m", bundle, "-d", data, "-o", tmp_path / f"eval-{bundle.name}")
+        assert code == 0, said + err
+        evaluated = json.loads((tmp_path / f"eval-{bundle.name}" / "metrics.json").read_text())
+        assert {m: model["metrics"][m] for m in metrics} == {m: evaluated[m] for m in metrics}
+
+
+@pytest.mark.slow
+def test_compare_trains_each_model_under_one_config(cli, tiny_model, easy_data, tmp_path):
+    from tiny import build_tiny_bert
+
+    second = build_tiny_bert(tmp_path / "tiny2" / "small-bert", [random.Random(1).choice(["a b", "c d"])] * 50)
+    config = tmp_path / "base.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: bert-base-uncased\n  max_length: 32\n"
+        f"data:\n  train: {easy_data['train']}\n  test: {easy_data['test']}\n"
+        f"train:\n  epochs: 1\n  max_steps: 3\n  learning_rate: 3.0e-3\noutput_dir: {tmp_path / 'unused'}\n"
+    )
+    out = tmp_path / "trained"
+    args = ("compare", "--config", config, "--model", tiny_model, "--model", second, "-o", out, "--bootstrap", "100")
+    code, stdout, err = cli(*args)
+    assert code == 0, stdout + err
+    assert (out / "bert" / "bertkit.json").is_file() and (out / "small-bert" / "bertkit.json").is_file()
+    report = json.loads((out / "report.json").read_text())
+    assert report["data"] == str(easy_data["test"]) and report["examples"] == 80
+    assert [m["model"] for m in report["models"]] == [str(out / "bert"), str(out / "small-bert")]
+    for folder in ("bert", "small-bert"):  # the same seed and config: only the model differs
+        config_of = json.loads((out / folder / "bertkit.json").read_text())["config"]
+        assert config_of["train"]["seed"] == 42 and config_of["train"]["max_steps"] == 3
+    assert "the config's test data" in stdout.replace("\n", " ")
+    code, _, err = cli(*args)  # the folder exists now
+    assert code == 2 and "--overwrite" in err
+    code, _, err = cli(*args, "--overwrite")
+    assert code == 0, err
+    code, _, err = cli("compare", "--config", config, "--model", tiny_model, "-o", tmp_path / "one")
+    assert code == 2 and "two or more --model" in err
