@@ -157,8 +157,10 @@ def test_pairs_use_mcnemar_for_accuracy_and_the_bootstrap_for_the_rest():
     assert accuracy["difference"] == pytest.approx(points["good"]["accuracy"] - points["bad"]["accuracy"])
     assert accuracy["significant"] and f1["significant"]
     assert accuracy["ci"][0] > 0
-    same = pair_tests(["good", "copy"], {**scored, "copy": scored["good"]},
-                      {**points, "copy": points["good"]}, {**rounds, "copy": rounds["good"]}, ["accuracy", "f1_macro"])  # fmt: skip
+    twins = {"good": scored["good"], "copy": scored["good"]}
+    twin_points = {"good": points["good"], "copy": points["good"]}
+    same = pair_tests(["good", "copy"], twins, twin_points, {"good": rounds["good"], "copy": rounds["good"]},
+                      ["accuracy", "f1_macro"])  # fmt: skip
     assert [p["significant"] for p in same] == [False, False]
     assert [p["p_value"] for p in same] == [1.0, 1.0]
 
@@ -208,7 +210,7 @@ def weak_bundle(tmp_path_factory, tiny_model, easy_data):
 
 
 @pytest.mark.slow
-def test_compare_two_classifiers_and_the_baseline_equals_evaluate(cli, classify_bundle, weak_bundle, easy_data, tmp_path):
+def test_two_classifiers_and_the_baseline_score_as_evaluate(cli, classify_bundle, weak_bundle, easy_data, tmp_path):
     out = tmp_path / "report"
     code, stdout, err = cli(
         "compare", classify_bundle, weak_bundle, "--data", easy_data["test"], "--baseline", "tfidf",
