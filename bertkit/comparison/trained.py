@@ -36,6 +36,8 @@ def train_and_compare(
     first = next(iter(configs.values()))
     scored_on, which = scoring_data(first, data)
     outputs.check_output_dir(target, overwrite, [*protect, scored_on], KIND)
+    target.mkdir(parents=True, exist_ok=True)
+    outputs.write_manifest(target, KIND)  # bertkit's from the start: --overwrite may replace what a failed run left
     bundles = []
     for name, cfg in configs.items():
         console.print(f"[bold]training {name}[/bold] into {cfg.output_dir}")
