@@ -107,11 +107,14 @@ def _show(comparison, target, which: str) -> None:
 
     places = digits(comparison)
     table = Table(title=f"{comparison.examples} examples ({which}), 95% intervals")
-    for column in ["model", *comparison.metrics, "params", "size", "texts/s"]:
-        table.add_column(column, justify="left" if column == "model" else "right")
+    table.add_column("")  # one column per model: a terminal is narrower than the metrics are many
     for r in comparison.rows:
-        found = [cell(r.scores[m], *comparison.intervals[r.name][m], places) for m in comparison.metrics]
-        table.add_row(r.name, *found, human_count(r.parameters), human_size(r.size_bytes), f"{r.texts_per_second:.0f}")
+        table.add_column(r.name, justify="right", overflow="fold")
+    for m in comparison.metrics:
+        table.add_row(m, *(cell(r.scores[m], *comparison.intervals[r.name][m], places) for r in comparison.rows))
+    table.add_row("parameters", *(human_count(r.parameters) for r in comparison.rows))
+    table.add_row("size", *(human_size(r.size_bytes) for r in comparison.rows))
+    table.add_row("texts/s", *(f"{r.texts_per_second:.0f}" for r in comparison.rows))
     shown = Console()  # the result on stdout, as `evaluate` prints its scores
     shown.print(table)
     shown.print(verdict(comparison).replace("**", ""))

@@ -37,6 +37,13 @@ def human_count(count: int) -> str:
     return f"{count / 1e6:.1f}M" if count >= 1e6 else f"{count / 1e3:.1f}k" if count >= 1e3 else str(count)
 
 
+def p_text(pair: dict, rounds: int) -> str:
+    """A p-value as text; a bootstrap one of 0 is below what the rounds can resolve."""
+    if pair["test"] != "mcnemar" and pair["p_value"] == 0:
+        return f"< {1 / rounds:.2g}"
+    return f"{pair['p_value']:.3g}"
+
+
 def cell(value: float, low: float, high: float, places: int) -> str:
     return f"{value:.{places}f} [{low:.{places}f}, {high:.{places}f}]"
 
@@ -54,11 +61,16 @@ def verdict(comparison) -> str:
     head = (
         f"Best on {metric}: **{best.name}** ({comparison.point(best.name, metric):.{places}f}), "
         f"{gap:.{places}f} ahead of {second.name} (95% interval of the difference [{low:.{places}f}, "
-        f"{high:.{places}f}], {pair['test']} p = {pair['p_value']:.3g})"
+        f"{high:.{places}f}], {pair['test']} p {_p_clause(pair, comparison.rounds)})"
     )
     if pair["significant"]:
         return head + f": a significant difference at the {ALPHA:.0%} level."
     return head + f": not significant at the {ALPHA:.0%} level; on this data the two cannot be told apart."
+
+
+def _p_clause(pair: dict, rounds: int) -> str:
+    text = p_text(pair, rounds)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def as_dict(comparison) -> dict:
@@ -118,7 +130,7 @@ def markdown(comparison) -> str:
         low, high = p["ci"]
         lines.append(
             f"| {p['a']} | {p['b']} | {p['metric']} | {p['difference']:+.{places}f} | "
-            f"[{low:+.{places}f}, {high:+.{places}f}] | {p['test']} | {p['p_value']:.3g} | "
+            f"[{low:+.{places}f}, {high:+.{places}f}] | {p['test']} | {p_text(p, comparison.rounds)} | "
             f"{'yes' if p['significant'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
@@ -159,7 +171,7 @@ def bar_chart(comparison, path: Path) -> None:
     margin = max((top - bottom) * 0.15, 1e-3)
     ax.set_ylim(bottom - margin, top + margin)  # the differences, not the distance from 0, are the point
     ax.set_title(f"{comparison.examples} examples of {Path(comparison.data).name}: {LEVEL:.0%} intervals")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(len(rows), 3), frameon=False)
     fig.tight_layout()
     with outputs.atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
