@@ -127,7 +127,14 @@ def test_multi_label_ner_qa_and_retrieval_resamples_equal_their_modules():
              for i in range(24)]  # fmt: skip
     qa = Answered(found, records, {"qa": {"null_score_diff_threshold": 0.0}, "version_2": True})
     ranked = Ranked(rng.integers(1, 15, 50))
-    for scored in (multi, ner, qa, ranked):
+    from bertkit import metrics
+    from bertkit.tasks.scored import Correlated
+
+    module = metrics.load("regression")
+    truth_numbers = rng.normal(size=60)
+    numbers = Correlated(truth_numbers + rng.normal(size=60), truth_numbers,
+                         lambda p, r: module.compute(predictions=p, references=r))  # fmt: skip
+    for scored in (multi, ner, qa, ranked, numbers):
         draws = np.vstack(list(weights(len(scored), 4, seed=2)))
         fast = scored.resampled(draws)
         for r, row in enumerate(draws):

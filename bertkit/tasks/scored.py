@@ -60,7 +60,7 @@ class Scored:
         found: dict[str, list[float]] = {m: [] for m in self.metrics}
         positions = np.arange(weights.shape[1])
         for row in weights:
-            scores = self.score(np.repeat(positions, row))
+            scores = self.score(np.repeat(positions, row.astype(int)))
             for m in self.metrics:
                 found[m].append(float(scores[m]))
         return {m: np.asarray(v) for m, v in found.items()}
@@ -108,7 +108,7 @@ class Correlated(Scored):
         found = {"pearson": [], "spearman": []}
         positions = np.arange(weights.shape[1])
         for row in np.asarray(weights):
-            chosen = np.repeat(positions, row)
+            chosen = np.repeat(positions, row.astype(int))
             x, y = self.predictions[chosen], self.gold[chosen]
             varied = x.std() > 0 and y.std() > 0 and len(x) > 1
             found["pearson"].append(float(pearsonr(x, y)[0]) if varied else 0.0)
