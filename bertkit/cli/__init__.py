@@ -13,6 +13,7 @@ import typer
 from bertkit import __version__
 from bertkit.cli import (
     attention,
+    compare,
     config,
     embed,
     evaluate,
@@ -56,6 +57,7 @@ app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
 app.command()(explain.explain)
+app.command()(compare.compare)
 app.command()(smoke.smoke)
 app.command()(serve.serve)
 

@@ -20,11 +20,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bertkit.data.readers import blank
+from bertkit.errors import BertkitError
 
 if TYPE_CHECKING:
     from bertkit.config import RunConfig
     from bertkit.run_info import RunInfo
     from bertkit.tasks.options import EvaluateOptions, PredictOptions
+    from bertkit.tasks.scored import Scored
 
 
 def pad_multiple(cfg: RunConfig) -> int | None:
@@ -139,6 +141,12 @@ class Task:
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Scores of the model on a labelled file (`bertkit evaluate`)."""
         raise NotImplementedError
+
+    def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Scored:
+        """The model's result on each example of a labelled file, as a `bertkit.tasks.scored.Scored`
+        that scores any subset of them (`bertkit compare`: bootstrap intervals, paired tests). A
+        task that has it makes `evaluate` its `.score()`, so the two cannot disagree."""
+        raise BertkitError(f"bertkit compare cannot score {self.name} models: the task gives no per-example results")
 
     def predict(
         self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions

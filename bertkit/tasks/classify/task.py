@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from bertkit import data as data_mod
-from bertkit import metrics, models
+from bertkit import models
 from bertkit.config import Config
 from bertkit.data.readers import blank
 from bertkit.errors import BertkitError
@@ -27,14 +27,15 @@ from bertkit.tasks.classify.labels import (
     split_multi,
     unknown_label,
 )
+from bertkit.tasks.classify.scored import scored
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
+from bertkit.tasks.scored import Scored
 
 HF_PROBLEM = {
     SINGLE: "single_label_classification",
     MULTI: "multi_label_classification",
     REGRESSION: "regression",
 }
-METRIC_MODULE = {SINGLE: "classification", MULTI: "multilabel", REGRESSION: "regression"}
 BEST_METRIC = {SINGLE: "f1_macro", MULTI: "f1_micro", REGRESSION: "spearman"}
 _AVERAGED = [f"{m}_{a}" for a in ("macro", "weighted", "micro") for m in ("precision", "recall", "f1")]
 METRIC_NAMES = {
@@ -201,19 +202,7 @@ class ClassifyTask(Task):
 
     def score(self, logits, references, info: dict) -> dict:
         """Full metrics (per class, confusion matrix) from logits and encoded references."""
-        logits = np.asarray(logits[0] if isinstance(logits, tuple) else logits)
-        problem = info["problem_type"]
-        module = metrics.load(METRIC_MODULE[problem])
-        if problem == REGRESSION:
-            return module.compute(predictions=logits.reshape(-1), references=np.asarray(references).reshape(-1))
-        if problem == MULTI:
-            predicted = (sigmoid(logits) > info["threshold"]).astype(int)
-            return module.compute(
-                predictions=predicted, references=np.asarray(references).astype(int), label_names=info["labels"]
-            )
-        return module.compute(
-            predictions=logits.argmax(-1), references=np.asarray(references), label_names=info["labels"]
-        )
+        return scored(logits, references, info).score()
 
     # ------------------------------------------------------------ inspecting the data
 
@@ -237,9 +226,21 @@ class ClassifyTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Full metrics of `model` on the labelled file `data` (`bertkit evaluate`)."""
+        return self.evaluate_examples(model, tokenizer, info, data, options).score()
+
+    def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Scored:
+        """The model's prediction for each example of the labelled file `data`."""
         info = {**info, **options.column_options()}
         if not info.get("labels") and info.get("problem_type") != REGRESSION:
             raise BertkitError("the model has no label names, so its predictions cannot be scored")
+        ds, references = self.labelled(data, info, options)
+        text_column = info.get("text_column") or "text"
+        features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": text_column}))
+        logits = forward(model, tokenizer, features, options.batch_size)
+        return scored(np.stack(logits), references, info)
+
+    def labelled(self, data: str, info: dict, options: EvaluateOptions):
+        """The examples of the labelled file `data` (sampled as asked) and their encoded labels."""
         text_column = info.get("text_column") or "text"
         label_column = info.get("label_column") or "label"
         ds = data_mod.load_source(options.source(data), text_column, label_column, options.text_join(info))
@@ -250,10 +251,7 @@ class ClassifyTask(Task):
             "label_column": label_column,
         }
         data_mod.require_columns(ds, columns, data, data_mod.EVALUATE_OPTIONS)
-        references = self.encode_labels(ds[label_column], info, data_mod.places(ds, data))
-        features = feature_rows(encode_texts(tokenizer, ds, {**info, "text_column": text_column}))
-        logits = forward(model, tokenizer, features, options.batch_size)
-        return self.score(np.stack(logits), references, info)
+        return ds, self.encode_labels(ds[label_column], info, data_mod.places(ds, data))
 
     def predict(
         self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions

@@ -14,9 +14,10 @@ from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
-from bertkit.tasks.embed.losses import pair_metrics
+from bertkit.tasks.embed.losses import pair_metrics, pair_results
 from bertkit.tasks.embed.pairs import PairCollator, group_ids, pair_encoder_class, pair_features, plain_text, scores_of
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
+from bertkit.tasks.scored import Scored
 
 
 class EmbedTask(Task):
@@ -135,6 +136,10 @@ class EmbedTask(Task):
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """The validation metrics of an embed bundle on a pairs file."""
+        return self.evaluate_examples(model, tokenizer, info, data, options).score()
+
+    def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Scored:
+        """Each pair's cosine beside its score, or each anchor's rank of its own positive."""
         info = {**info, **options.column_options()}
         source = options.source(data)
         ds = options.sampled(data_mod.load_source(source, info["text_column"], info.get("label_column") or "label"))
@@ -154,7 +159,7 @@ class EmbedTask(Task):
         places = data_mod.places(ds, data)
         labels = np.asarray(scores_of(ds[info["label_column"]], places)) / info["score_max"] if scored else None
         groups = group_ids([plain_text(t) for t in ds[info["text_pair_column"]]])
-        return pair_metrics(first, second, labels, groups, scored)
+        return pair_results(first, second, labels, groups, scored)
 
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """An empty text's vector is all zeros (its cosine with anything is 0)."""

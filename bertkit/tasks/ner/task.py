@@ -23,6 +23,7 @@ from bertkit.tasks.ner.reading import (
     tokens_field_of,
     words_and_tags,
 )
+from bertkit.tasks.ner.scored import Tagged
 from bertkit.tasks.ner.tagging import (
     CHUNK,
     describe,
@@ -151,6 +152,10 @@ class NerTask(Task):
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
+        return self.evaluate_examples(model, tokenizer, info, data, options).score()
+
+    def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Tagged:
+        """The tags the model gives each sentence of `data`, beside the gold ones."""
         import datasets
 
         from bertkit.config import NerConfig
@@ -174,7 +179,7 @@ class NerTask(Task):
         )
         if unseen:
             say_unseen(int(unseen), data)
-        return score_tags([t.tags for t in tagged], word_tags)
+        return Tagged([t.tags for t in tagged], word_tags, score_tags)
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A token list with no tokens, or a text with nothing in it."""

@@ -21,8 +21,9 @@ def answer_questions(model, tokenizer, info: dict, questions, contexts, batch_si
     return extract_answers(feature_columns(features), rows, contexts, info["qa"], info["version_2"], keep=keep)
 
 
-def score_answers(found: list[dict], records: list[dict], info: dict) -> dict:
-    """The squad metric on answers (from `extract_answers`) to the questions of `records`."""
+def score_answers(found: list[dict], records: list[dict], info: dict, unit: str | None = None) -> dict:
+    """The squad metric on answers (from `extract_answers`) to the questions of `records`
+    (`unit`: word or char F1; None: as `qa.f1_unit` says, from these contexts when auto)."""
     predictions = [
         {
             "id": record["id"],
@@ -33,7 +34,7 @@ def score_answers(found: list[dict], records: list[dict], info: dict) -> dict:
         for record, answer in zip(records, found, strict=True)
     ]
     references = [{"id": r["id"], "answers": r["answers"]} for r in records]
-    unit = _f1_unit(info["qa"].get("f1_unit", "auto"), [r["context"] for r in records])
+    unit = unit or _f1_unit(info["qa"].get("f1_unit", "auto"), [r["context"] for r in records])
     result = metrics.load("squad").compute(predictions=predictions, references=references, unit=unit)
     if info["version_2"]:
         result["null_score_diff_threshold"] = info["qa"]["null_score_diff_threshold"]

@@ -17,6 +17,7 @@ from bertkit.tasks.base import Task
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
 from bertkit.tasks.qa.reading import checked_record, fields_of, read_examples, unanswerable_ids, warn_unanswerable
+from bertkit.tasks.qa.scored import Answered
 
 
 class QaTask(Task):
@@ -107,6 +108,10 @@ class QaTask(Task):
     # ------------------------------------------------------------ evaluate and predict
 
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
+        return self.evaluate_examples(model, tokenizer, info, data, options).score()
+
+    def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Answered:
+        """The model's answer to each question of `data`, beside the gold answers."""
         info = _complete(info)
         source = options.source(data)
         records = options.sampled(read_examples(source, QaConfig.model_validate(info.get("qa") or {}), data))
@@ -114,7 +119,7 @@ class QaTask(Task):
             warn_unanswerable(data, unanswerable_ids(records))
         questions, contexts = [r["question"] for r in records], [r["context"] for r in records]
         found = answer_questions(model, tokenizer, info, questions, contexts, options.batch_size)
-        return score_answers(found, records, info)
+        return Answered(found, records, info)
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A record whose question and context are both there and both blank. One without either

@@ -1,0 +1,47 @@
+"""`bertkit compare --config base.yaml --model NAME --model NAME`: each model trained under the
+same config and seed into a folder of its own inside the output, then all of them compared on
+the config's test data (its validation data when it has no test data) with the same report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit import outputs
+from bertkit.comparison import KIND, Comparison, compare_models
+from bertkit.errors import BertkitError
+from bertkit.progress import console
+
+
+def scoring_data(cfg, data: str | None) -> tuple[str, str]:
+    """The file the trained models are compared on, and which split it is."""
+    if data:
+        return data, "--data"
+    for role in ("test", "validation"):
+        source = getattr(cfg.data, role)
+        if source is not None and source.path:
+            return source.path, f"the config's {role} data"
+    raise BertkitError(
+        "the config has no data.test or data.validation file to compare the models on; give one with --data FILE"
+    )
+
+
+def train_and_compare(
+    configs: dict, output: str, data: str | None = None, overwrite: bool = False, protect=(), **compare
+) -> tuple[Comparison, Path, str]:
+    """Train each config (`{model name: its config}`, output_dir already inside `output`), then
+    compare the bundles. Returns the comparison, the output folder and which data scored them."""
+    from bertkit.training import train
+
+    target = Path(output)
+    first = next(iter(configs.values()))
+    scored_on, which = scoring_data(first, data)
+    outputs.check_output_dir(target, overwrite, [*protect, scored_on], KIND)
+    target.mkdir(parents=True, exist_ok=True)
+    outputs.write_manifest(target, KIND)  # bertkit's from the start: --overwrite may replace what a failed run left
+    bundles = []
+    for name, cfg in configs.items():
+        console.print(f"[bold]training {name}[/bold] into {cfg.output_dir}")
+        path, _ = train(cfg, overwrite=overwrite, protect=protect)
+        bundles.append(str(path))
+    comparison, folder = compare_models(bundles, scored_on, str(target), overwrite, in_place=True, **compare)
+    return comparison, folder, which
