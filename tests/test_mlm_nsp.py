@@ -118,6 +118,36 @@ def test_documents_from_text_files_and_records(tmp_path):
     assert list(read_documents(str(tmp_path / "c.jsonl"), "body")) == [["first", "second", "third"], ["alone"]]
 
 
+def test_masked_only_scoring_keeps_the_summed_loss_of_bert_for_pretraining():
+    import torch
+    from transformers import BertConfig, BertForPreTraining
+
+    from bertkit.tasks.mlm.masked_positions import predict_masked_only
+
+    size = {"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config = BertConfig(**size, intermediate_size=64)
+    torch.manual_seed(0)
+    full = BertForPreTraining(config)
+    sparse = BertForPreTraining(config)
+    sparse.load_state_dict(full.state_dict())
+    assert predict_masked_only(sparse)
+    ids = torch.randint(5, 300, (4, 24))
+    labels = torch.where(torch.rand(ids.shape) < 0.2, ids, torch.tensor(-100))
+    labels[0, 3] = ids[0, 3]
+    inputs = {"input_ids": ids, "token_type_ids": (torch.arange(24) > 10).long().expand(4, 24)}
+    inputs |= {"labels": labels, "next_sentence_label": torch.tensor([0, 1, 1, 0])}
+    losses = []
+    for model in (full, sparse):
+        model.train()
+        torch.manual_seed(1)
+        losses.append(model(**inputs).loss)
+        losses[-1].backward()
+    assert torch.allclose(losses[0], losses[1], atol=1e-6)
+    for (name, a), (_, b) in zip(full.named_parameters(), sparse.named_parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, atol=1e-6), name
+    assert sparse.cls.seq_relationship.weight.grad.abs().sum() > 0  # the next-sentence head learns
+
+
 # ---------------------------------------------------------------- refusals
 
 
