@@ -120,6 +120,11 @@ class MlmConfig(Section):
         "the saved model has BERT's 0.1 for fine-tuning",
     )
     top_k: int = Field(5, ge=1, description="fill-mask predictions: candidates listed per [MASK]")
+    nsp: bool = Field(
+        False,
+        description="also train next-sentence prediction on sentence pairs from documents (one sentence a line, "
+        "a blank line between documents); off as RoBERTa found it unnecessary",
+    )
 
     @model_validator(mode="after")
     def _heads_divide(self) -> MlmConfig:

@@ -1,6 +1,7 @@
-"""Plain-text corpora for masked-LM training and vocabularies: one document or sentence a line,
-from one file, several files (a glob pattern), a folder of text files, JSON lines / CSV / Parquet
-with a text column, or a Hub data set."""
+"""Plain-text corpora for masked-LM training and vocabularies: one document or sentence a line
+(or, for next-sentence prediction, documents of one sentence a line between blank lines), from
+one file, several files (a glob pattern), a folder of text files, JSON lines / CSV / Parquet with
+a text column, or a Hub data set."""
 
 from __future__ import annotations
 
@@ -61,9 +62,38 @@ def read_lines(
                 yield text
 
 
-def load_corpus(source, text_column: str = "text"):
+def sentences_of(text) -> list[str]:
+    """The non-blank lines of a text, stripped: the sentences of one document."""
+    return [line.strip() for line in str(text or "").splitlines() if line.strip()]
+
+
+def read_documents(path: str, text_column: str = "text", fmt: str | None = None, layout=None) -> Iterator[list[str]]:
+    """The documents of a corpus path, each as its sentences. In plain text files a document is a
+    run of non-blank lines (one sentence a line) between blank lines, and every file ends one; in
+    tables (JSON lines, CSV, Parquet) each record's text is one document, one sentence a line."""
+    from bertkit.data.formats import detect_format
+
+    for file in corpus_files(path):
+        kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
+        lines = read_lines(file, text_column, fmt, keep_blank=True, layout=layout)
+        if kind not in ("text", "folder"):
+            yield from (doc for doc in map(sentences_of, lines) if doc)
+            continue
+        document: list[str] = []
+        for line in lines:
+            if line:
+                document.append(line)
+            elif document:
+                yield document
+                document = []
+        if document:
+            yield document
+
+
+def load_corpus(source, text_column: str = "text", documents: bool = False):
     """One split of a corpus as a Dataset with a single `text` column (read from `text_column` of a
-    table)."""
+    table). With `documents`, one row per document (`read_documents`), its sentences joined by
+    line breaks."""
     import datasets
 
     from bertkit.data import load_source, require_columns
@@ -72,13 +102,20 @@ def load_corpus(source, text_column: str = "text"):
     if source.hub:
         ds = load_source(source, column)
         require_columns(ds, {"text_column": column}, source.describe())
-        texts = [str(t).strip() for t in ds[column] if t is not None and str(t).strip()]
+        if documents:
+            texts = ["\n".join(doc) for doc in map(sentences_of, ds[column]) if doc]
+        else:
+            texts = [str(t).strip() for t in ds[column] if t is not None and str(t).strip()]
     elif source.files:
         raise BertkitError(f"{source.describe()}: one file per class is for classification; give the corpus as path")
     else:
         from bertkit.data.formats import Layout
 
-        texts = list(read_lines(source.path, column, source.format, layout=Layout.of(source)))
+        layout = Layout.of(source)
+        if documents:
+            texts = ["\n".join(doc) for doc in read_documents(source.path, column, source.format, layout)]
+        else:
+            texts = list(read_lines(source.path, column, source.format, layout=layout))
     if not texts:
         raise BertkitError(f"{source.describe()}: no text in it (the file is empty, or every line is blank)")
     return datasets.Dataset.from_dict({"text": texts})

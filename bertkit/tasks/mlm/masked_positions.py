@@ -14,8 +14,15 @@ from __future__ import annotations
 from bertkit.tasks.mlm.masking import IGNORE
 
 # model class -> its vocabulary head, for models whose forward scores `head(hidden)` against
-# `labels` flattened (the loss then ignores nothing but the IGNORE rows we drop)
-HEADS = {"BertForMaskedLM": "cls", "RobertaForMaskedLM": "lm_head", "XLMRobertaForMaskedLM": "lm_head"}
+# `labels` flattened (the loss then ignores nothing but the IGNORE rows we drop); BertForPreTraining's
+# `cls` takes (hidden states, pooled output) and only the first is gathered, so its next-sentence
+# head still sees the whole pooled [CLS]
+HEADS = {
+    "BertForMaskedLM": "cls",
+    "BertForPreTraining": "cls",
+    "RobertaForMaskedLM": "lm_head",
+    "XLMRobertaForMaskedLM": "lm_head",
+}
 
 
 def head_of(model):

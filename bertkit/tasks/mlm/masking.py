@@ -68,7 +68,8 @@ def special_positions(input_ids, tokenizer):
 
 
 class MaskingCollator:
-    """Pads a batch; masks it unless its features already carry `labels` (fixed evaluation masks)."""
+    """Pads a batch; masks it unless its features already carry `labels` (fixed evaluation masks).
+    A `next_sentence_label` (sentence pairs) is kept."""
 
     def __init__(self, tokenizer, probability: float = 0.15, whole_words: bool = False, pad_to_multiple_of=None):
         if tokenizer.mask_token_id is None:
@@ -89,6 +90,8 @@ class MaskingCollator:
         batch = self.tokenizer.pad(
             [{n: f[n] for n in names} for f in features], return_tensors="pt", pad_to_multiple_of=self.multiple
         )
+        if "next_sentence_label" in features[0]:  # sentence pairs (mlm.nsp)
+            batch["next_sentence_label"] = torch.tensor([f["next_sentence_label"] for f in features])
         if fixed:
             width = batch["input_ids"].shape[1]
             batch["labels"] = torch.tensor([list(row) + [IGNORE] * (width - len(row)) for row in labels])

@@ -16,6 +16,7 @@ from bertkit.inference import chunks, empty_record, forward
 from bertkit.progress import console
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.mlm import sentence_pairs
 from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
@@ -28,7 +29,10 @@ class MlmTask(Task):
     # ------------------------------------------------------------ data
 
     def load(self, cfg: Config):
-        return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, cfg.data.text_column))
+        column = cfg.data.text_column
+        if cfg.mlm.nsp:  # one row per document
+            return data_mod.load_splits(cfg, read=lambda source, role: sentence_pairs.read_documents(source, column))
+        return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, column))
 
     def setup(self, ds, cfg: Config) -> dict:
         m = cfg.mlm
@@ -37,6 +41,8 @@ class MlmTask(Task):
             raise BertkitError(
                 f"mlm.block_size {block} is longer than model.max_length {cfg.model.max_length}; lower it"
             )
+        if m.nsp:
+            sentence_pairs.check_settings(cfg)
         return {
             "task": self.name,
             "mode": m.mode,
@@ -49,6 +55,7 @@ class MlmTask(Task):
             "seed": cfg.train.seed,
             "text_column": "text",
             **({"base_model": "scratch", "from_scratch": True} if m.from_scratch else {}),
+            **({"nsp": True} if m.nsp else {}),
         }
 
     def starts_from_scratch(self, cfg: Config) -> bool:
@@ -76,6 +83,8 @@ class MlmTask(Task):
             raise BertkitError(
                 f"the tokenizer ({type(tokenizer).__name__}) has no [MASK] token: it cannot do masked LM"
             )
+        if info.get("nsp"):
+            sentence_pairs.check_tokenizer(tokenizer)
         return {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
 
     def prepare(self, ds, tokenizer, info: dict):
@@ -83,7 +92,8 @@ class MlmTask(Task):
 
         prepared = {}
         for role, split in ds.items():
-            rows = examples(tokenizer, list(split["text"]), info, role)
+            make = sentence_pairs.pair_examples if info.get("nsp") else examples
+            rows = make(tokenizer, list(split["text"]), info, role)
             columns = {key: [row[key] for row in rows] for key in rows[0]}
             if role != "train":
                 columns = fixed_masks(
@@ -97,6 +107,7 @@ class MlmTask(Task):
     def build_model(self, source: str | None, info: dict, cfg: Config):
         from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 
+        config = None
         if source is None:
             m = cfg.mlm
             config = BertConfig(
@@ -111,11 +122,15 @@ class MlmTask(Task):
                 hidden_dropout_prob=m.dropout,
                 attention_probs_dropout_prob=m.dropout,
             )
+        if info.get("nsp"):  # BertForPreTraining: masked LM + next-sentence prediction
+            model = sentence_pairs.build_model(source, info, cfg, config)
+        elif source is None:
             return _masked_only(BertForMaskedLM(config))
-        model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
-        prefix = model.base_model_prefix + "."
-        if any(not key.startswith(prefix) for key in loading.get("missing_keys", [])):
-            console.print(f"[yellow]note:[/yellow] {cfg.model.name} has no masked-LM head; a new one is trained")
+        else:
+            model, loading = models.load_weights(AutoModelForMaskedLM, source, cfg, output_loading_info=True)
+            prefix = model.base_model_prefix + "."
+            if any(not key.startswith(prefix) for key in loading.get("missing_keys", [])):
+                console.print(f"[yellow]note:[/yellow] {cfg.model.name} has no masked-LM head; a new one is trained")
         if model.get_input_embeddings().num_embeddings < info["vocab_size"]:
             model.resize_token_embeddings(info["vocab_size"])
         return _masked_only(model)
@@ -134,12 +149,15 @@ class MlmTask(Task):
         return "perplexity"
 
     def metric_names(self, info: dict) -> list[str]:
-        return ["loss", "perplexity", "accuracy"]
+        return ["loss", "perplexity", "accuracy", *(["nsp_accuracy"] if info.get("nsp") else [])]
 
     @staticmethod
     def reduce_logits(logits, labels):
         """Per position: (loss of the true token, 1 if it ranked first); the Trainer keeps these
-        instead of the full vocabulary logits."""
+        instead of the full vocabulary logits. A BertForPreTraining (mlm.nsp) gives (masked-LM,
+        next-sentence) logits and labels: its next-sentence logits are kept as they are."""
+        if isinstance(logits, tuple | list):
+            return token_losses(logits[0], labels[0]), logits[1].float()
         return token_losses(logits, labels)
 
     def metric_fn(self, info: dict, features, examples):
@@ -148,8 +166,11 @@ class MlmTask(Task):
     scores_before_training = True
 
     def compare(self, before: dict, after: dict) -> dict:
-        """Validation perplexity before and after: the point of the job."""
-        return {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
+        """Validation perplexity (and next-sentence accuracy) before and after: the point of the job."""
+        headline = {"perplexity_before": before["perplexity"], "perplexity_after": after["perplexity"]}
+        if "nsp_accuracy" in before:
+            headline |= {"nsp_accuracy_before": before["nsp_accuracy"], "nsp_accuracy_after": after["nsp_accuracy"]}
+        return headline
 
     # ------------------------------------------------------------ inspecting the data
 
@@ -209,6 +230,8 @@ class MlmTask(Task):
 
     def card_summary(self, info: dict) -> str:
         masking = "whole-word masking" if info.get("whole_word_masking") else "token masking"
+        if info.get("nsp"):
+            return f"masked LM + next-sentence prediction, pairs of up to {info.get('block_size')} tokens, {masking}"
         return f"masked LM, {info.get('mode')} of {info.get('block_size')} tokens, {masking}"
 
     def cli_usage(self, where: str) -> str:
@@ -274,7 +297,12 @@ def token_losses(logits, labels):
 
 
 def score(predictions, labels) -> dict:
-    """Masked-LM metrics from `token_losses` rows and labels (IGNORE where nothing is predicted)."""
+    """Masked-LM metrics from `token_losses` rows and labels (IGNORE where nothing is predicted);
+    with next-sentence logits and labels beside them (mlm.nsp), their accuracy too. The loss and
+    perplexity are the masked LM's alone, not the summed loss the model trains on."""
+    if isinstance(predictions, tuple | list):
+        nsp = sentence_pairs.nsp_accuracy(predictions[1], labels[1])
+        return {**score(predictions[0], labels[0]), "nsp_accuracy": nsp}
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     width = min(predictions.shape[1], labels.shape[1])
     chosen = labels[:, :width] != IGNORE
