@@ -16,6 +16,7 @@ from bertkit.cli import (
     config,
     embed,
     evaluate,
+    export,
     info,
     inspect,
     model,
@@ -54,6 +55,7 @@ app.command()(info.info)
 app.command()(inspect.inspect)
 app.command()(attention.attention)
 app.command()(smoke.smoke)
+app.command()(export.export)
 
 
 def _show_version(value: bool) -> None:
