@@ -19,7 +19,12 @@ import numpy as np
 from bertkit.errors import BertkitError
 
 ONNX_FILE = "model.onnx"
-TORCH_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+TORCH_WEIGHTS = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 RUNTIMES = ("auto", "torch", "onnx")
 INSTALL = "pip install 'bertkit[onnx]'"
 
@@ -94,7 +99,9 @@ class OnnxModel:
             elif name == "token_type_ids":  # a tokenizer that gives none: one segment, as BERT reads it
                 feed[name] = np.zeros_like(np.asarray(inputs["input_ids"], dtype=np.int64))
             else:
-                raise BertkitError(f"{self.path / ONNX_FILE} needs the input {name!r}, which the tokenizer does not give")
+                raise BertkitError(
+                    f"{self.path / ONNX_FILE} needs the input {name!r}, which the tokenizer does not give"
+                )
         return SimpleNamespace(**dict(zip(self.output_names, self.session.run(None, feed), strict=True)))
 
     def eval(self) -> OnnxModel:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import sentence, write_conll, write_squad
+from tiny import sentence, write_squad
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -51,7 +51,9 @@ def bundles(tmp_path_factory, tiny_model, classify_bundle, ner_data):
     model = f"model:\n  name: {tiny_model}\n  max_length: 32\n"
     return {
         "classify": classify_bundle,
-        "ner": _train(run, folder, "ner", f"{model}data:\n  train: {ner_data['train']}\n  test: {ner_data['test']}\n{train}"),
+        "ner": _train(
+            run, folder, "ner", f"{model}data:\n  train: {ner_data['train']}\n  test: {ner_data['test']}\n{train}"
+        ),
         "qa": _train(
             run,
             folder,
@@ -97,7 +99,10 @@ def _input(tmp_path: Path, task: str) -> Path:
     if task == "qa":
         rng = random.Random(5)
         words = " ".join(rng.choices(["the", "film", "met", "lima", "with", "alice", "in", "paris"], k=120))
-        rows = [{"id": "1", "question": "who met lima ?", "context": words}, {"question": "where ?", "context": "in paris"}]
+        rows = [
+            {"id": "1", "question": "who met lima ?", "context": words},
+            {"question": "where ?", "context": "in paris"},
+        ]
         path = tmp_path / "questions.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         return path
@@ -126,8 +131,8 @@ def _same(task: str, torch_rows: list[dict], onnx_rows: list[dict], tolerance: f
         for key in ("label", "labels", "filled", "empty", "windows"):
             assert a.get(key) == b.get(key)
         if task == "ner":
-            assert [(e["start"], e["end"], e["label"]) for e in a["entities"]] == [
-                (e["start"], e["end"], e["label"]) for e in b["entities"]
+            assert [(e["start"], e["end"], e["type"]) for e in a["entities"]] == [
+                (e["start"], e["end"], e["type"]) for e in b["entities"]
             ]
         if task == "qa":
             assert (a["answer"], a["start"]) == (b["answer"], b["start"])
@@ -186,7 +191,10 @@ def test_evaluate_runs_the_onnx_bundle(bundles, easy_data, tmp_path, cli):
         code, _, err = cli("evaluate", "-m", bundle, "-d", easy_data["test"], "-o", tmp_path / f"eval-{bundle.name}")
         assert code == 0, err
         scores.append(json.loads((tmp_path / f"eval-{bundle.name}" / "metrics.json").read_text()))
-    assert scores[0]["accuracy"] == scores[1]["accuracy"] and scores[0]["confusion_matrix"] == scores[1]["confusion_matrix"]
+    assert (
+        scores[0]["accuracy"] == scores[1]["accuracy"]
+        and scores[0]["confusion_matrix"] == scores[1]["confusion_matrix"]
+    )
 
 
 @pytest.mark.slow
@@ -221,7 +229,18 @@ def test_onnx_predict_imports_no_torch(bundles, tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", script, "predict", "-m", str(target), "-i", str(source), "-o", str(tmp_path / "p.jsonl")],
+        [
+            sys.executable,
+            "-c",
+            script,
+            "predict",
+            "-m",
+            str(target),
+            "-i",
+            str(source),
+            "-o",
+            str(tmp_path / "p.jsonl"),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -235,9 +254,13 @@ def test_onnx_predict_imports_no_torch(bundles, tmp_path):
 @pytest.mark.slow
 def test_runtime_errors(bundles, tmp_path, cli):
     source = _input(tmp_path, "classify")
-    code, _, err = cli("predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "onnx")
+    code, _, err = cli(
+        "predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "onnx"
+    )
     assert code == 2 and "bertkit export" in err
-    code, _, err = cli("predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "tpu")
+    code, _, err = cli(
+        "predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "tpu"
+    )
     assert code == 2 and "--runtime tpu" in err
     target = tmp_path / "onnx"
     assert cli("export", "-m", bundles["classify"], "-o", target)[0] == 0

@@ -209,7 +209,8 @@ def _onnx_encoder(name: str, pooling: str | None, normalize: bool | None, max_le
         )
     model = onnx_runtime.OnnxModel(Path(name))
     settings = model_settings(name, model.config)
-    for option, asked, baked in (("--pooling", pooling, settings.pooling), ("--normalize", normalize, settings.normalize)):
+    asked_and_baked = (("--pooling", pooling, settings.pooling), ("--normalize", normalize, settings.normalize))
+    for option, asked, baked in asked_and_baked:
         if asked is not None and asked != baked:
             raise BertkitError(
                 f"{option} {asked}: {name} is an ONNX bundle whose vectors are made inside the graph with "

@@ -154,7 +154,9 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
         return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
     keys = [k for k in ("label", "labels", "entities", "answer") if k in first[0]]
     if not keys:  # regression: equal to two decimals
-        same = [round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)]
+        same = [
+            round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)
+        ]
     else:
         same = [all(_plain(x.get(k)) == _plain(y.get(k)) for k in keys) for x, y in zip(first, second, strict=True)]
     return {"records": len(same), "equal_predictions": sum(same) / max(len(same), 1)}

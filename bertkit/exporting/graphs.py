@@ -73,7 +73,9 @@ def export_graph(model, tokenizer, task: str, info, target: Path):
     import torch
 
     names = input_names(tokenizer)
-    sample = tokenizer(["a short text", "a somewhat longer text to pad the first one"], padding=True, return_tensors="pt")
+    sample = tokenizer(
+        ["a short text", "a somewhat longer text to pad the first one"], padding=True, return_tensors="pt"
+    )
     graph = wrapped(model, task, info, names)
     axes = {name: {0: "batch", 1: "sequence"} for name in names}
     for name in OUTPUTS[task]:

@@ -118,7 +118,10 @@ def summary_rows(record: dict) -> list[tuple[str, str]]:
     fp32 = check["fp32"]
     rows = [
         ("precision", record["precision"]),
-        ("fp32 vs PyTorch, max |diff|", f"{fp32['max_abs_diff']:.2e} (allowed {fp32['allowed']:.2e}, {fp32['texts']} texts)"),
+        (
+            "fp32 vs PyTorch, max |diff|",
+            f"{fp32['max_abs_diff']:.2e} (allowed {fp32['allowed']:.2e}, {fp32['texts']} texts)",
+        ),
     ]
     int8 = check.get("int8") or {}
     if "equal_predictions" in int8:
