@@ -102,7 +102,15 @@ def quantize_int8(source: Path, target: Path) -> None:
     quantised on the fly per batch (no calibration data needed)."""
     from bertkit.onnx_runtime import need_onnx
 
+    import logging
+
     quantization = need_onnx("--quantize int8", "onnxruntime.quantization")
-    quantization.quantize_dynamic(
-        str(source), str(target), weight_type=quantization.QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm"]
-    )
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its advice to pre-process is for static (calibrated) quantisation
+    try:
+        quantization.quantize_dynamic(
+            str(source), str(target), weight_type=quantization.QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm"]
+        )
+    finally:
+        root.setLevel(level)
