@@ -69,9 +69,7 @@ def fused(source: Path, name: str, quantize: bool) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
     config = read_config(source)
-    optimized = optimize_model(
-        str(source / "model.onnx"), "bert", config.num_attention_heads, config.hidden_size
-    )
+    optimized = optimize_model(str(source / "model.onnx"), "bert", config.num_attention_heads, config.hidden_size)
     optimized.save_model_to_file(str(target / "model.onnx"))
     if quantize:
         import onnx
@@ -142,7 +140,9 @@ def process_times(bundles: dict, texts: list[str], name: str, repeats: int) -> d
     for label, bundle in bundles.items():
         command = [sys.executable, "-m", "bertkit", "predict", "-m", str(bundle), "-i", str(source)]
         command += ["-o", str(OUT / f"{name}-{label}.jsonl")]
-        times[label] = median_time(lambda c=command: subprocess.run(c, env=env, check=True, capture_output=True), repeats)
+        times[label] = median_time(
+            lambda c=command: subprocess.run(c, env=env, check=True, capture_output=True), repeats
+        )
     return times
 
 
@@ -205,7 +205,11 @@ def main(argv):
     ]
     print(table(processes, ["run", *pair]))
     result = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "threads": args.threads,
+        },
         "load_average_at_end": os.getloadavg(),
         "bundle": str(bundle),
         "texts": args.texts,

@@ -100,9 +100,9 @@ def export_graph(model, tokenizer, task: str, info, target: Path):
 def quantize_int8(source: Path, target: Path) -> None:
     """onnxruntime's dynamic quantisation: int8 weights of the MatMul / Gemm layers, activations
     quantised on the fly per batch (no calibration data needed)."""
-    from bertkit.onnx_runtime import need_onnx
-
     import logging
+
+    from bertkit.onnx_runtime import need_onnx
 
     quantization = need_onnx("--quantize int8", "onnxruntime.quantization")
     root = logging.getLogger()
