@@ -100,7 +100,6 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: R
     if data is None:
         report.notes.append("no data to check int8 on (the bundle records none that exists here; give --check-data)")
         return
-    report.data = str(data)
     agree = _agreement(task, fp32, int8, tokenizer, info, data)
     if agree is not None:
         report.int8.update(agree)

@@ -75,7 +75,7 @@ def export_bundle(
     network = bundle.load_model(task.auto_model, "cpu")
     info = bundle.info
     data = check_data_of(info, check_data)
-    report = Report()
+    report = Report(data=str(data) if data else None)
     started = time.perf_counter()
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
