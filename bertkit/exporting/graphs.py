@@ -98,8 +98,11 @@ def export_graph(model, tokenizer, task: str, info, target: Path):
 
 
 def quantize_int8(source: Path, target: Path) -> None:
-    """onnxruntime's dynamic quantisation: int8 weights of the MatMul / Gemm layers, activations
-    quantised on the fly per batch (no calibration data needed)."""
+    """onnxruntime's dynamic quantisation: int8 weights of the MatMul / Gemm layers, one scale per
+    output channel, activations quantised on the fly per batch (no calibration data needed).
+    Per channel rather than per tensor: the same speed on MiniLM here, and closer to fp32 (SST-2
+    dev labels equal to fp32's 98.5 % against 96.0 %; MiniLM sentence vectors' cosine with fp32
+    at least 0.982 against 0.890), see docs/deployment.md."""
     import logging
 
     from bertkit.onnx_runtime import need_onnx
@@ -110,7 +113,11 @@ def quantize_int8(source: Path, target: Path) -> None:
     root.setLevel(logging.ERROR)  # its advice to pre-process is for static (calibrated) quantisation
     try:
         quantization.quantize_dynamic(
-            str(source), str(target), weight_type=quantization.QuantType.QInt8, op_types_to_quantize=["MatMul", "Gemm"]
+            str(source),
+            str(target),
+            weight_type=quantization.QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gemm"],
+            per_channel=True,
         )
     finally:
         root.setLevel(level)

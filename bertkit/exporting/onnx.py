@@ -96,7 +96,7 @@ def export_bundle(
         record = {
             "format": "onnx",
             "precision": quantize or "fp32",
-            "quantization": "onnxruntime dynamic: int8 weights (MatMul, Gemm), activations per batch"
+            "quantization": "onnxruntime dynamic: int8 weights (MatMul, Gemm) per channel, activations per batch"
             if quantize
             else None,
             "opset": OPSET,
