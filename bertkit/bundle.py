@@ -16,17 +16,26 @@ class Bundle:
     path: Path
     info: RunInfo
     trust_remote_code: bool = False
+    runtime: str = "torch"  # or "onnx": an exported bundle run by onnxruntime (bertkit.onnx_runtime)
 
     @property
     def task(self) -> str:
         return self.info["task"]
 
     def load_tokenizer(self):
+        if self.runtime == "onnx":
+            from bertkit import onnx_runtime
+
+            return onnx_runtime.load_tokenizer(self.path)
         from bertkit.tokenization import load_tokenizer
 
         return load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code)
 
     def load_model(self, auto_class: str, device=None):
+        if self.runtime == "onnx":
+            from bertkit.onnx_runtime import OnnxModel
+
+            return OnnxModel(self.path)
         import transformers
 
         from bertkit import models
@@ -44,8 +53,10 @@ class Bundle:
         return model.to(pick_device(device)).eval()
 
 
-def open_bundle(path: str, trust_remote_code: bool = False) -> Bundle:
+def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None = None) -> Bundle:
+    """The bundle at `path`, to be run with `runtime` (auto, torch or onnx; None is auto)."""
     from bertkit.models import check_custom_code
+    from bertkit.onnx_runtime import choose_runtime
 
     root = Path(path)
     if not path or not root.exists():
@@ -57,6 +68,8 @@ def open_bundle(path: str, trust_remote_code: bool = False) -> Bundle:
             f"--model {path}: not a model directory (no config.json). Give a directory written "
             "by `bertkit train` or by a Hugging Face model's `save_pretrained`."
         )
-    check_custom_code(str(root), trust_remote_code)
+    chosen = choose_runtime(root, runtime)
+    if chosen == "torch":
+        check_custom_code(str(root), trust_remote_code)
     info = read_info(root)
-    return Bundle(root, info if info is not None else infer_info(root), trust_remote_code)
+    return Bundle(root, info if info is not None else infer_info(root), trust_remote_code, chosen)

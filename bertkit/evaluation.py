@@ -28,11 +28,12 @@ def evaluate_file(
     device: str | None = None,
     trust_remote_code: bool = False,
     options: EvaluateOptions | None = None,
+    runtime: str | None = None,
 ) -> tuple[dict, Path]:
     """Score the bundle at `model` on the labelled file `data`; returns the scores and where
     metrics.json and the plots went."""
     options = options or EvaluateOptions()
-    bundle = open_bundle(model, trust_remote_code)
+    bundle = open_bundle(model, trust_remote_code, runtime)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
     outputs.check_output_dir(target, overwrite, [data, model], "evaluation")
     task = get_task(bundle.task)

@@ -6,6 +6,7 @@ sorted by length so each batch pads little, and results come back in input order
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
@@ -31,33 +32,45 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 def forward(model, tokenizer, features: list[dict], batch_size: int, output: Callable = None) -> list:
     """Run `model` over tokenized `features` (dicts of id lists); one result per feature, in order.
 
-    `output(out, inputs, rows)` turns the model's output for a batch (with the padded inputs and
-    the batch's feature dicts) into a tensor with one row per feature, or a list of per-feature
-    results (default: the logits).
+    `model` is a PyTorch model or an `onnx_runtime.OnnxModel` (whose inputs and outputs are numpy
+    arrays, and which never needs torch). `output(out, inputs, rows)` turns the model's output for
+    a batch (with the padded inputs and the batch's feature dicts) into an array (a tensor or a
+    numpy array) with one row per feature, or a list of per-feature results (default: the logits).
     """
-    import torch
-
     if not features:
         return []
-    device = next(model.parameters()).device
+    onnx = getattr(model, "runtime", None) == "onnx"
     names = [n for n in tokenizer.model_input_names if n in features[0]]
-    multiple = 8 if device.type == "cuda" else None
     order = sorted(range(len(features)), key=lambda i: -len(features[i]["input_ids"]))
     results: list = [None] * len(features)
     get = output or (lambda out, inputs, rows: out.logits)
-    with torch.inference_mode():
+    if onnx:
+        device, context = None, contextlib.nullcontext()
+    else:
+        import torch
+
+        device, context = next(model.parameters()).device, torch.inference_mode()
+    multiple = 8 if device is not None and device.type == "cuda" else None
+    with context:
         for batch in chunks(order, batch_size):
             padded = tokenizer.pad(
                 [{n: features[i][n] for n in names} for i in batch],
-                return_tensors="pt",
+                return_tensors="np" if onnx else "pt",
                 pad_to_multiple_of=multiple,
             )
-            inputs = {k: v.to(device) for k, v in padded.items()}
+            inputs = dict(padded) if onnx else {k: v.to(device) for k, v in padded.items()}
             got = get(model(**inputs), inputs, [features[i] for i in batch])
-            values = got if isinstance(got, list) else got.float().cpu().numpy()
+            values = got if isinstance(got, list) else to_numpy(got)
             for row, index in enumerate(batch):
                 results[index] = values[row]
     return results
+
+
+def to_numpy(values) -> np.ndarray:
+    """A tensor (any device, any float type) or an array as a numpy array."""
+    if isinstance(values, np.ndarray):
+        return values
+    return values.float().cpu().numpy() if values.is_floating_point() else values.cpu().numpy()
 
 
 def empty_record(record: dict, text_column: str | None = "text", **fields) -> dict:

@@ -50,6 +50,7 @@ def predict_file(
     records: Iterable[dict] | None = None,
     trust_remote_code: bool = False,
     options: PredictOptions | None = None,
+    runtime: str | None = None,
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
     from bertkit.data.formats import detect_format
@@ -58,7 +59,7 @@ def predict_file(
     if records is None:
         input_format = detect_format(source, input_format)
     chosen = output_format(output, fmt, input_format)  # a bad extension fails before the model loads
-    bundle = open_bundle(model, trust_remote_code)
+    bundle = open_bundle(model, trust_remote_code, runtime)
     task = get_task(bundle.task)
     options = options or PredictOptions()
     text_column = options.text_field(bundle.info)

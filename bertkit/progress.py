@@ -40,7 +40,21 @@ def callback_base():
     return TrainerCallback
 
 
-class RichProgress(callback_base()):
+def __getattr__(name: str):
+    """`RichProgress` is made on first use: its base class imports transformers' Trainer (and so
+    torch), which `predict` on an ONNX bundle must not load."""
+    if name == "RichProgress":
+        globals()[name] = cls = _rich_progress()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _rich_progress():
+    body = {k: v for k, v in vars(_RichProgress).items() if k not in ("__dict__", "__weakref__")}
+    return type("RichProgress", (callback_base(),), body)
+
+
+class _RichProgress:
     """Shows training steps as a rich progress bar and each log entry as one readable line."""
 
     def __init__(self):

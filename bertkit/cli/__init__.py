@@ -18,6 +18,7 @@ from bertkit.cli import (
     embed,
     evaluate,
     explain,
+    export,
     info,
     inspect,
     model,
@@ -60,6 +61,7 @@ app.command()(explain.explain)
 app.command()(compare.compare)
 app.command()(smoke.smoke)
 app.command()(serve.serve)
+app.command()(export.export)
 
 
 def _show_version(value: bool) -> None:

@@ -11,6 +11,7 @@ from bertkit.cli.options import (
     ModelOption,
     NormalizeOption,
     PoolingOption,
+    RuntimeOption,
     TextColumnOption,
     TrustOption,
 )
@@ -28,6 +29,7 @@ def embed(
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
     trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
 ) -> None:
     """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
     from bertkit.embeddings.embed import embed_file, vector_format
@@ -37,7 +39,7 @@ def embed(
 
     vector_format(output)  # a bad extension fails before the model loads
     check_output_file(output, input, model)
-    encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code)
+    encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code, runtime)
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
     s = encoder.settings
     console.print(

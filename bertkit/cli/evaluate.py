@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bertkit.cli.options import ColumnsOption, EncodingOption, TrustOption, column_names, encoding_name
+from bertkit.cli.options import ColumnsOption, EncodingOption, RuntimeOption, TrustOption, column_names, encoding_name
 
 
 def evaluate(
@@ -37,6 +37,7 @@ def evaluate(
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
     trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.evaluation import evaluate_file
@@ -49,6 +50,7 @@ def evaluate(
         overwrite,
         device,
         trust_remote_code=trust_remote_code,
+        runtime=runtime,
         options=EvaluateOptions(
             text_column=text_column,
             text_pair_column=text_pair_column,

@@ -60,3 +60,11 @@ MaxLengthOption = typer.Option(
 BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
 DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
 TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")
+
+# ---------------------------------------------------------------- ONNX bundles
+
+RuntimeOption = typer.Option(
+    "auto",
+    "--runtime",
+    help="auto (onnx for a bundle made by `bertkit export`, else torch), torch or onnx.",
+)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import ColumnsOption, EncodingOption, TrustOption, column_names, encoding_name
+from bertkit.cli.options import ColumnsOption, EncodingOption, RuntimeOption, TrustOption, column_names, encoding_name
 from bertkit.errors import BertkitError
 
 
@@ -63,6 +63,7 @@ def predict(
         None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
     ),
     trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
 ) -> None:
     """Run a trained model on texts; one result per input line or record, in input order (a blank
     line gets an empty result)."""
@@ -91,6 +92,7 @@ def predict(
         device,
         records=records,
         trust_remote_code=trust_remote_code,
+        runtime=runtime,
         options=PredictOptions(
             text_column=text_column,
             text_pair_column=text_pair_column,

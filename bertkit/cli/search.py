@@ -12,6 +12,7 @@ from bertkit.cli.options import (
     MaxLengthOption,
     ModelOption,
     PoolingOption,
+    RuntimeOption,
     TextColumnOption,
     TrustOption,
 )
@@ -36,6 +37,7 @@ def search(
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
     trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
     position in the corpus (blank lines counted); a blank query line gets no hits."""
@@ -45,5 +47,5 @@ def search(
     from bertkit.embeddings.search import default_cache_dir, search_file
 
     cache = None if no_cache else (cache_dir or default_cache_dir())
-    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code)
+    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
     search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size)

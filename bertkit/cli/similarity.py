@@ -12,6 +12,7 @@ from bertkit.cli.options import (
     MaxLengthOption,
     ModelOption,
     PoolingOption,
+    RuntimeOption,
     TextColumnOption,
     TrustOption,
 )
@@ -32,6 +33,7 @@ def similarity(
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
     trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
 ) -> None:
     """Cosine similarity of text pairs (one score each), or of all pairs in a list (a matrix). A
     blank line or an empty text gets a null score."""
@@ -40,5 +42,5 @@ def similarity(
     from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.similarity import similarity_file
 
-    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code)
+    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
     similarity_file(model, load, input, output, matrix, heatmap, (text_column, text_pair_column), batch_size)

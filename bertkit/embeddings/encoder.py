@@ -113,6 +113,8 @@ class Encoder:
         return np.stack(rows).astype(np.float32)
 
     def _vectors(self, out, inputs, rows):
+        if getattr(self.model, "runtime", None) == "onnx":  # pooled and normalised inside the graph
+            return out.sentence_embedding
         vectors = pool(out, inputs["attention_mask"], self.settings.pooling)
         return l2_normalize(vectors) if self.settings.normalize else vectors
 
@@ -132,7 +134,8 @@ class Encoder:
     def identity(self) -> str:
         """A string that changes when the model's weights or the encoding settings change."""
         parts = [self.path, self.settings.pooling, str(self.settings.normalize), str(self.settings.max_length)]
-        for weights in sorted(Path(self.path).glob("*.safetensors")) + sorted(Path(self.path).glob("*.bin")):
+        files = [sorted(Path(self.path).glob(f"*.{kind}")) for kind in ("safetensors", "bin", "onnx")]
+        for weights in [f for group in files for f in group]:
             stat = weights.stat()
             parts.append(f"{weights.name}:{stat.st_size}:{stat.st_mtime_ns}")
         return "|".join(parts)
@@ -145,9 +148,15 @@ def load_encoder(
     max_length: int | None = None,
     device: str | None = None,
     trust_remote_code: bool = False,
+    runtime: str | None = None,
 ) -> Encoder:
     """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
-    explicit options win over what the model folder says, which wins over defaults."""
+    explicit options win over what the model folder says, which wins over defaults. An ONNX
+    export of an embed bundle (`runtime` auto or onnx) runs without torch."""
+    from bertkit.onnx_runtime import choose_runtime
+
+    if Path(name).is_dir() and choose_runtime(Path(name), runtime) == "onnx":
+        return _onnx_encoder(name, pooling, normalize, max_length)
     from transformers import AutoConfig, AutoModel
 
     from bertkit import models
@@ -183,6 +192,36 @@ def load_encoder(
         settings.max_length = max_length
     tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
     return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
+
+
+def _onnx_encoder(name: str, pooling: str | None, normalize: bool | None, max_length: int | None) -> Encoder:
+    """An exported embed bundle: pooling and normalisation are inside its graph, so options that
+    ask for others cannot be honoured."""
+    from bertkit import onnx_runtime
+    from bertkit.run_info import read_info
+
+    info = read_info(Path(name))
+    if info is None or info["task"] != "embed":
+        what = f"a {info['task']} model" if info is not None else "not an embed bundle"
+        raise BertkitError(
+            f"--model {name}: an ONNX bundle of {what}, whose graph gives no sentence vectors; export an embed "
+            "bundle, or run the PyTorch bundle (--runtime torch on it)"
+        )
+    model = onnx_runtime.OnnxModel(Path(name))
+    settings = model_settings(name, model.config)
+    asked_and_baked = (("--pooling", pooling, settings.pooling), ("--normalize", normalize, settings.normalize))
+    for option, asked, baked in asked_and_baked:
+        if asked is not None and asked != baked:
+            raise BertkitError(
+                f"{option} {asked}: {name} is an ONNX bundle whose vectors are made inside the graph with "
+                f"{option} {baked}; drop the option, or run the PyTorch bundle it was exported from"
+            )
+    if max_length is not None:
+        limit = _limit(model.config)
+        if max_length > limit:
+            raise BertkitError(f"--max-length {max_length}: {name} reads at most {limit} tokens")
+        settings.max_length = max_length
+    return Encoder(model, onnx_runtime.load_tokenizer(Path(name)), settings, name, str(name))
 
 
 def _limit(config) -> int:

@@ -12,7 +12,7 @@ from bertkit.config import Config
 from bertkit.data.corpus import load_corpus
 from bertkit.data.readers import place_of, text_value
 from bertkit.errors import BertkitError
-from bertkit.inference import chunks, empty_record, forward
+from bertkit.inference import chunks, empty_record, forward, softmax, to_numpy
 from bertkit.progress import console
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
@@ -316,27 +316,37 @@ def score_rows(rows: list) -> dict:
 
 
 def losses_of_rows(out, inputs, rows) -> list:
-    """(loss, correct) of each predicted position of each row of a batch."""
+    """(loss, correct) of each predicted position of each row of a batch (a PyTorch or an ONNX
+    model's output: only the labelled positions' logits are taken out of it, then numpy)."""
+    width = inputs["input_ids"].shape[1]
+    labels = np.array([list(r["labels"]) + [IGNORE] * (width - len(r["labels"])) for r in rows])
+    keep = labels != IGNORE
+    logits = to_numpy(out.logits[_like(out.logits, keep)]).astype(np.float64)  # (positions, vocab)
+    wanted = labels[keep]
+    top = logits.max(-1, keepdims=True)
+    log_norm = np.log(np.exp(logits - top).sum(-1)) + top[:, 0]
+    losses = np.stack([log_norm - logits[np.arange(len(wanted)), wanted], logits.argmax(-1) == wanted], -1)
+    counts = keep.sum(1)
+    return np.split(losses.astype(np.float32), np.cumsum(counts)[:-1])
+
+
+def _like(logits, mask: np.ndarray):
+    """A numpy boolean mask as the kind of array `logits` is (a tensor on its device, or numpy)."""
+    if isinstance(logits, np.ndarray):
+        return mask
     import torch
 
-    width = inputs["input_ids"].shape[1]
-    labels = torch.tensor([list(r["labels"]) + [IGNORE] * (width - len(r["labels"])) for r in rows])
-    losses = token_losses(out.logits, labels.to(out.logits.device)).cpu().numpy()
-    keep = labels.numpy() != IGNORE
-    return [losses[i][keep[i]] for i in range(len(rows))]
+    return torch.as_tensor(mask, device=logits.device)
 
 
 def _top_k(tokenizer, k: int):
     def pick(out, inputs, rows) -> list:
-        import torch
-
-        found = []
-        at_mask = inputs["input_ids"] == tokenizer.mask_token_id
-        probs = torch.softmax(out.logits.float(), -1)
-        for i in range(len(rows)):
-            top = probs[i][at_mask[i]].topk(min(k, probs.shape[-1]), dim=-1)
-            found.append((top.indices.cpu().numpy(), top.values.cpu().numpy()))
-        return found
+        at_mask = to_numpy(inputs["input_ids"]) == tokenizer.mask_token_id
+        probs = softmax(to_numpy(out.logits[_like(out.logits, at_mask)]).astype(np.float64))
+        top = np.argsort(-probs, axis=-1, kind="stable")[:, : min(k, probs.shape[-1])]
+        picked = np.take_along_axis(probs, top, -1)
+        counts = at_mask.sum(1)
+        return list(zip(np.split(top, np.cumsum(counts)[:-1]), np.split(picked, np.cumsum(counts)[:-1]), strict=True))
 
     return pick
 

@@ -1,0 +1,170 @@
+"""The checks an export runs on itself before it is published.
+
+fp32: the ONNX graph's outputs against the PyTorch model's on the same texts (padded batches of
+mixed lengths): every output within `TOLERANCE` × (1 + the largest PyTorch value), else the
+export fails. int8: on a sample of the bundle's own data, the share of records whose prediction
+is the same as fp32's (label, entities, answer; cosine for embeddings) and the main metric of
+both, with a warning when int8 loses more than half a point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bertkit.errors import BertkitError
+
+TOLERANCE = 1e-4
+SAMPLE = 200
+MAX_LOSS = 0.005  # half a point of a metric between 0 and 1 (0.5 % of a perplexity)
+BUILT_IN = [
+    "The film was a delight from start to finish.",
+    "I would not stay at this hotel again: the room was dirty and the staff rude.",
+    "Paris is the capital of France.",
+    "The battery lasts two days, but the screen scratches easily.",
+    "What a waste of an evening.",
+    "Marie Curie won the Nobel Prize in 1903 and again in 1911, the first person to win it twice.",
+]
+HIGHER_IS_BETTER_NOT = ("perplexity", "loss", "mse", "rmse", "mae")
+
+
+@dataclass
+class Report:
+    """What the checks found, as bertkit.json's `export.check` records it."""
+
+    max_abs_diff: float = 0.0
+    allowed: float = 0.0
+    texts: int = 0
+    data: str | None = None
+    int8: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        fp32 = {"max_abs_diff": self.max_abs_diff, "allowed": self.allowed, "tolerance": TOLERANCE, "texts": self.texts}
+        return {"fp32": fp32, "data": self.data, **({"int8": self.int8} if self.int8 else {}), "notes": self.notes}
+
+
+def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str], report: Report) -> None:
+    """Fail unless the ONNX graph gives what `graph` (the PyTorch module it was exported from)
+    gives on `texts`, in padded batches of mixed lengths (per-token outputs compared on real tokens)."""
+    import torch
+
+    worst, largest = 0.0, 0.0
+    for start in range(0, len(texts), 4):
+        padded = tokenizer(texts[start : start + 4], padding=True, truncation=True, max_length=64, return_tensors="np")
+        feed = {n: padded[n] for n in names}
+        mine = vars(onnx_model(**feed))
+        with torch.no_grad():
+            theirs = graph(*(torch.as_tensor(feed[n]) for n in names))
+        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+        real = feed["attention_mask"].astype(bool)
+        for name, expected in zip(onnx_model.output_names, theirs, strict=True):
+            got, expected = mine[name], expected.float().numpy()
+            if got.ndim >= 2 and got.shape[:2] == real.shape:  # per token: padding positions are not read
+                got, expected = got[real], expected[real]
+            worst = max(worst, float(np.abs(got - expected).max()))
+            largest = max(largest, float(np.abs(expected).max()))
+    report.max_abs_diff, report.allowed, report.texts = worst, TOLERANCE * (1 + largest), len(texts)
+    if not worst <= report.allowed:
+        raise BertkitError(
+            f"the ONNX graph's outputs differ from the PyTorch model's by up to {worst:.3g} (allowed "
+            f"{report.allowed:.3g}); the export is not kept. Please report this with the model's config.json."
+        )
+
+
+def check_texts(info, data: Path | None) -> list[str]:
+    """Texts for the fp32 check: the built-in ones (plain sentences of several lengths) and up to
+    ten of the check data's, when it holds text records."""
+    from itertools import islice
+
+    from bertkit.data.formats import detect_format
+    from bertkit.data.readers import located_records
+
+    texts = list(BUILT_IN)
+    if data is not None:
+        column = info.get("text_column") or "text"
+        try:
+            located = located_records(str(data), detect_format(str(data), None), column, keep_blank=False)
+            texts += [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
+        except (BertkitError, KeyError):
+            pass
+    return texts
+
+
+def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: Report) -> None:
+    """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX."""
+    from bertkit.tasks.options import EvaluateOptions
+
+    if data is None:
+        report.notes.append("no data to check int8 on (the bundle records none that exists here; give --check-data)")
+        return
+    agree = _agreement(task, fp32, int8, tokenizer, info, data)
+    if agree is not None:
+        report.int8.update(agree)
+    metric = info.get("metric_for_best_model") or task.best_metric(info)
+    options = EvaluateOptions(max_samples=SAMPLE)
+    try:
+        before = task.evaluate(fp32, tokenizer, info, str(data), options)
+        after = task.evaluate(int8, tokenizer, info, str(data), options)
+    except BertkitError as err:
+        report.notes.append(f"main metric not computed on {data}: {err}")
+        return
+    if not isinstance(before.get(metric), int | float):
+        report.notes.append(f"main metric {metric} not among the scores of {data}")
+        return
+    loss = before[metric] - after[metric]
+    if any(word in metric for word in HIGHER_IS_BETTER_NOT):
+        loss = -loss / max(abs(before[metric]), 1e-12)  # relative, for a metric without a ceiling
+    report.int8.update({"metric": metric, "fp32": before[metric], "int8": after[metric], "loss": loss})
+    if loss > MAX_LOSS:
+        report.notes.append(
+            f"warning: int8 costs {loss * 100:.2f} points of {metric} on {data} (more than half a point); "
+            "consider the fp32 export"
+        )
+
+
+def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
+    from itertools import islice
+
+    from bertkit.data.formats import detect_format
+    from bertkit.data.readers import located_records, placed
+    from bertkit.prediction import aligned
+    from bertkit.tasks.options import PredictOptions
+
+    if task.name == "mlm-adapt":
+        return None  # its records need a [MASK]; the metric (perplexity) is the check
+    options = PredictOptions()
+    column = options.text_field(info)
+    try:
+        fmt = detect_format(str(data), None)
+        located = located_records(str(data), fmt, column, keep_blank=False, text_join=options.text_join(info))
+        records = [placed(where, record) for where, record in islice(located, SAMPLE)]
+        options = PredictOptions(text_column=column, output_format=fmt if fmt in ("conll", "squad") else "jsonl")
+        first = list(aligned(task, fp32, tokenizer, info, records, options))
+        second = list(aligned(task, int8, tokenizer, info, records, options))
+    except BertkitError as err:
+        return {"agreement_note": f"predictions not compared: {err}"}
+    if task.name == "embed":
+        a = np.array([r["embedding"] for r in first if not r.get("empty")], dtype=np.float64)
+        b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)
+        cosine = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+        return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
+    keys = [k for k in ("label", "labels", "entities", "answer") if k in first[0]]
+    if not keys:  # regression: equal to two decimals
+        same = [
+            round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)
+        ]
+    else:
+        same = [all(_plain(x.get(k)) == _plain(y.get(k)) for k in keys) for x, y in zip(first, second, strict=True)]
+    return {"records": len(same), "equal_predictions": sum(same) / max(len(same), 1)}
+
+
+def _plain(value):
+    """A prediction without its scores (entities and answers compared by what they are)."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in ("score", "scores")}
+    return value

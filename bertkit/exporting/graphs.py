@@ -1,0 +1,123 @@
+"""A PyTorch bundle's model as an ONNX graph with dynamic batch and sequence axes, and its int8
+(dynamic quantisation) copy.
+
+The graph gives what the task's prediction reads: classify and NER `logits` (per text, per
+token), QA `start_logits` and `end_logits`, mlm-adapt the masked-LM `logits`, embed the pooled
+(and, when the bundle normalises, unit-length) `sentence_embedding`, pooled with the bundle's own
+settings as `bertkit.embeddings.encoder` reads them.
+
+The exporter is torch.onnx's TorchScript one (`dynamo=False`): on BERT models here it gives the
+same outputs as the dynamo exporter (both within 1e-8 of PyTorch), in 0.3 s instead of 4.5 s,
+as one self-contained file (the dynamo one writes the weights beside it), and it is the graph
+shape onnxruntime's quantiser and transformer fusions are written for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+OPSET = 17
+OUTPUTS = {
+    "classify": ["logits"],
+    "ner": ["logits"],
+    "qa": ["start_logits", "end_logits"],
+    "embed": ["sentence_embedding"],
+    "mlm-adapt": ["logits"],
+}
+GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+PER_TOKEN = {"ner", "qa", "mlm-adapt"}  # outputs with a sequence axis
+
+
+def input_names(tokenizer) -> list[str]:
+    names = [n for n in tokenizer.model_input_names if n in GRAPH_INPUTS]
+    if "input_ids" not in names or "attention_mask" not in names:
+        raise BertkitError(
+            f"this tokenizer gives {', '.join(tokenizer.model_input_names)}; an ONNX export needs input_ids and "
+            "attention_mask"
+        )
+    return names
+
+
+def wrapped(model, task: str, info, names: list[str]):
+    """`model` as a module taking the graph's inputs positionally and giving the task's outputs."""
+    import torch
+
+    from bertkit.embeddings.pooling import pool
+
+    pooling, normalize = info.get("pooling") or "mean", bool(info.get("normalize"))
+
+    class Graph(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs):
+            out = self.model(**dict(zip(names, inputs, strict=True)))
+            if task == "qa":
+                return out.start_logits, out.end_logits
+            if task == "embed":
+                vectors = pool(out, inputs[names.index("attention_mask")], pooling)
+                return torch.nn.functional.normalize(vectors, p=2, dim=-1) if normalize else vectors
+            return out.logits
+
+    return Graph().eval()
+
+
+def export_graph(model, tokenizer, task: str, info, target: Path):
+    """Write `model` (a PyTorch bundle's, in eval mode) as an fp32 ONNX graph at `target`;
+    returns the graph's input names and the PyTorch module it was traced from."""
+    import warnings
+
+    import torch
+
+    names = input_names(tokenizer)
+    sample = tokenizer(
+        ["a short text", "a somewhat longer text to pad the first one"], padding=True, return_tensors="pt"
+    )
+    graph = wrapped(model, task, info, names)
+    axes = {name: {0: "batch", 1: "sequence"} for name in names}
+    for name in OUTPUTS[task]:
+        axes[name] = {0: "batch", 1: "sequence"} if task in PER_TOKEN else {0: "batch"}
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer warnings about Python values in the model's code
+        torch.onnx.export(
+            graph,
+            tuple(sample[n] for n in names),
+            str(target),
+            input_names=names,
+            output_names=OUTPUTS[task],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+    graph.eval()  # the exporter puts the module back in the mode it found it in: keep dropout off
+    return names, graph
+
+
+def quantize_int8(source: Path, target: Path) -> None:
+    """onnxruntime's dynamic quantisation: int8 weights of the MatMul / Gemm layers, one scale per
+    output channel, activations quantised on the fly per batch (no calibration data needed).
+    Per channel rather than per tensor: the same speed on MiniLM here, and closer to fp32 (SST-2
+    dev labels equal to fp32's 98.5 % against 96.0 %; MiniLM sentence vectors' cosine with fp32
+    at least 0.982 against 0.890), see docs/deployment.md."""
+    import logging
+
+    from bertkit.onnx_runtime import need_onnx
+
+    quantization = need_onnx("--quantize int8", "onnxruntime.quantization")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its advice to pre-process is for static (calibrated) quantisation
+    try:
+        quantization.quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=quantization.QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gemm"],
+            per_channel=True,
+        )
+    finally:
+        root.setLevel(level)

@@ -1,0 +1,135 @@
+"""`bertkit export --format onnx`: a PyTorch bundle as an ONNX bundle, checked before it is kept.
+
+The exported directory is a bertkit bundle that `predict`, `evaluate`, `embed`, `similarity` and
+`search` run with onnxruntime and no torch, laid out as Optimum's `ORTModelFor...` classes read
+one: `model.onnx` (fp32, or int8 with `--quantize int8`: one precision a bundle), `config.json`,
+the tokenizer files, and `bertkit.json` (the original's description plus `runtime: onnx` and an
+`export` record: precision, quantisation, opset, inputs, outputs and what the checks found).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+from bertkit.exporting.checks import Report, check_fp32, check_texts, compare_int8
+from bertkit.exporting.graphs import OPSET, OUTPUTS, export_graph, quantize_int8
+from bertkit.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
+
+FORMATS = ("onnx",)
+QUANTIZE = ("int8",)
+FP32_FILE = "model-fp32.onnx"  # the unquantised graph while an int8 export is made (not kept)
+
+
+def default_output(model: str, quantize: str | None) -> Path:
+    """Beside the bundle: `<M>-onnx`, or `<M>-onnx-int8`."""
+    return Path(str(Path(model)) + ("-onnx-int8" if quantize else "-onnx"))
+
+
+def check_data_of(info, given: str | None) -> Path | None:
+    """The labelled data the int8 check scores: --check-data, else the bundle's validation file,
+    else its test file, else its training file (the automatic validation split is drawn from it)."""
+    if given:
+        if not Path(given).is_file():
+            raise BertkitError(f"--check-data {given}: no such file")
+        return Path(given)
+    data = (info.get("config") or {}).get("data") or {}
+    for role in ("validation", "test", "train"):
+        source = data.get(role) if isinstance(data, dict) else None
+        path = source.get("path") if isinstance(source, dict) else None
+        if isinstance(path, str) and Path(path).is_file():
+            return Path(path)
+    return None
+
+
+def export_bundle(
+    model: str,
+    fmt: str = "onnx",
+    quantize: str | None = None,
+    output: str | None = None,
+    overwrite: bool = False,
+    check_data: str | None = None,
+    trust_remote_code: bool = False,
+) -> tuple[Path, dict]:
+    """Export the bundle at `model`; returns the new bundle's path and its `export` record."""
+    from bertkit import outputs
+    from bertkit.bundle import open_bundle
+    from bertkit.progress import status
+    from bertkit.tasks import get_task
+
+    if fmt not in FORMATS:
+        raise BertkitError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
+    if quantize is not None and quantize not in QUANTIZE:
+        raise BertkitError(f"--quantize {quantize}: use one of {', '.join(QUANTIZE)}")
+    need_onnx("bertkit export", "onnx")
+    ort = need_onnx("bertkit export")
+    root = Path(model)
+    if root.is_dir() and holds_onnx(root) and not holds_torch(root):
+        raise BertkitError(f"--model {model} is already an ONNX bundle; give the PyTorch bundle it was exported from")
+    bundle = open_bundle(model, trust_remote_code, runtime="torch")
+    task = get_task(bundle.task)
+    target = Path(output) if output else default_output(model, quantize)
+    outputs.check_output_dir(target, overwrite, [model], "bundle")
+    tokenizer = bundle.load_tokenizer()
+    network = bundle.load_model(task.auto_model, "cpu")
+    info = bundle.info
+    data = check_data_of(info, check_data)
+    report = Report(data=str(data) if data else None)
+    started = time.perf_counter()
+    with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
+        fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
+        with status(f"exporting {model} to ONNX"):
+            names, graph = export_graph(network, tokenizer, task.name, info, fp32_file)
+        network.config.save_pretrained(str(staged))
+        tokenizer.save_pretrained(str(staged))
+        fp32 = OnnxModel(staged, file=fp32_file.name)
+        with status("checking the ONNX graph against PyTorch"):
+            check_fp32(graph, fp32, tokenizer, check_texts(info, data), names, report)
+        if quantize:
+            with status("quantising to int8"):
+                quantize_int8(fp32_file, staged / ONNX_FILE)
+            with status("checking int8 against fp32"):
+                compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, report)
+            del fp32
+            fp32_file.unlink()
+        record = {
+            "format": "onnx",
+            "precision": quantize or "fp32",
+            "quantization": "onnxruntime dynamic: int8 weights (MatMul, Gemm) per channel, activations per batch"
+            if quantize
+            else None,
+            "opset": OPSET,
+            "exporter": "torch.onnx (TorchScript)",
+            "inputs": names,
+            "outputs": OUTPUTS[task.name],
+            "source": str(model),
+            "onnxruntime": ort.__version__,
+            "seconds": round(time.perf_counter() - started, 1),
+            "check": report.as_dict(),
+        }
+        outputs.write_json(staged / outputs.INFO_FILE, {**info.to_dict(), "runtime": "onnx", "export": record})
+    return target, record
+
+
+def summary_rows(record: dict) -> list[tuple[str, str]]:
+    """The export's check as rows of a two-column table."""
+    check = record["check"]
+    fp32 = check["fp32"]
+    rows = [
+        ("precision", record["precision"]),
+        (
+            "fp32 vs PyTorch, max |diff|",
+            f"{fp32['max_abs_diff']:.2e} (allowed {fp32['allowed']:.2e}, {fp32['texts']} texts)",
+        ),
+    ]
+    int8 = check.get("int8") or {}
+    if "equal_predictions" in int8:
+        rows.append(("int8 = fp32 predictions", f"{int8['equal_predictions']:.1%} of {int8['records']} records"))
+    if "cosine_min" in int8:
+        rows.append(("int8 vs fp32 cosine", f"min {int8['cosine_min']:.5f}, mean {int8['cosine_mean']:.5f}"))
+    if "metric" in int8:
+        rows.append((f"{int8['metric']} fp32 → int8", f"{int8['fp32']:.4f} → {int8['int8']:.4f}"))
+    if check.get("data"):
+        rows.append(("checked on", check["data"]))
+    return rows

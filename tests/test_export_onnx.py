@@ -1,0 +1,286 @@
+"""`bertkit export --format onnx` on tiny bundles of every task: the ONNX bundle (fp32 and int8)
+gives the PyTorch bundle's results through predict, evaluate and embed, without importing torch;
+the checks it records; and the errors (wrong runtime, missing extra, foreign output folder)."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tiny import sentence, write_squad
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = ["alpha", "bravo", "kilo", "lima", "delta", "echo", "golf", "hotel"]
+
+
+def _train(cli, folder: Path, task: str, body: str) -> Path:
+    config = folder / f"{task}.yaml"
+    config.write_text(f"task: {task}\n{body}output_dir: {folder / task}\n")
+    code, _, err = cli("train", task, "-c", config)
+    assert code == 0, err
+    return folder / task
+
+
+def _pairs(path: Path, n: int, seed: int) -> Path:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a, b = rng.sample(KEYS, 2)
+        rows.append({"query": f"about {a} {b}", "passage": " ".join([a, b, *rng.choices(["the", "film", "was"], k=4)])})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory, tiny_model, classify_bundle, ner_data):
+    """One small trained bundle of each task (a short epoch each: what is tested is the export)."""
+    folder = tmp_path_factory.mktemp("export-bundles")
+    run = _cli_runner()
+    train = "train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: 3.0e-3\n"
+    squad = write_squad(folder / "train.json", 120, seed=1, long_every=6)
+    dev = write_squad(folder / "dev.json", 20, seed=2, long_every=4)
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(sentence(random.Random(3), lab) for lab in ["positive", "negative"] * 60) + "\n")
+    model = f"model:\n  name: {tiny_model}\n  max_length: 32\n"
+    return {
+        "classify": classify_bundle,
+        "ner": _train(
+            run, folder, "ner", f"{model}data:\n  train: {ner_data['train']}\n  test: {ner_data['test']}\n{train}"
+        ),
+        "qa": _train(
+            run,
+            folder,
+            "qa",
+            f"model:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {squad}\n  validation: {dev}\n"
+            f"qa:\n  doc_stride: 16\n  max_question_length: 16\n{train}",
+        ),
+        "embed": _train(
+            run,
+            folder,
+            "embed",
+            f"{model}data:\n  train: {_pairs(folder / 'pairs.jsonl', 120, 1)}\n"
+            f"  validation: {_pairs(folder / 'dev.jsonl', 40, 2)}\n"
+            f"  text_column: query\n  text_pair_column: passage\n{train}",
+        ),
+        "mlm-adapt": _train(run, folder, "mlm-adapt", f"{model}data:\n  train: {corpus}\n{train}"),
+    }
+
+
+def _cli_runner():
+    from bertkit.cli import main
+
+    def run(*args):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 0
+            return code, "", ""
+        return 0, "", ""
+
+    return run
+
+
+INPUTS = {
+    "classify": ["a great film and lovely staff", "the plot was boring", "", "the hotel was awful really " * 20],
+    "ner": ["Yesterday Alice Smith flew from Paris to Kyoto.", "", "nothing here", "Alice met Bob in Paris . " * 12],
+    "embed": ["about alpha bravo", "the film was", "", "kilo lima echo"],
+    "mlm-adapt": ["the film was [MASK]", "a [MASK] hotel and [MASK] staff"],
+}
+
+
+def _input(tmp_path: Path, task: str) -> Path:
+    if task == "qa":
+        rng = random.Random(5)
+        words = " ".join(rng.choices(["the", "film", "met", "lima", "with", "alice", "in", "paris"], k=120))
+        rows = [
+            {"id": "1", "question": "who met lima ?", "context": words},
+            {"question": "where ?", "context": "in paris"},
+        ]
+        path = tmp_path / "questions.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+    path = tmp_path / "input.txt"
+    path.write_text("\n".join(INPUTS[task]) + "\n")
+    return path
+
+
+def _predict(cli, bundle: Path, source: Path, target: Path, *extra) -> list[dict]:
+    code, _, err = cli("predict", "-m", bundle, "-i", source, "-o", target, *extra)
+    assert code == 0, err
+    return [json.loads(line) for line in target.read_text().splitlines()]
+
+
+def _same(task: str, torch_rows: list[dict], onnx_rows: list[dict], tolerance: float) -> None:
+    assert len(torch_rows) == len(onnx_rows)
+    for a, b in zip(torch_rows, onnx_rows, strict=True):
+        if task == "embed":
+            if a.get("empty"):
+                assert b == a
+                continue
+            x, y = np.array(a["embedding"]), np.array(b["embedding"])
+            assert x @ y / (np.linalg.norm(x) * np.linalg.norm(y)) >= 0.9999
+            continue
+        assert set(a) == set(b)
+        for key in ("label", "labels", "filled", "empty", "windows"):
+            assert a.get(key) == b.get(key)
+        if task == "ner":
+            assert [(e["start"], e["end"], e["type"]) for e in a["entities"]] == [
+                (e["start"], e["end"], e["type"]) for e in b["entities"]
+            ]
+        if task == "qa":
+            assert (a["answer"], a["start"]) == (b["answer"], b["start"])
+            assert [x["answer"] for x in a["alternatives"]] == [x["answer"] for x in b["alternatives"]]
+        for key in ("score",):
+            if isinstance(a.get(key), float):
+                assert abs(a[key] - b[key]) <= tolerance
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["classify", "ner", "qa", "embed", "mlm-adapt"])
+def test_fp32_export_gives_the_torch_results(task, bundles, tmp_path, cli):
+    bundle = bundles[task]
+    target = tmp_path / "onnx"
+    code, _, err = cli("export", "-m", bundle, "--format", "onnx", "-o", target)
+    assert code == 0, err
+    assert {"model.onnx", "config.json", "tokenizer.json", "bertkit.json"} <= {p.name for p in target.iterdir()}
+    assert not any(p.suffix in (".safetensors", ".bin") for p in target.iterdir())
+    info = json.loads((target / "bertkit.json").read_text())
+    assert info["runtime"] == "onnx" and info["export"]["precision"] == "fp32"
+    check = info["export"]["check"]["fp32"]
+    assert check["max_abs_diff"] <= check["allowed"] and check["tolerance"] == 1e-4
+    source = _input(tmp_path, task)
+    extra = {"qa": ["--n-best", "2"], "classify": ["--long-text", "windows"]}.get(task, [])  # windows, n-best
+    torch_rows = _predict(cli, bundle, source, tmp_path / "torch.jsonl", *extra)
+    onnx_rows = _predict(cli, target, source, tmp_path / "onnx.jsonl", *extra)
+    _same(task, torch_rows, onnx_rows, 1e-4)
+    if task == "classify":
+        assert onnx_rows[3]["windows"] > 1 and onnx_rows[2]["empty"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["classify", "ner", "qa", "embed", "mlm-adapt"])
+def test_int8_export_checks_itself_and_runs(task, bundles, tmp_path, cli):
+    target = tmp_path / "int8"
+    code, _, err = cli("export", "-m", bundles[task], "--quantize", "int8", "-o", target)
+    assert code == 0, err
+    assert not (target / "model-fp32.onnx").exists()
+    record = json.loads((target / "bertkit.json").read_text())["export"]
+    assert record["precision"] == "int8" and "int8 weights" in record["quantization"]
+    int8 = record["check"]["int8"]
+    assert "metric" in int8 and np.isfinite(int8["int8"]), record["check"]
+    if task == "embed":
+        assert int8["cosine_min"] > 0.9
+    elif task != "mlm-adapt":
+        assert 0.0 <= int8["equal_predictions"] <= 1.0 and int8["records"] > 0
+    source = _input(tmp_path, task)
+    rows = _predict(cli, target, source, tmp_path / "int8.jsonl", "--runtime", "onnx")
+    assert len(rows) == len(source.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_evaluate_runs_the_onnx_bundle(bundles, easy_data, tmp_path, cli):
+    target = tmp_path / "onnx"
+    assert cli("export", "-m", bundles["classify"], "-o", target)[0] == 0
+    scores = []
+    for bundle in (bundles["classify"], target):
+        code, _, err = cli("evaluate", "-m", bundle, "-d", easy_data["test"], "-o", tmp_path / f"eval-{bundle.name}")
+        assert code == 0, err
+        scores.append(json.loads((tmp_path / f"eval-{bundle.name}" / "metrics.json").read_text()))
+    assert (
+        scores[0]["accuracy"] == scores[1]["accuracy"]
+        and scores[0]["confusion_matrix"] == scores[1]["confusion_matrix"]
+    )
+
+
+@pytest.mark.slow
+def test_embed_commands_run_the_onnx_bundle(bundles, tmp_path, cli):
+    target = tmp_path / "onnx"
+    assert cli("export", "-m", bundles["embed"], "-o", target)[0] == 0
+    texts = tmp_path / "texts.txt"
+    texts.write_text("about alpha bravo\nthe film was\nkilo lima\n")
+    vectors = []
+    for bundle in (bundles["embed"], target):
+        code, _, err = cli("embed", "-m", bundle, "-i", texts, "-o", tmp_path / f"{bundle.name}.npy")
+        assert code == 0, err
+        vectors.append(np.load(tmp_path / f"{bundle.name}.npy"))
+    cosine = (vectors[0] * vectors[1]).sum(1) / np.linalg.norm(vectors[0], axis=1) / np.linalg.norm(vectors[1], axis=1)
+    assert cosine.min() >= 0.9999
+    code, out, err = cli("search", "-m", target, "--corpus", texts, "--query", "alpha bravo", "--no-cache")
+    assert code == 0 and "alpha" in out, err
+    code, _, err = cli("embed", "-m", target, "-i", texts, "-o", tmp_path / "x.npy", "--pooling", "cls")
+    assert code == 2 and "inside the graph" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["classify", "embed"])
+def test_running_an_onnx_bundle_imports_no_torch(task, bundles, tmp_path):
+    target = tmp_path / "onnx"
+    assert _cli_runner()("export", "-m", bundles[task], "-o", target)[0] == 0
+    source = _input(tmp_path, task)
+    command = "predict" if task == "classify" else "embed"
+    result = tmp_path / ("p.jsonl" if task == "classify" else "v.npy")
+    script = (
+        "import sys\nfrom bertkit.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as stop:\n    assert stop.code in (0, None), stop.code\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] == 'torch' or '.modeling_' in m]\n"
+        "print('LOADED', bad)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, command, "-m", str(target), "-i", str(source), "-o", str(result)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout, done.stdout
+    assert result.is_file()
+
+
+@pytest.mark.slow
+def test_runtime_errors(bundles, tmp_path, cli):
+    source = _input(tmp_path, "classify")
+    code, _, err = cli(
+        "predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "onnx"
+    )
+    assert code == 2 and "bertkit export" in err
+    code, _, err = cli(
+        "predict", "-m", bundles["classify"], "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "tpu"
+    )
+    assert code == 2 and "--runtime tpu" in err
+    target = tmp_path / "onnx"
+    assert cli("export", "-m", bundles["classify"], "-o", target)[0] == 0
+    code, _, err = cli("predict", "-m", target, "-i", source, "-o", tmp_path / "p.jsonl", "--runtime", "torch")
+    assert code == 2 and "--runtime onnx" in err
+    code, _, err = cli("export", "-m", target)
+    assert code == 2 and "already an ONNX bundle" in err
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    code, _, err = cli("export", "-m", bundles["classify"], "-o", foreign, "--overwrite")
+    assert code == 2 and (foreign / "notes.txt").read_text() == "keep me"
+    code, _, err = cli("export", "-m", bundles["classify"], "--format", "tflite", "-o", tmp_path / "x")
+    assert code == 2 and "--format tflite" in err
+
+
+def test_a_missing_extra_names_the_install_command(monkeypatch, tmp_path, cli):
+    import importlib
+
+    real = importlib.import_module
+
+    def without_onnx(name, *args, **kwargs):
+        if name.split(".")[0] in ("onnxruntime", "onnx"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", without_onnx)
+    code, _, err = cli("export", "-m", tmp_path, "-o", tmp_path / "out")
+    assert code == 2 and "pip install 'bertkit[onnx]'" in err
