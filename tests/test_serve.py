@@ -357,3 +357,15 @@ def test_embed_answers_vectors_equal_to_predict(tiny_model, tmp_path, cli):
         assert results == _offline(model, [{"query": t} for t in texts], tmp_path)
         assert len(results[0]["embedding"]) == 64 and results[2]["empty"] is True
         assert running.post("/predict", json={"texts": texts}).json()["results"] == results
+
+
+def test_an_onnx_bundle_is_served_with_the_onnx_runtime(classify_model, tmp_path, cli):
+    pytest.importorskip("onnxruntime")
+    exported = tmp_path / "onnx"
+    code, out, err = cli("export", "--model", classify_model, "--format", "onnx", "--output", exported)
+    assert code == 0, out + err
+    with TestClient(build_app(Predictor(str(exported)))) as running:
+        assert running.get("/info").json()["runtime"] == "onnx"
+        answer = running.post("/predict", json={"texts": TEXTS})
+        assert answer.status_code == 200
+        assert answer.json()["results"] == _offline(exported, [{"text": t} for t in TEXTS], tmp_path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bertkit.cli.options import TrustOption
+from bertkit.cli.options import RuntimeOption, TrustOption
 
 
 def serve(
@@ -20,6 +20,7 @@ def serve(
         200_000, "--max-chars", min=1, help="Most characters of text in one request (more: 413)."
     ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    runtime: str = RuntimeOption,
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Serve a model over HTTP: POST /predict (and /embed), GET /health, /info, the API docs at
@@ -29,4 +30,4 @@ def serve(
     from bertkit.serving.predictor import Limits
 
     check_port(host, port)
-    run(model, host, port, max_batch, max_wait_ms, Limits(max_texts, max_chars), device, trust_remote_code)
+    run(model, host, port, max_batch, max_wait_ms, Limits(max_texts, max_chars), device, trust_remote_code, runtime)

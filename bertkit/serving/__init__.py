@@ -32,6 +32,7 @@ def serve(
     limits=None,
     device: str | None = None,
     trust_remote_code: bool = False,
+    runtime: str | None = None,
 ) -> None:
     """Load `model` and answer HTTP requests until stopped (Ctrl-C or SIGTERM: the requests in
     flight are answered first)."""
@@ -43,10 +44,10 @@ def serve(
     from bertkit.serving.predictor import Predictor
 
     with status(f"loading {model}"):
-        predictor = Predictor(model, device, trust_remote_code, batch_size=max_batch)
+        predictor = Predictor(model, device, trust_remote_code, batch_size=max_batch, runtime=runtime)
     app = build_app(predictor, max_batch, max_wait_ms, limits)
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"[green]serving[/green] {model} ({predictor.task.name}) on http://{shown}:{port}/  (Ctrl-C stops)")
+    console.print(f"[green]serving[/green] {model} ({predictor.task.name}, {predictor.runtime}) on http://{shown}:{port}/  (Ctrl-C stops)")
     with _stopping_is_normal():
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
     console.print(f"[green]stopped[/green]: {app.state.batcher.stats.records:,} texts answered")

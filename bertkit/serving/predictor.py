@@ -30,16 +30,23 @@ class Predictor:
     """One bundle, its task, tokenizer and model, loaded once; `run` is what `predict` does for a
     list of records, so a served result equals the line `bertkit predict` writes for it."""
 
-    def __init__(self, model: str, device: str | None = None, trust_remote_code: bool = False, batch_size: int = 32):
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        trust_remote_code: bool = False,
+        batch_size: int = 32,
+        runtime: str | None = None,
+    ):
         self.path = model
-        bundle = open_bundle(model, trust_remote_code)
+        bundle = open_bundle(model, trust_remote_code, runtime)
         self.task = get_task(bundle.task)
         self.tokenizer = bundle.load_tokenizer()
         self.network = bundle.load_model(self.task.auto_model, device)
         self.info = bundle.info  # after load_model, which may correct max_length
         self.options = PredictOptions(batch_size=batch_size)
         self.options = replace(self.options, text_column=self.options.text_field(self.info))
-        self.runtime = "torch"
+        self.runtime = bundle.runtime  # torch, or onnx for an exported bundle
 
     @property
     def text_column(self) -> str:
