@@ -6,6 +6,9 @@ The model: a MiniLM classifier (the packaged all-MiniLM-L6-v2 with a two-label h
 sentences, one per request. Each setting starts its own server process, warms it up, then
 `--clients` concurrent clients send `--requests` requests in all (bounded in count and time).
 
+The answers are compared with an offline `bertkit predict` run on the same texts: the label, the
+scores to 1e-5, and the whole record.
+
 Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR]
 Writes bench/results/serve_load.json and prints a table.
 """
@@ -74,41 +77,69 @@ def start(model: Path, max_batch: int) -> tuple[subprocess.Popen, str]:
     sys.exit("the server did not come up in 2 minutes")
 
 
-async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
-    import httpx
+class Connection:
+    """One keep-alive HTTP/1.1 connection, written by hand: a general client (httpx) costs more
+    CPU per request than the server does, which on 2 cores would measure the client."""
 
+    def __init__(self, url: str):
+        host, port = url.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
+        data = json.dumps(body).encode() if body is not None else b""
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+        self.writer.write(head.encode() + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        status_line = await self.reader.readline()
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return int(status_line.split()[1]), await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
     latencies: list[float] = []
     answers: dict[int, dict] = {}
     errors: list[str] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
     for number in range(requests):
         queue.put_nowait(number)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+    connections = [Connection(url) for _ in range(clients)]
+    for connection in connections:
+        await connection.open()
 
-        async def one_client(deadline: float) -> None:
-            while not queue.empty() and time.monotonic() < deadline:
-                number = queue.get_nowait()
-                text = texts[number % len(texts)]
-                sent = time.perf_counter()
-                try:
-                    response = await client.post("/predict", json={"text": text})
-                except httpx.HTTPError as err:
-                    errors.append(f"{type(err).__name__}: {err}")
-                    continue
-                latencies.append(time.perf_counter() - sent)
-                if response.status_code != 200:
-                    errors.append(f"{response.status_code}: {response.text[:200]}")
-                else:
-                    answers[number] = response.json()["results"][0]
+    async def one_client(connection: Connection, deadline: float) -> None:
+        while not queue.empty() and time.monotonic() < deadline:
+            number = queue.get_nowait()
+            sent = time.perf_counter()
+            try:
+                status, body = await connection.request("POST", "/predict", {"text": texts[number % len(texts)]})
+            except (OSError, asyncio.IncompleteReadError, ValueError) as err:
+                errors.append(f"{type(err).__name__}: {err}")
+                await connection.open()
+                continue
+            latencies.append(time.perf_counter() - sent)
+            if status != 200:
+                errors.append(f"{status}: {body[:200]!r}")
+            else:
+                answers[number] = json.loads(body)["results"][0]
 
-        for _ in range(min(clients, 64)):  # warm up: the first batches pay for lazy set-up
-            await client.post("/predict", json={"text": texts[0]})
-        started = time.perf_counter()
-        deadline = time.monotonic() + TIME_LIMIT
-        await asyncio.gather(*(one_client(deadline) for _ in range(clients)))
-        elapsed = time.perf_counter() - started
-        batching = (await client.get("/info")).json()["batching"]
+    for connection in connections:  # warm up: the first batches pay for lazy set-up
+        await connection.request("POST", "/predict", {"text": texts[0]})
+    started = time.perf_counter()
+    deadline = time.monotonic() + TIME_LIMIT
+    await asyncio.gather(*(one_client(connection, deadline) for connection in connections))
+    elapsed = time.perf_counter() - started
+    batching = json.loads((await connections[0].request("GET", "/info"))[1])["batching"]
+    for connection in connections:
+        connection.close()
     ms = sorted(x * 1000 for x in latencies)
 
     def pct(p: float) -> float:

@@ -15,6 +15,9 @@ def serve(
     max_wait_ms: float = typer.Option(
         10, "--max-wait-ms", min=0, help="How long a request waits for others to share its batch."
     ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", "-b", min=1, help="Texts per forward pass in a batch (default: 8 on a CPU, 32 on a GPU)."
+    ),
     max_texts: int = typer.Option(256, "--max-texts", min=1, help="Most texts in one request (more: 413)."),
     max_chars: int = typer.Option(
         200_000, "--max-chars", min=1, help="Most characters of text in one request (more: 413)."
@@ -30,4 +33,5 @@ def serve(
     from bertkit.serving.predictor import Limits
 
     check_port(host, port)
-    run(model, host, port, max_batch, max_wait_ms, Limits(max_texts, max_chars), device, trust_remote_code, runtime)
+    limits = Limits(max_texts, max_chars)
+    run(model, host, port, max_batch, max_wait_ms, limits, device, trust_remote_code, runtime, batch_size)

@@ -33,6 +33,7 @@ def serve(
     device: str | None = None,
     trust_remote_code: bool = False,
     runtime: str | None = None,
+    batch_size: int | None = None,
 ) -> None:
     """Load `model` and answer HTTP requests until stopped (Ctrl-C or SIGTERM: the requests in
     flight are answered first)."""
@@ -44,10 +45,11 @@ def serve(
     from bertkit.serving.predictor import Predictor
 
     with status(f"loading {model}"):
-        predictor = Predictor(model, device, trust_remote_code, batch_size=max_batch, runtime=runtime)
+        predictor = Predictor(model, device, trust_remote_code, batch_size, runtime)
     app = build_app(predictor, max_batch, max_wait_ms, limits)
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"[green]serving[/green] {model} ({predictor.task.name}, {predictor.runtime}) on http://{shown}:{port}/  (Ctrl-C stops)")
+    what = f"{predictor.task.name}, {predictor.runtime}"
+    console.print(f"[green]serving[/green] {model} ({what}) on http://{shown}:{port}/  (Ctrl-C stops)")
     with _stopping_is_normal():
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
     console.print(f"[green]stopped[/green]: {app.state.batcher.stats.records:,} texts answered")

@@ -92,7 +92,8 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
 
     @app.get("/info", summary="The model, its task, labels and runtime; the limits and batching")
     async def info() -> dict:
-        batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, **batcher.stats.to_json()}
+        batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "batch_size": predictor.options.batch_size}
+        batching.update(batcher.stats.to_json())
         return {**predictor.describe(), "limits": limits.to_json(), "batching": batching}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
