@@ -242,11 +242,18 @@ def _predict(load, config: Path, folder: Path, state: dict) -> str:
 
 
 def _masked(record, column: str):
-    """A fill-mask input: the record's second word masked (a text without [MASK] has nothing to fill)."""
-    words = str(record.get(column) or "").split()
+    """A fill-mask input: the start of the record's text (a long document would put the mask past
+    the model's limit) with its second word masked, or for text without spaces (Japanese) the
+    middle character (a text without [MASK] has nothing to fill)."""
+    text = str(record.get(column) or "")[:100]
+    words = text.split()
     if len(words) > 1:
         words[1] = "[MASK]"
-        record[column] = " ".join(words)
+        text = " ".join(words)
+    elif text:
+        middle = len(text) // 2
+        text = text[:middle] + "[MASK]" + text[middle + 1 :]
+    record[column] = text
     return record
 
 
@@ -260,7 +267,18 @@ def _reload(load, config: Path, folder: Path, state: dict) -> str:
 
 
 def _export(load, config: Path, folder: Path, state: dict) -> str:
-    raise Skipped("no `bertkit export` in this version")
+    """`bertkit export --format onnx` of the bundle, with its own check against PyTorch."""
+    from importlib.util import find_spec
+
+    from bertkit.onnx_runtime import INSTALL
+
+    if find_spec("onnxruntime") is None or find_spec("onnx") is None:
+        raise Skipped(f"the onnx extra is not installed ({INSTALL})")
+    from bertkit.exporting.onnx import export_bundle
+
+    _, record = export_bundle(str(state["bundle"]), output=str(folder / "onnx"))
+    fp32 = record["check"]["fp32"]
+    return f"ONNX fp32, max |diff| from PyTorch {fp32['max_abs_diff']:.1e} on {fp32['texts']} texts"
 
 
 STEPS_OF = {

@@ -244,3 +244,13 @@ def test_a_pair_score_that_is_not_a_number_outside_the_sample_fails(cli, tmp_pat
     )
     code, _, err = cli("smoke", "-c", config)
     assert_refused(code, err, "test.csv:35: score 'n/a' is not a number")
+
+
+def test_a_fill_mask_input_keeps_its_mask_within_the_model(tmp_path):
+    """A long document (a livedoor article) or text without spaces still gets a [MASK] near its start."""
+    from bertkit.smoke import _masked
+
+    long = _masked({"text": "word " * 2000}, "text")["text"]
+    assert len(long) <= 110 and long.split()[1] == "[MASK]"
+    japanese = _masked({"body": "今日は良い天気です。" * 50}, "body")["body"]
+    assert "[MASK]" in japanese and len(japanese) < 110

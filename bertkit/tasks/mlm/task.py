@@ -53,7 +53,7 @@ class MlmTask(Task):
             "whole_word_masking": m.whole_word_masking,
             "top_k": m.top_k,
             "seed": cfg.train.seed,
-            "text_column": "text",
+            "text_column": cfg.data.text_column,  # as the data names it: evaluate and predict read the same field
             **({"base_model": "scratch", "from_scratch": True} if m.from_scratch else {}),
             **({"nsp": True} if m.nsp else {}),
         }
@@ -184,7 +184,7 @@ class MlmTask(Task):
     def evaluate(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> dict:
         """Perplexity of `model` on a text file, masked the way the bundle was validated."""
         source = options.source(data)
-        texts = options.sampled(list(load_corpus(source, options.text_column or "text")["text"]))
+        texts = options.sampled(list(load_corpus(source, options.text_field(info))["text"]))
         info = _complete(info, model)
         rows = examples(tokenizer, texts, info, data)
         columns = {key: [row[key] for row in rows] for key in rows[0]}
@@ -194,7 +194,7 @@ class MlmTask(Task):
         return {**score_rows(losses), "texts": len(texts)}
 
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
-        column = options.text_column or "text"
+        column = options.text_field(info)
         return empty_record(record, column, masks=[], filled=record.get(column))
 
     def predict(
@@ -202,7 +202,7 @@ class MlmTask(Task):
     ) -> Iterator[dict]:
         """Fill-mask: for each [MASK] of each text, the top-k tokens and their probabilities."""
         info = _complete(info, model)
-        column = options.text_column or "text"
+        column = options.text_field(info)
         top_k = options.top_k or info.get("top_k", 5)
         mask = tokenizer.mask_token
         if mask is None:
