@@ -10,14 +10,22 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 BIN = Path(sys.executable).parent
 
 
 @pytest.mark.parametrize(
     "launcher",
     [
-        [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "29517"],
-        [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "29518"],
+        [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "PORT"],
+        [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "PORT"],
     ],
     ids=["torchrun", "accelerate"],
 )
@@ -30,6 +38,7 @@ def test_two_process_training(launcher, tiny_model, easy_data, tmp_path):
         f"output_dir: {tmp_path / 'out'}\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    launcher = [str(free_port()) if part == "PORT" else part for part in launcher]  # two test runs at once must not clash
     result = subprocess.run(
         [*launcher, "-m", "bertkit", "train", "classify", "-c", str(config)],
         capture_output=True,
