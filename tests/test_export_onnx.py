@@ -177,11 +177,24 @@ def test_int8_export_checks_itself_and_runs(task, bundles, tmp_path, cli):
     assert "metric" in int8 and np.isfinite(int8["int8"]), record["check"]
     if task == "embed":
         assert int8["cosine_min"] > 0.9
+        _residual_projections_stay_fp32(target, json.loads((bundles[task] / "config.json").read_text()))
     elif task != "mlm-adapt":
         assert 0.0 <= int8["equal_predictions"] <= 1.0 and int8["records"] > 0
     source = _input(tmp_path, task)
     rows = _predict(cli, target, source, tmp_path / "int8.jsonl", "--runtime", "onnx")
     assert len(rows) == len(source.read_text().splitlines())
+
+
+def _residual_projections_stay_fp32(target: Path, config: dict) -> None:
+    """An embed graph's attention-output and feed-forward-output MatMuls are left in fp32 (two per
+    layer), every other weight MatMul is int8."""
+    import onnx
+
+    nodes = onnx.load(str(target / "model.onnx")).graph.node
+    plain = [n.name for n in nodes if n.op_type == "MatMul" and "dense" in n.name]
+    assert len(plain) == 2 * config["num_hidden_layers"], plain
+    assert all("output/dense" in name for name in plain), plain
+    assert sum(n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul") for n in nodes) >= 4 * config["num_hidden_layers"]
 
 
 @pytest.mark.slow

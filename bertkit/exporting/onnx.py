@@ -88,7 +88,7 @@ def export_bundle(
             check_fp32(graph, fp32, tokenizer, check_texts(info, data), names, report)
         if quantize:
             with status("quantising to int8"):
-                quantize_int8(fp32_file, staged / ONNX_FILE)
+                kept_fp32 = quantize_int8(fp32_file, staged / ONNX_FILE, task.name)
             with status("checking int8 against fp32"):
                 compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, report)
             del fp32
@@ -97,6 +97,7 @@ def export_bundle(
             "format": "onnx",
             "precision": quantize or "fp32",
             "quantization": "onnxruntime dynamic: int8 weights (MatMul, Gemm) per channel, activations per batch"
+            + (f"; {len(kept_fp32)} residual projections kept in fp32" if kept_fp32 else "")
             if quantize
             else None,
             "opset": OPSET,
