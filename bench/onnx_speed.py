@@ -7,7 +7,7 @@ A. Throughput (texts/s, median of --repeats) of bertkit's classify predict (leng
    --quantize int8` writes) and int8 of the fused graph. Ratios are against PyTorch fp32.
 B. SST-2 dev accuracy of each, and labels equal to PyTorch fp32's.
 C. Sentence vectors of the packaged MiniLM as an embed bundle: cosine of ONNX fp32 and int8
-   vectors with PyTorch's.
+   vectors with PyTorch's, and texts/s of the three.
 D. Whole `bertkit predict` processes: one text (time to the first result, cold start) and
    --short short SST-2 texts, PyTorch bundle against the ONNX int8 bundle.
 
@@ -106,8 +106,9 @@ def throughput(models: dict, tokenizer, info, texts: list[str], repeats: int) ->
     return rows, labels
 
 
-def embed_cosines(texts: list[str], threads: int) -> dict:
-    """MiniLM as an embed bundle (mean pooling, normalised, as sentence-transformers uses it)."""
+def embed_cosines(texts: list[str], threads: int, repeats: int) -> dict:
+    """MiniLM as an embed bundle (mean pooling, normalised, as sentence-transformers uses it): cosines
+    with PyTorch's vectors, and texts/s of each runtime."""
     import numpy as np
 
     from bertkit.embeddings.encoder import load_encoder
@@ -118,11 +119,12 @@ def embed_cosines(texts: list[str], threads: int) -> dict:
     (bundle / "bertkit.json").write_text(
         json.dumps({"task": "embed", "pooling": "mean", "normalize": True, "max_length": 256})
     )
-    vectors = {"pytorch": load_encoder(str(bundle), runtime="torch").encode(texts)}
+    encoders = {"pytorch": load_encoder(str(bundle), runtime="torch")}
     for quantize in (False, True):
-        target = export(bundle, quantize)
-        vectors["int8" if quantize else "fp32"] = load_encoder(str(target)).encode(texts)
-    out = {}
+        encoders["int8" if quantize else "fp32"] = load_encoder(str(export(bundle, quantize)))
+    vectors = {name: encoder.encode(texts) for name, encoder in encoders.items()}
+    speed = {name: len(texts) / median_time(lambda e=e: e.encode(texts), repeats) for name, e in encoders.items()}
+    out = {"texts_per_s": speed}
     for name in ("fp32", "int8"):
         cosine = (vectors[name] * vectors["pytorch"]).sum(1)  # unit rows
         out[name] = {"min": float(cosine.min()), "mean": float(cosine.mean())}
@@ -193,7 +195,7 @@ def main(argv):
         same = sum(a == b for a, b in zip(found, dev_found["PyTorch fp32"], strict=True)) / len(dev_labels)
         accuracy.append({"method": name, "sst2_dev_accuracy": right, "same_label_as_pytorch": same})
     print(table(accuracy, ["method", "sst2_dev_accuracy", "same_label_as_pytorch"]))
-    cosines = embed_cosines(texts, args.threads)
+    cosines = embed_cosines(texts, args.threads, args.repeats)
     print(json.dumps(cosines, indent=1))
     pair = {"pytorch": bundle, "onnx int8": int8_dir, "onnx fp32": fp32_dir}
     first = process_times(pair, [dev_texts[0]], "one", args.repeats)

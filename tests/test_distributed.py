@@ -18,6 +18,8 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
 BIN = Path(sys.executable).parent
 
 
@@ -38,7 +40,8 @@ def test_two_process_training(launcher, tiny_model, easy_data, tmp_path):
         f"output_dir: {tmp_path / 'out'}\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    launcher = [str(free_port()) if part == "PORT" else part for part in launcher]  # two test runs at once must not clash
+    # a free port for each run, so that two test runs at once do not clash
+    launcher = [str(free_port()) if part == "PORT" else part for part in launcher]
     result = subprocess.run(
         [*launcher, "-m", "bertkit", "train", "classify", "-c", str(config)],
         capture_output=True,
