@@ -298,3 +298,52 @@ def test_a_missing_extra_names_the_install_command(monkeypatch, tmp_path, cli):
     monkeypatch.setattr(importlib, "import_module", without_onnx)
     code, _, err = cli("export", "-m", tmp_path, "-o", tmp_path / "out")
     assert code == 2 and "pip install 'bertkit[onnx]'" in err
+
+
+OPTIMUM_PYTHON = os.environ.get("BERTKIT_OPTIMUM_PYTHON")
+OPTIMUM_CLASSES = {
+    "classify": "ORTModelForSequenceClassification",
+    "ner": "ORTModelForTokenClassification",
+    "qa": "ORTModelForQuestionAnswering",
+    "mlm-adapt": "ORTModelForMaskedLM",
+}
+OPTIMUM_SCRIPT = """
+import json, sys
+import optimum.onnxruntime as ort_models
+from transformers import AutoTokenizer
+bundle, cls, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+model = getattr(ort_models, cls).from_pretrained(bundle)
+batch = AutoTokenizer.from_pretrained(bundle)(texts, padding=True, return_tensors="np")
+out = model(**batch)
+names = ["start_logits", "end_logits"] if cls.endswith("QuestionAnswering") else ["logits"]
+print(json.dumps({"inputs": {k: v.tolist() for k, v in batch.items()}, **{n: getattr(out, n).tolist() for n in names}}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OPTIMUM_PYTHON, reason="set BERTKIT_OPTIMUM_PYTHON to a Python with optimum-onnx installed")
+@pytest.mark.parametrize("quantize", [None, "int8"])
+@pytest.mark.parametrize("task", list(OPTIMUM_CLASSES))
+def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli):
+    """Optimum's ORTModelFor... classes load an exported bundle as it is and give the same outputs
+    as bertkit's own runtime. Optimum needs transformers 4, so it lives in another environment
+    (see docs/deployment.md): this test runs there when BERTKIT_OPTIMUM_PYTHON names it."""
+    from bertkit.exporting.graphs import OUTPUTS
+    from bertkit.onnx_runtime import OnnxModel
+
+    target = tmp_path / "onnx"
+    extra = ["--quantize", quantize] if quantize else []
+    assert cli("export", "-m", bundles[task], "-o", target, *extra)[0] == 0
+    texts = ["Alice met Bob in Paris", "the film was [MASK] and the staff lovely"]
+    found = subprocess.run(
+        [OPTIMUM_PYTHON, "-c", OPTIMUM_SCRIPT, str(target), OPTIMUM_CLASSES[task], json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert found.returncode == 0, found.stderr[-3000:]
+    theirs = json.loads(found.stdout.strip().splitlines()[-1])
+    ours = OnnxModel(target)(**theirs["inputs"])
+    for name in OUTPUTS[task]:
+        np.testing.assert_allclose(np.asarray(theirs[name]), getattr(ours, name), atol=1e-5)
+
