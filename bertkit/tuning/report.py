@@ -70,7 +70,7 @@ def write(study, cfg: Config, result, space: dict) -> Config | None:
         _write_best_yaml(best_cfg, best, result)
     else:
         result.notes.append("no trial is complete yet: best.yaml is written once one is")
-    importances = _importances(study, len(complete), result)
+    importances = _importances(study, rows, result)
     _write_tables(folder, rows, list(space), result, importances)
     _history_plot(rows, result, folder / "history.png")
     if importances:
@@ -119,14 +119,20 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
-def _importances(study, complete: int, result) -> dict | None:
+def _importances(study, rows: list[dict], result) -> dict | None:
     """Each parameter's share of the metric's variance (fANOVA, seeded), or None with a note."""
+    complete = sum(r["state"] == "complete" for r in rows)
     if complete < 2:
         note = f"parameter importances need 2 or more complete trials ({complete} so far): no importances.png"
         result.notes.append(note)
         return None
     import optuna
 
+    values = {round(r["value"], 12) for r in rows if r["state"] == "complete" and r["value"] is not None}
+    if len(values) < 2:
+        result.notes.append(f"all {complete} complete trials score the same: no parameter made a difference to "
+                            "measure, no importances.png")  # fmt: skip
+        return None
     try:
         evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
         found = optuna.importance.get_param_importances(study, evaluator=evaluator)

@@ -36,21 +36,31 @@ def storage_url(given: str | None, output: Path) -> str:
     return f"sqlite:///{(output / STUDY_FILE).resolve()}"
 
 
-def open_storage(url: str):
+def open_storage(url: str, attempts: int = 5):
     optuna = require_optuna()
+    import time
     import warnings
 
     kwargs = {"connect_args": {"timeout": SQLITE_WAIT_SECONDS}} if url.startswith("sqlite") else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # heartbeats are marked experimental
-        try:
-            return optuna.storages.RDBStorage(
-                url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
-            )
-        except ImportError as err:
-            raise BertkitError(f"--storage {url}: its database driver is not installed ({err})") from None
-        except Exception as err:  # sqlalchemy's errors: a bad URL, an unreachable server, a read-only file
-            raise BertkitError(f"--storage {url}: cannot open the study storage: {err}") from None
+    for attempt in range(attempts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # heartbeats are marked experimental
+            try:
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
+                )
+            except ImportError as err:
+                missing = f"its database driver is not installed ({err})"
+                raise BertkitError(f"--storage {shown_url(url)}: {missing}") from None
+            except Exception as err:  # sqlalchemy's: a bad URL, an unreachable server, a read-only file
+                # processes starting together on a new database race to create its tables: the
+                # loser finds them made and tries again
+                racing = ("already exists", "UNIQUE constraint", "database is locked", "Duplicate entry")
+                if any(text in str(err) for text in racing) and attempt < attempts - 1:
+                    time.sleep(1 + attempt)
+                    continue
+                raise BertkitError(f"--storage {shown_url(url)}: cannot open the study storage: {err}") from None
+    raise AssertionError("unreachable")
 
 
 def sampler(seed: int, random_trials: int):
@@ -114,13 +124,14 @@ def pruning_callback(trial, metric: str):
 
     class ReportToStudy(callback_base()):
         def __init__(self):
-            self.evaluations = 0
+            self.evaluations, self.values = 0, []
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             value = (metrics or {}).get(f"eval_{metric}")
             if value is None:
                 return
             self.evaluations += 1
+            self.values.append(float(value))
             trial.report(float(value), self.evaluations)
             if trial.should_prune():
                 trial.set_user_attr("pruned_at_evaluation", self.evaluations)

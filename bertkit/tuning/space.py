@@ -83,7 +83,7 @@ def with_values(cfg: Config, values: dict, **top) -> Config:
     except ValidationError as err:
         shown = ", ".join(f"{k}={v}" for k, v in values.items())
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        raise BertkitError(f"tune.space: the config with {shown} is not valid ({problems}); narrow the range") from None
+        raise BertkitError(f"tune.space: {shown} is not valid ({problems}); narrow the range") from None
 
 
 def check_space(cfg: Config, space: dict[str, SearchRange]) -> None:

@@ -74,7 +74,7 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     check_same_study(study, name, metric, direction)
     result = TuneResult(final, name, url, metric, direction)
     _announce(study, result, space, options)
-    objective = _objective(cfg, space, metric)
+    objective = _objective(cfg, space, metric, direction)
     try:
         study.optimize(
             objective,
@@ -158,12 +158,12 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
     console.print(f"running {' and '.join(limit) or 'until interrupted'} in this process")
 
 
-def _objective(cfg: Config, space: dict, metric: str):
+def _objective(cfg: Config, space: dict, metric: str, direction: str):
+    from transformers.utils import logging as hf_logging
+
     from bertkit.metrics import scalars
     from bertkit.training import train
     from bertkit.tuning.space import suggest
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar per trial: one line each
     override = {"train.metric_for_best_model": metric} if cfg.tune.metric else {}
@@ -172,15 +172,18 @@ def _objective(cfg: Config, space: dict, metric: str):
         values = suggest(trial, space)
         # the test data is never looked at while searching: --retrain-best scores it
         folder = Path(tempfile.mkdtemp(prefix=f"bertkit-trial-{trial.number}-"))
+        reporter = search.pruning_callback(trial, metric)
         try:
             trial_cfg = with_values(cfg, {**values, **override, "data.test": None}, output_dir=str(folder / "model"))
             started = time.perf_counter()
-            _, scores = train(trial_cfg, callbacks=[search.pruning_callback(trial, metric)], progress=False)
+            _, scores = train(trial_cfg, callbacks=[reporter], progress=False)
             trial.set_user_attr("validation", scalars(scores["validation"]))
             trial.set_user_attr("train_seconds", round(time.perf_counter() - started, 1))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         value = scores["validation"].get(metric)
+        if value is None and reporter.values:  # the loss: logged by the Trainer, not scored by the task
+            value = (max if direction == "maximize" else min)(reporter.values)  # the checkpoint training kept
         if value is None:
             raise BertkitError(f"the trial's validation scores have no '{metric}': {', '.join(scores['validation'])}")
         return float(value)
