@@ -190,3 +190,15 @@ def test_a_folder_bertkit_tune_did_not_write_is_refused(cli, tmp_path, easy_data
         assert code == 2
         assert "not written by bertkit" in err.replace("\n", " ")
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_study_continued_under_another_metric_is_refused():
+    import optuna
+
+    from bertkit.tuning.study import check_same_study
+
+    study = optuna.create_study(direction="maximize")
+    check_same_study(study, "s", "f1", "maximize")  # a new study takes the metric
+    check_same_study(study, "s", "f1", "maximize")
+    with pytest.raises(BertkitError, match="study 's' optimises f1 .maximize., this config accuracy"):
+        check_same_study(study, "s", "accuracy", "maximize")

@@ -123,6 +123,8 @@ def open_output(final: Path, overwrite: bool, protect) -> None:
             outputs.check_output_dir(final, True, protect, KIND)  # would --overwrite be allowed? then it is ours
         except BertkitError as err:
             raise BertkitError(f"{err} (a study continues only in a folder that bertkit tune wrote)") from None
+        if not (final / outputs.MANIFEST).is_file():  # an empty folder: bertkit's from now on
+            outputs.write_manifest(final, KIND)
         return
     outputs.check_output_dir(final, overwrite, protect, KIND)
     if final.exists():
