@@ -30,6 +30,7 @@ from bertkit.cli import (
     tokenize,
     tokenizer,
     train,
+    tune,
 )
 from bertkit.errors import BertkitError
 
@@ -62,6 +63,7 @@ app.command()(compare.compare)
 app.command()(smoke.smoke)
 app.command()(serve.serve)
 app.command()(export.export)
+app.command()(tune.tune)
 
 
 def _show_version(value: bool) -> None:

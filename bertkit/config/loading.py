@@ -225,7 +225,12 @@ def _line_for(loc: tuple, lines: dict[tuple, int | str]) -> int | str | None:
 
 def _fields_at(loc: tuple) -> list[str]:
     model: type[BaseModel] | None = schema.Config
+    mapping = False
     for part in loc:
+        if mapping:  # a key of a mapping such as tune.space: its values are `model`
+            mapping = False
+            continue
         field = model.model_fields.get(part) if model else None
         model = model_of(field.annotation) if field else None
+        mapping = field is not None and "dict[" in str(field.annotation)
     return list(model.model_fields) if model else []

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from bertkit.config.sections import DataConfig, ModelConfig, Section, TrainConfig, section_names
+from bertkit.config.tune_section import TuneConfig
 from bertkit.tasks import registry
 
 
@@ -18,6 +19,9 @@ class RunConfig(Section):
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
     data: DataConfig = Field(default_factory=DataConfig, description="where the examples come from")
     train: TrainConfig = Field(default_factory=TrainConfig, description="how to train")
+    tune: TuneConfig = Field(
+        default_factory=TuneConfig, description="what `bertkit tune` searches (bertkit train ignores it)"
+    )
     output_dir: str = Field("outputs/run", description="where the trained model bundle goes")
 
     @model_validator(mode="before")
@@ -26,7 +30,7 @@ class RunConfig(Section):
         # `mlm:` with nothing under it is an empty section in YAML terms, not an error
         if not isinstance(value, dict):
             return value
-        value = {k: {} if v is None and k in section_names() else v for k, v in value.items()}
+        value = {k: {} if v is None and k in (*section_names(), "tune") else v for k, v in value.items()}
         task = value.get("task", "classify")
         defaults = registry.record(task).defaults if task in registry.names() else {}
         for (section, key), default in defaults.items():
@@ -51,6 +55,13 @@ class RunConfig(Section):
         from bertkit.config.sections import home_path
 
         return home_path(value)
+
+    @field_validator("tune")
+    @classmethod
+    def _searched_keys(cls, value: TuneConfig) -> TuneConfig:
+        sections = {name: model_of(f.annotation) for name, f in cls.model_fields.items() if name != "tune"}
+        value.check_keys({name: model for name, model in sections.items() if model is not None})
+        return value
 
     @field_validator("task")
     @classmethod

@@ -27,8 +27,13 @@ from bertkit.training.trainer import (
 )
 
 
-def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()) -> tuple[Path, dict]:
+def train(
+    cfg: Config, overwrite: bool = False, resume: bool = False, protect=(), callbacks=(), progress: bool = True
+) -> tuple[Path, dict]:
     """Train, score and write the bundle; returns its path and its metrics.
+
+    `callbacks`: more Trainer callbacks (`bertkit tune`'s pruning); `progress`: show the progress
+    bar and log lines (a study shows one line per trial instead).
 
     `protect`: paths of the run's inputs (the config file), which `--overwrite` must never
     delete; the data files of the config are protected too. One run at a time writes an output
@@ -43,10 +48,12 @@ def train(cfg: Config, overwrite: bool = False, resume: bool = False, protect=()
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)
-        return _run(cfg, task, final, overwrite, checkpoint, inputs)
+        return _run(cfg, task, final, overwrite, checkpoint, inputs, [*callbacks], progress)
 
 
-def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | None, inputs: list) -> tuple[Path, dict]:
+def _run(
+    cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | None, inputs: list, extra: list, progress: bool
+) -> tuple[Path, dict]:
     from transformers import EarlyStoppingCallback, set_seed
 
     models.quiet_transformers()
@@ -89,11 +96,12 @@ def _run(cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | Non
     roles = [role for role in ("validation", "test") if role in features]
     scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
-    callbacks = [RichProgress(), remembered]
+    callbacks = [RichProgress(), remembered] if progress else [remembered]
     if cfg.train.early_stopping_patience:
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
         callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
+    callbacks += extra
     trainer = trainer_class(cfg)(
         model=model,
         args=args,

@@ -1,0 +1,164 @@
+"""Optuna's parts as `bertkit tune` sets them up: the import (an extra), the storage a study
+lives in, the sampler (TPE, seeded per trial) and the pruner fed by each evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
+# A trial whose process stops sending heartbeats (killed, machine lost) is marked failed after
+# this long, so a resumed study neither waits for it nor counts it.
+HEARTBEAT_SECONDS, GRACE_SECONDS = 30, 120
+# SQLite shared by several processes: wait this long for another's write to finish.
+SQLITE_WAIT_SECONDS = 60
+
+
+def require_optuna():
+    try:
+        import optuna
+    except ImportError:
+        raise BertkitError("bertkit tune needs Optuna, which is not installed: pip install 'bertkit[tune]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # bertkit prints one line per trial itself
+    return optuna
+
+
+def storage_url(given: str | None, output: Path) -> str:
+    """The study's storage: a URL as given, else a SQLite file in the output folder."""
+    if given:
+        if "://" not in given:
+            raise BertkitError(
+                f"--storage {given}: give a database URL, e.g. sqlite:///study.db, "
+                "postgresql://user:password@host/db or mysql+pymysql://user:password@host/db"
+            )
+        return given
+    return f"sqlite:///{(output / STUDY_FILE).resolve()}"
+
+
+def open_storage(url: str, attempts: int = 5):
+    optuna = require_optuna()
+    import time
+    import warnings
+
+    kwargs = {"connect_args": {"timeout": SQLITE_WAIT_SECONDS}} if url.startswith("sqlite") else {}
+    for attempt in range(attempts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # heartbeats are marked experimental
+            try:
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
+                )
+            except ImportError as err:
+                missing = f"its database driver is not installed ({err})"
+                raise BertkitError(f"--storage {shown_url(url)}: {missing}") from None
+            except Exception as err:  # sqlalchemy's: a bad URL, an unreachable server, a read-only file
+                # processes starting together on a new database race to create its tables: the
+                # loser finds them made and tries again
+                racing = ("already exists", "UNIQUE constraint", "database is locked", "Duplicate entry")
+                if any(text in str(err) for text in racing) and attempt < attempts - 1:
+                    time.sleep(1 + attempt)
+                    continue
+                raise BertkitError(f"--storage {shown_url(url)}: cannot open the study storage: {err}") from None
+    raise AssertionError("unreachable")
+
+
+def sampler(seed: int, random_trials: int):
+    """TPE, seeded from the config's seed and the trial's number: one process reproduces its
+    proposals from the same history, and processes sharing a study (each with the same config,
+    so the same seed) still propose different values, since no two trials share a number."""
+    optuna = require_optuna()
+    import warnings
+
+    def tpe(trial_seed: int):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # multivariate is marked experimental
+            # multivariate: learning rate and batch size are not independent
+            return optuna.samplers.TPESampler(
+                seed=trial_seed, n_startup_trials=random_trials, multivariate=True, constant_liar=True
+            )
+
+    class TrialSeeded(optuna.samplers.BaseSampler):
+        def __init__(self):
+            self.inner = tpe(seed)
+
+        def before_trial(self, study, trial):
+            self.inner = tpe((seed * 1_000_003 + trial.number) % 2**32)
+            self.inner.before_trial(study, trial)
+
+        def infer_relative_search_space(self, study, trial):
+            return self.inner.infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study, trial, search_space):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return self.inner.sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            return self.inner.sample_independent(study, trial, param_name, param_distribution)
+
+        def after_trial(self, study, trial, state, values):
+            self.inner.after_trial(study, trial, state, values)
+
+        def reseed_rng(self):
+            self.inner.reseed_rng()
+
+    return TrialSeeded()
+
+
+def pruner(tune):
+    optuna = require_optuna()
+    if tune.pruner == "none":
+        return optuna.pruners.NopPruner()
+    # steps are evaluations counted from 1: the earliest prune is just after prune_after_evaluations
+    return optuna.pruners.MedianPruner(
+        n_startup_trials=tune.prune_after_trials, n_warmup_steps=tune.prune_after_evaluations + 1
+    )
+
+
+def pruning_callback(trial, metric: str):
+    """A Trainer callback that reports the validation metric of each evaluation to the study and
+    stops the trial (optuna.TrialPruned, out of the Trainer) when the pruner says it lags."""
+    optuna = require_optuna()
+    from bertkit.progress import callback_base
+
+    class ReportToStudy(callback_base()):
+        def __init__(self):
+            self.evaluations, self.values = 0, []
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            value = (metrics or {}).get(f"eval_{metric}")
+            if value is None:
+                return
+            self.evaluations += 1
+            self.values.append(float(value))
+            trial.report(float(value), self.evaluations)
+            if trial.should_prune():
+                trial.set_user_attr("pruned_at_evaluation", self.evaluations)
+                raise optuna.TrialPruned(f"{metric} {value:.4f} at evaluation {self.evaluations} lags the median")
+
+    return ReportToStudy()
+
+
+def shown_url(url: str) -> str:
+    """A storage URL fit to print: its password hidden."""
+    import re
+
+    return re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", url)
+
+
+def parse_duration(text: str) -> float:
+    """`--timeout`: seconds, or a duration such as 90s, 30m, 2h, 1h30m."""
+    import re
+
+    text = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        seconds = float(text)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)\s*([hms])", text)
+        if not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([hms])", "", text).strip():
+            raise BertkitError(f"--timeout {text}: write a duration as seconds or e.g. 90s, 30m, 2h, 1h30m")
+        seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1}[unit] for n, unit in parts)
+    if seconds <= 0:
+        raise BertkitError(f"--timeout {text}: give a duration above zero")
+    return seconds

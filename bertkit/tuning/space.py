@@ -1,0 +1,98 @@
+"""The searched keys: each task's default space, a trial's values, and the config they make."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import ValidationError
+
+from bertkit.config import Config, schema
+from bertkit.config.tune_section import SearchRange
+from bertkit.errors import BertkitError
+from bertkit.tasks import registry
+
+# Learning rates: a quarter to four times the run's own (the config's, else the task's measured
+# default). bertkit's benchmarks moved QA from F1 12 to 33 between 5e-5 and 3e-4 (6x), and
+# classify / NER settled 2.5x above run_glue's 2e-5: a 16x log range holds such moves around the
+# measured value.
+LR_SPREAD = 4.0
+# A head without its own rate in the config: from half the body's rate to 20 times it (QA's and
+# MLM's measured heads run at 10x their body).
+HEAD_LOW, HEAD_HIGH = 0.5, 20.0
+# Warmup: 0 to 20% of the steps (BERT's paper used 10%; bertkit's defaults are 6% and 10%).
+WARMUP = (0.0, 0.2)
+# Weight decay: none to 0.1 (AdamW's usual values for BERT fine-tuning are 0 and 0.01).
+WEIGHT_DECAY = (0.0, 0.1)
+
+
+def default_space(cfg: Config) -> dict[str, SearchRange]:
+    """The space `bertkit tune` searches when the config's `tune.space` is null, centred on the
+    run's own values (the config's, else the task's measured defaults from its registry record)."""
+    t = cfg.train
+    space = {"train.learning_rate": _around(t.learning_rate, LR_SPREAD)}
+    if registry.record(cfg.task).architecture:  # a task head (embed's encoder has none of its own)
+        head = t.head_learning_rate
+        space["train.head_learning_rate"] = (
+            _around(head, LR_SPREAD)
+            if head
+            else SearchRange(low=t.learning_rate * HEAD_LOW, high=t.learning_rate * HEAD_HIGH, log=True)
+        )
+    space["train.warmup_ratio"] = SearchRange(low=WARMUP[0], high=WARMUP[1])
+    # half, the same and twice the batch: a batch's effect is through its gradient noise, on a log scale
+    batch = t.batch_size
+    space["train.batch_size"] = SearchRange(choices=sorted({max(1, batch // 2), batch, batch * 2}))
+    if t.max_steps is None:  # with max_steps set, epochs do not count
+        # whole epochs from half to one and a half times the run's (at least 1 to 2)
+        low = max(1, math.floor(t.epochs / 2))
+        space["train.epochs"] = SearchRange(low=low, high=max(low + 1, math.ceil(t.epochs * 1.5)), step=1)
+    space["train.weight_decay"] = SearchRange(low=WEIGHT_DECAY[0], high=WEIGHT_DECAY[1])
+    return space
+
+
+def _around(value: float, spread: float) -> SearchRange:
+    return SearchRange(low=float(f"{value / spread:.3g}"), high=float(f"{value * spread:.3g}"), log=True)
+
+
+def space_of(cfg: Config) -> dict[str, SearchRange]:
+    return cfg.tune.space or default_space(cfg)
+
+
+def suggest(trial, space: dict[str, SearchRange]) -> dict:
+    """A trial's values, one per searched key (Optuna's parameter names are the config keys)."""
+    values = {}
+    for key, searched in space.items():
+        if searched.choices is not None:
+            values[key] = trial.suggest_categorical(key, searched.choices)
+        elif searched.integer:
+            values[key] = trial.suggest_int(key, searched.low, searched.high, step=searched.step or 1, log=searched.log)
+        else:
+            values[key] = trial.suggest_float(key, searched.low, searched.high, step=searched.step, log=searched.log)
+    return values
+
+
+def with_values(cfg: Config, values: dict, **top) -> Config:
+    """`cfg` with `values` ({"train.learning_rate": 3e-5, ...}) and top-level keys set, checked as
+    a whole config."""
+    data = cfg.dump()
+    for key, value in values.items():
+        section, _, name = key.partition(".")
+        data[section][name] = value
+    data.update(top)
+    try:
+        return schema.Config.model_validate(data)
+    except ValidationError as err:
+        shown = ", ".join(f"{k}={v}" for k, v in values.items())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise BertkitError(f"tune.space: {shown} is not valid ({problems}); narrow the range") from None
+
+
+def check_space(cfg: Config, space: dict[str, SearchRange]) -> None:
+    """Every end of every range, and every choice, makes a valid config (before any trial)."""
+    for key, searched in space.items():
+        ends = searched.choices if searched.choices is not None else [searched.low, searched.high]
+        for value in ends:
+            with_values(cfg, {key: int(value) if searched.integer else value})
+
+
+def describe(space: dict[str, SearchRange]) -> list[tuple[str, str]]:
+    return [(key, searched.describe()) for key, searched in space.items()]

@@ -1,0 +1,204 @@
+"""`bertkit tune` without training: the default space of each task, the `tune:` section's
+checks, the pruning callback, the per-trial seeding, and the message when Optuna is missing."""
+
+import re
+import sys
+
+import pytest
+
+from bertkit.config import load_config
+from bertkit.config.tune_section import SearchRange
+from bertkit.errors import BertkitError
+from bertkit.tasks import registry
+
+
+def config(tmp_path, text: str, task: str = "classify"):
+    path = tmp_path / "run.yaml"
+    path.write_text(f"task: {task}\nmodel:\n  name: m\ndata:\n  train: t.csv\n{text}")
+    return load_config(path)
+
+
+def ranges(space: dict) -> dict:
+    return {k: (v.choices,) if v.choices is not None else (v.low, v.high, v.log, v.integer) for k, v in space.items()}
+
+
+@pytest.mark.parametrize("task", ["classify", "ner", "qa", "mlm-adapt", "embed"])
+def test_each_task_has_a_default_space_centred_on_its_measured_defaults(tmp_path, task):
+    from bertkit.tuning.space import check_space, default_space, space_of
+
+    cfg = config(tmp_path, "", task)
+    space = space_of(cfg)
+    assert space == default_space(cfg)
+    defaults = registry.record(task).defaults
+    lr = defaults.get(("train", "learning_rate"), 2.0e-5)
+    low, high, log, _ = ranges(space)["train.learning_rate"]
+    assert log and low == pytest.approx(lr / 4, rel=1e-2) and high == pytest.approx(lr * 4, rel=1e-2)
+    batch = defaults.get(("train", "batch_size"), 16)
+    assert space["train.batch_size"].choices == [batch // 2, batch, batch * 2]
+    assert ranges(space)["train.epochs"] == (1, 5, False, True)  # whole epochs around the default 3
+    assert {"train.warmup_ratio", "train.weight_decay"} <= set(space)
+    head = defaults.get(("train", "head_learning_rate"))
+    if task == "embed":  # no task head of its own
+        assert "train.head_learning_rate" not in space
+    elif head:
+        assert ranges(space)["train.head_learning_rate"][:2] == pytest.approx((head / 4, head * 4), rel=1e-2)
+    else:
+        assert ranges(space)["train.head_learning_rate"][:2] == pytest.approx((lr / 2, lr * 20))
+    check_space(cfg, space)  # every end of every range makes a valid config
+
+
+def test_the_default_space_follows_the_config_and_a_given_space_replaces_it(tmp_path):
+    from bertkit.tuning.space import space_of
+
+    cfg = config(tmp_path, "train:\n  learning_rate: 1.0e-4\n  max_steps: 50\n  epochs: 1\n")
+    space = space_of(cfg)
+    assert ranges(space)["train.learning_rate"][:2] == pytest.approx((2.5e-5, 4e-4))
+    assert "train.epochs" not in space  # max_steps decides the length
+    cfg = config(
+        tmp_path,
+        "tune:\n  space:\n    train.learning_rate: {low: 1.0e-5, high: 1.0e-3, log: true}\n"
+        "    train.batch_size: {choices: [16, 32]}\n    train.epochs: {low: 1, high: 4, step: 1}\n",
+    )
+    assert ranges(space_of(cfg)) == {
+        "train.learning_rate": (1e-5, 1e-3, True, False),
+        "train.batch_size": ([16, 32],),
+        "train.epochs": (1, 4, False, True),
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tune:\n  spaec: {}\n", "unknown key 'tune.spaec' (did you mean 'space'?)"),
+        ("tune:\n  space:\n    train.learnin_rate: {low: 1, high: 2}\n", "train has no key 'learnin_rate'"),
+        ("tune:\n  space:\n    trian.epochs: {low: 1, high: 2}\n", "no section 'trian' (did you mean 'train'?)"),
+        ("tune:\n  space:\n    train.learning_rate: {low: 1.0e-3, high: 1.0e-5}\n", "must be below high"),
+        ("tune:\n  space:\n    train.warmup_ratio: {low: 0.0, high: 0.2, log: true}\n", "log scale needs low above 0"),
+        ("tune:\n  space:\n    train.batch_size: {low: 8.0, high: 32.5}\n", "whole number"),
+        ("tune:\n  space:\n    train.warmup_ratio: {low: 0.1, high: 1.5}\n", "1.5 is not a valid value"),
+        ("tune:\n  space:\n    train.batch_size: {low: 8, high: 32, choices: [8]}\n", "choices or a range"),
+        ("tune:\n  space:\n    train.batch_size: {lo: 8}\n", "(did you mean 'low'?)"),
+        ("tune:\n  space:\n    train.lr_scheduler: {low: 1, high: 2}\n", "not a number; search it with choices"),
+        ("tune:\n  space: {}\n", "space is empty"),
+        ("tune:\n  pruner: hyperband\n", "tune.pruner"),
+    ],
+)
+def test_a_bad_tune_section_is_refused_with_its_line(tmp_path, text, message):
+    with pytest.raises(BertkitError) as caught:
+        config(tmp_path, text)
+    assert message in str(caught.value)
+    assert re.search(r"run\.yaml:[678]: ", str(caught.value))  # the line of the key at fault
+
+
+def test_a_range_that_makes_an_invalid_config_is_refused_before_any_trial(tmp_path):
+    from bertkit.tuning.space import check_space
+
+    cfg = config(tmp_path, "")  # (the config itself refuses a range outside a key's own bounds)
+    with pytest.raises(BertkitError, match="model.max_length=4 is not valid"):
+        check_space(cfg, {"model.max_length": SearchRange(low=4, high=64)})
+
+
+def test_integer_ranges_are_sampled_as_integers():
+    assert SearchRange(low=1, high=4).integer and SearchRange(low=1, high=9, step=2).integer
+    assert not SearchRange(low=1.0, high=4.0).integer and not SearchRange(low=1, high=4, step=0.5).integer
+
+
+def study_with_a_good_trial(optuna, pruner):
+    study = optuna.create_study(direction="maximize", pruner=pruner)
+    good = study.ask()
+    for step in (1, 2, 3):
+        good.report(0.9, step)
+    study.tell(good, 0.9)
+    return study
+
+
+def test_the_pruning_callback_stops_a_lagging_trial_and_says_where():
+    import optuna
+
+    from bertkit.config.tune_section import TuneConfig
+    from bertkit.tuning.search import pruner, pruning_callback
+
+    settings = TuneConfig(prune_after_trials=1, prune_after_evaluations=1)
+    study = study_with_a_good_trial(optuna, pruner(settings))
+    trial = study.ask()
+    callback = pruning_callback(trial, "accuracy")
+    callback.on_evaluate(None, None, None, metrics={"eval_loss": 1.0, "eval_accuracy": 0.5})  # warm-up: kept
+    with pytest.raises(optuna.TrialPruned, match="accuracy 0.5000 at evaluation 2"):
+        callback.on_evaluate(None, None, None, metrics={"eval_accuracy": 0.5})
+    assert trial.user_attrs["pruned_at_evaluation"] == 2
+    leading = study.ask()  # a trial ahead of the median goes on
+    ahead = pruning_callback(leading, "accuracy")
+    for _ in range(3):
+        ahead.on_evaluate(None, None, None, metrics={"eval_accuracy": 0.95})
+    never = pruning_callback(study.ask(), "accuracy")  # pruner: none never stops one
+    never_study = study_with_a_good_trial(optuna, pruner(TuneConfig(pruner="none")))
+    never = pruning_callback(never_study.ask(), "accuracy")
+    for _ in range(3):
+        never.on_evaluate(None, None, None, metrics={"eval_accuracy": 0.1})
+
+
+def test_the_sampler_is_seeded_per_trial_so_processes_sharing_a_study_differ():
+    import optuna
+
+    from bertkit.tuning.search import sampler
+
+    def proposals(seed: int, numbers: int) -> list:
+        study = optuna.create_study(sampler=sampler(seed, 5))
+        out = []
+        for _ in range(numbers):
+            trial = study.ask()
+            out.append(trial.suggest_float("lr", 1e-5, 1e-3, log=True))
+            study.tell(trial, out[-1])
+        return out
+
+    first = proposals(42, 3)
+    assert proposals(42, 3) == first  # reproducible from the config's seed
+    assert len(set(first)) == 3  # each trial number its own draw
+    assert proposals(7, 3) != first
+
+
+def test_durations_and_storage_urls():
+    from bertkit.tuning.search import parse_duration, shown_url, storage_url
+
+    assert parse_duration("90") == 90 and parse_duration("2h") == 7200 and parse_duration("1h30m") == 5400
+    for bad in ("soon", "2x", "0", "1h and more"):
+        with pytest.raises(BertkitError, match="--timeout"):
+            parse_duration(bad)
+    assert shown_url("postgresql://me:secret@db.example/tune") == "postgresql://me:***@db.example/tune"
+    with pytest.raises(BertkitError, match="database URL"):
+        storage_url("study.db", None)
+
+
+def test_without_optuna_the_command_names_the_extra(cli, tmp_path, monkeypatch, easy_data):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
+    path = tmp_path / "run.yaml"
+    path.write_text(f"task: classify\nmodel:\n  name: m\ndata:\n  train: {easy_data['train']}\n")
+    code, out, err = cli("tune", "-c", path, "-o", tmp_path / "out")
+    assert code == 2
+    assert "pip install 'bertkit[tune]'" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_bertkit_tune_did_not_write_is_refused(cli, tmp_path, easy_data, tiny_model):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    path = tmp_path / "run.yaml"
+    path.write_text(f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\n")
+    for extra in ([], ["--overwrite"]):
+        code, _, err = cli("tune", "-c", path, "-o", out, "--trials", "1", *extra)
+        assert code == 2
+        assert "not written by bertkit" in err.replace("\n", " ")
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_study_continued_under_another_metric_is_refused():
+    import optuna
+
+    from bertkit.tuning.study import check_same_study
+
+    study = optuna.create_study(direction="maximize")
+    check_same_study(study, "s", "f1", "maximize")  # a new study takes the metric
+    check_same_study(study, "s", "f1", "maximize")
+    with pytest.raises(BertkitError, match="study 's' optimises f1 .maximize., this config accuracy"):
+        check_same_study(study, "s", "accuracy", "maximize")
