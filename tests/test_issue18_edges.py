@@ -47,3 +47,67 @@ def test_evaluate_on_an_onnx_bundle_imports_no_torch(classify_onnx, easy_data, t
     out = _loaded("evaluate", "-m", classify_onnx, "-d", easy_data["test"], "-o", tmp_path / "ev")
     assert "LOADED []" in out, out
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["accuracy"] >= 0
+
+
+# ---------------------------------------------------------------- the int8 check, on fake models
+
+
+class _FakeTask:
+    """A task whose fp32 and int8 "models" (the strings) give the predictions and scores a test
+    sets, for the export's int8 check."""
+
+    def __init__(self, name, metric, scores, predict):
+        self.name, self.metric, self.scores, self._predict = name, metric, scores, predict
+
+    def best_metric(self, info):
+        return self.metric
+
+    def is_empty(self, record, info, options):
+        return False
+
+    def predict(self, model, tokenizer, info, records, options):
+        for record in records:
+            yield self._predict(model, record)
+
+    def evaluate(self, model, tokenizer, info, data, options):
+        return {self.metric: self.scores[model]}
+
+
+def _int8_check(task, data):
+    from bertkit.exporting.checks import Report, compare_int8
+
+    report = Report()
+    compare_int8(task, "fp32", "int8", None, {}, data, report)
+    return report
+
+
+def test_ner_agreement_on_conll_data_compares_the_tags(tmp_path):
+    """On CoNLL check data NER's results hold `tags`, not `entities`: the check compared nothing
+    and reported every prediction equal."""
+    from tiny import write_conll
+
+    data = write_conll(tmp_path / "check.conll", 10, seed=1)
+
+    def tags(model, record):
+        return {"tokens": record["tokens"], "tags": ["O" if model == "fp32" else "B-PER"] * len(record["tokens"])}
+
+    report = _int8_check(_FakeTask("ner", "f1", {"fp32": 0.9, "int8": 0.9}, tags), data)
+    assert report.int8["records"] == 10 and report.int8["equal_predictions"] == 0.0
+
+
+@pytest.mark.parametrize(("int8", "warned"), [(79.8, False), (79.0, True)])
+def test_the_int8_warning_reads_qa_scores_on_their_0_to_100_scale(tmp_path, int8, warned):
+    """QA's exact match and F1 are 0-100: half a point is 0.5 there, not 0.005 (a 0.2 point loss
+    was reported as "20.00 points" and warned about)."""
+    data = tmp_path / "check.jsonl"
+    data.write_text(json.dumps({"question": "who?", "context": "alice met bob", "answers": ["alice"]}) + "\n")
+
+    def answer(model, record):
+        return {"answer": "alice", "score": 0.9, "start": 0}
+
+    report = _int8_check(_FakeTask("qa", "f1", {"fp32": 80.0, "int8": int8}, answer), data)
+    warnings = [n for n in report.notes if n.startswith("warning")]
+    assert bool(warnings) == warned, report.notes
+    if warned:
+        assert "1.00 points of f1" in warnings[0]
+    assert report.int8["loss"] == pytest.approx((80.0 - int8) / 100)

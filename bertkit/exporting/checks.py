@@ -28,6 +28,7 @@ BUILT_IN = [
     "Marie Curie won the Nobel Prize in 1903 and again in 1911, the first person to win it twice.",
 ]
 HIGHER_IS_BETTER_NOT = ("perplexity", "loss", "mse", "rmse", "mae")
+ON_100 = {"qa"}  # tasks whose metrics are 0-100 (SQuAD's exact match and F1), not 0-1
 
 
 @dataclass
@@ -115,14 +116,16 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: R
         report.notes.append(f"main metric {metric} not among the scores of {data}")
         return
     loss = before[metric] - after[metric]
-    if any(word in metric for word in HIGHER_IS_BETTER_NOT):
+    relative = any(word in metric for word in HIGHER_IS_BETTER_NOT)
+    if relative:
         loss = -loss / max(abs(before[metric]), 1e-12)  # relative, for a metric without a ceiling
+    elif task.name in ON_100:
+        loss /= 100  # as a share, like every other metric's: half a point is 0.005
     report.int8.update({"metric": metric, "fp32": before[metric], "int8": after[metric], "loss": loss})
     if loss > MAX_LOSS:
-        report.notes.append(
-            f"warning: int8 costs {loss * 100:.2f} points of {metric} on {data} (more than half a point); "
-            "consider the fp32 export"
-        )
+        cost = f"{loss:.2%} of {metric}" if relative else f"{loss * 100:.2f} points of {metric}"
+        limit = "0.5 %" if relative else "half a point"
+        report.notes.append(f"warning: int8 costs {cost} on {data} (more than {limit}); consider the fp32 export")
 
 
 def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
@@ -151,7 +154,8 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
         b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)
         cosine = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
         return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
-    keys = [k for k in ("label", "labels", "entities", "answer") if k in first[0]]
+    # what a prediction is: a label or labels, entities (text input) or tags (CoNLL input), an answer
+    keys = [k for k in ("label", "labels", "entities", "tags", "answer") if k in first[0]]
     if not keys:  # regression: equal to two decimals
         same = [
             round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)
