@@ -111,3 +111,35 @@ def test_the_int8_warning_reads_qa_scores_on_their_0_to_100_scale(tmp_path, int8
     if warned:
         assert "1.00 points of f1" in warnings[0]
     assert report.int8["loss"] == pytest.approx((80.0 - int8) / 100)
+
+
+def test_the_fp32_check_runs_text_pairs_too(tiny_model):
+    """The check fed single texts only, so the second segment (token_type_ids 1: pairs, QA's
+    context) was never compared: a graph that ignored it passed."""
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from bertkit.errors import BertkitError
+    from bertkit.exporting.checks import BUILT_IN, Report, check_fp32
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+
+    def graph(ids, mask, segments):  # PyTorch: reads the segments
+        return (ids + 1000 * segments).float()
+
+    class Onnx:  # the "ONNX graph": reads the segments, or ignores them
+        output_names = ["logits"]
+
+        def __init__(self, reads_segments: bool):
+            self.reads = reads_segments
+
+        def __call__(self, **feed):
+            return SimpleNamespace(logits=(feed["input_ids"] + 1000 * self.reads * feed["token_type_ids"]).astype("f4"))
+
+    with pytest.raises(BertkitError, match="differ"):
+        check_fp32(graph, Onnx(False), tokenizer, list(BUILT_IN), names, Report())
+    report = Report()
+    check_fp32(graph, Onnx(True), tokenizer, list(BUILT_IN), names, report)
+    assert report.max_abs_diff == 0 and report.texts > len(BUILT_IN)

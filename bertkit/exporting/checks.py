@@ -49,12 +49,16 @@ class Report:
 
 def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str], report: Report) -> None:
     """Fail unless the ONNX graph gives what `graph` (the PyTorch module it was exported from)
-    gives on `texts`, in padded batches of mixed lengths (per-token outputs compared on real tokens)."""
+    gives on `texts`, in padded batches of mixed lengths (per-token outputs compared on real tokens),
+    and on pairs of them (the second segment: a pair's second text, QA's context)."""
     import torch
 
     worst, largest = 0.0, 0.0
-    for start in range(0, len(texts), 4):
-        padded = tokenizer(texts[start : start + 4], padding=True, truncation=True, max_length=64, return_tensors="np")
+    pairs = list(zip(texts, texts[1:] + texts[:1], strict=True))
+    batches = [(texts[s : s + 4],) for s in range(0, len(texts), 4)]
+    batches += [tuple(map(list, zip(*pairs[s : s + 4], strict=True))) for s in range(0, len(pairs), 4)]
+    for batch in batches:
+        padded = tokenizer(*batch, padding=True, truncation=True, max_length=64, return_tensors="np")
         feed = {n: padded[n] for n in names}
         mine = vars(onnx_model(**feed))
         with torch.no_grad():
@@ -67,7 +71,7 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
                 got, expected = got[real], expected[real]
             worst = max(worst, float(np.abs(got - expected).max()))
             largest = max(largest, float(np.abs(expected).max()))
-    report.max_abs_diff, report.allowed, report.texts = worst, TOLERANCE * (1 + largest), len(texts)
+    report.max_abs_diff, report.allowed, report.texts = worst, TOLERANCE * (1 + largest), len(texts) + len(pairs)
     if not worst <= report.allowed:
         raise BertkitError(
             f"the ONNX graph's outputs differ from the PyTorch model's by up to {worst:.3g} (allowed "
