@@ -143,3 +143,50 @@ def test_the_fp32_check_runs_text_pairs_too(tiny_model):
     report = Report()
     check_fp32(graph, Onnx(True), tokenizer, list(BUILT_IN), names, report)
     assert report.max_abs_diff == 0 and report.texts > len(BUILT_IN)
+
+
+# ---------------------------------------------------------------- serve
+
+
+class _FakePredictor:
+    """What the app reads of a Predictor; `run` refuses a text without [MASK], as fill-mask does."""
+
+    task = type("Task", (), {"name": "mlm-adapt"})()
+    options = type("Options", (), {"batch_size": 8})()
+    text_column = "text"
+
+    def fields(self):
+        return ["text"]
+
+    def records_of_texts(self, texts):
+        return [{"text": t} for t in texts]
+
+    def characters(self, records):
+        return sum(len(r["text"]) for r in records)
+
+    def describe(self):
+        return {"model": "fake", "task": "mlm-adapt", "runtime": "onnx", "labels": None}
+
+    def run(self, records):
+        from bertkit.errors import BertkitError
+
+        for number, record in enumerate(records, 1):
+            if "[MASK]" not in record["text"]:
+                raise BertkitError(f"input record {number}: no [MASK] in {record['text']!r}")
+        return [{"text": r["text"], "masks": []} for r in records]
+
+
+@pytest.mark.parametrize(("body", "field"), [({"text": "x"}, "text"), ({"texts": ["a [MASK]", "x"]}, "texts")])
+def test_a_request_the_model_refuses_is_a_422_naming_the_field(body, field):
+    """The model's own refusal (fill-mask text without [MASK]) was a 422 whose detail was a bare
+    string, unlike every other 422: it now names the field, as FastAPI's own do."""
+    from fastapi.testclient import TestClient
+
+    from bertkit.serving.app import build_app
+
+    with TestClient(build_app(_FakePredictor())) as client:
+        answer = client.post("/predict", json=body)
+        assert answer.status_code == 422
+        (problem,) = answer.json()["detail"]
+        assert problem["loc"] == ["body", field] and "no [MASK]" in problem["msg"]
+        assert client.post("/predict", json={"text": "a [MASK]"}).status_code == 200
