@@ -190,3 +190,14 @@ def test_a_request_the_model_refuses_is_a_422_naming_the_field(body, field):
         (problem,) = answer.json()["detail"]
         assert problem["loc"] == ["body", field] and "no [MASK]" in problem["msg"]
         assert client.post("/predict", json={"text": "a [MASK]"}).status_code == 200
+
+
+@pytest.mark.parametrize("given", [".", "./", "bundle/", "bundle/."])
+def test_the_default_output_sits_beside_the_bundle_however_it_is_named(tmp_path, monkeypatch, given):
+    """`bertkit export -m .` from inside a bundle wrote a folder named `.-onnx` inside it."""
+    from bertkit.exporting.onnx import default_output
+
+    (tmp_path / "bundle").mkdir()
+    monkeypatch.chdir(tmp_path / "bundle" if given.startswith(".") else tmp_path)
+    assert default_output(given, None).resolve() == tmp_path / "bundle-onnx"
+    assert default_output(given, "int8").resolve() == tmp_path / "bundle-onnx-int8"
