@@ -28,6 +28,7 @@ BUILT_IN = [
     "Marie Curie won the Nobel Prize in 1903 and again in 1911, the first person to win it twice.",
 ]
 HIGHER_IS_BETTER_NOT = ("perplexity", "loss", "mse", "rmse", "mae")
+ON_100 = {"qa"}  # tasks whose metrics are 0-100 (SQuAD's exact match and F1), not 0-1
 
 
 @dataclass
@@ -48,12 +49,16 @@ class Report:
 
 def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str], report: Report) -> None:
     """Fail unless the ONNX graph gives what `graph` (the PyTorch module it was exported from)
-    gives on `texts`, in padded batches of mixed lengths (per-token outputs compared on real tokens)."""
+    gives on `texts`, in padded batches of mixed lengths (per-token outputs compared on real tokens),
+    and on pairs of them (the second segment: a pair's second text, QA's context)."""
     import torch
 
     worst, largest = 0.0, 0.0
-    for start in range(0, len(texts), 4):
-        padded = tokenizer(texts[start : start + 4], padding=True, truncation=True, max_length=64, return_tensors="np")
+    pairs = list(zip(texts, texts[1:] + texts[:1], strict=True))
+    batches = [(texts[s : s + 4],) for s in range(0, len(texts), 4)]
+    batches += [tuple(map(list, zip(*pairs[s : s + 4], strict=True))) for s in range(0, len(pairs), 4)]
+    for batch in batches:
+        padded = tokenizer(*batch, padding=True, truncation=True, max_length=64, return_tensors="np")
         feed = {n: padded[n] for n in names}
         mine = vars(onnx_model(**feed))
         with torch.no_grad():
@@ -66,7 +71,7 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
                 got, expected = got[real], expected[real]
             worst = max(worst, float(np.abs(got - expected).max()))
             largest = max(largest, float(np.abs(expected).max()))
-    report.max_abs_diff, report.allowed, report.texts = worst, TOLERANCE * (1 + largest), len(texts)
+    report.max_abs_diff, report.allowed, report.texts = worst, TOLERANCE * (1 + largest), len(texts) + len(pairs)
     if not worst <= report.allowed:
         raise BertkitError(
             f"the ONNX graph's outputs differ from the PyTorch model's by up to {worst:.3g} (allowed "
@@ -115,14 +120,16 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: R
         report.notes.append(f"main metric {metric} not among the scores of {data}")
         return
     loss = before[metric] - after[metric]
-    if any(word in metric for word in HIGHER_IS_BETTER_NOT):
+    relative = any(word in metric for word in HIGHER_IS_BETTER_NOT)
+    if relative:
         loss = -loss / max(abs(before[metric]), 1e-12)  # relative, for a metric without a ceiling
+    elif task.name in ON_100:
+        loss /= 100  # as a share, like every other metric's: half a point is 0.005
     report.int8.update({"metric": metric, "fp32": before[metric], "int8": after[metric], "loss": loss})
     if loss > MAX_LOSS:
-        report.notes.append(
-            f"warning: int8 costs {loss * 100:.2f} points of {metric} on {data} (more than half a point); "
-            "consider the fp32 export"
-        )
+        cost = f"{loss:.2%} of {metric}" if relative else f"{loss * 100:.2f} points of {metric}"
+        limit = "0.5 %" if relative else "half a point"
+        report.notes.append(f"warning: int8 costs {cost} on {data} (more than {limit}); consider the fp32 export")
 
 
 def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
@@ -151,7 +158,8 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
         b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)
         cosine = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
         return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
-    keys = [k for k in ("label", "labels", "entities", "answer") if k in first[0]]
+    # what a prediction is: a label or labels, entities (text input) or tags (CoNLL input), an answer
+    keys = [k for k in ("label", "labels", "entities", "tags", "answer") if k in first[0]]
     if not keys:  # regression: equal to two decimals
         same = [
             round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)

@@ -23,8 +23,12 @@ FP32_FILE = "model-fp32.onnx"  # the unquantised graph while an int8 export is m
 
 
 def default_output(model: str, quantize: str | None) -> Path:
-    """Beside the bundle: `<M>-onnx`, or `<M>-onnx-int8`."""
-    return Path(str(Path(model)) + ("-onnx-int8" if quantize else "-onnx"))
+    """Beside the bundle: `<M>-onnx`, or `<M>-onnx-int8` (named from the bundle's own folder, so
+    that `-m .` inside a bundle does not write `.-onnx` into it)."""
+    source = Path(model)
+    if source.name in ("", ".", ".."):
+        source = source.resolve()
+    return source.with_name(source.name + ("-onnx-int8" if quantize else "-onnx"))
 
 
 def check_data_of(info, given: str | None) -> Path | None:

@@ -70,8 +70,9 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
         records = _records(predictor, body, limits)
         try:
             results = await batcher.submit(records)
-        except BertkitError as err:
-            raise _Refused(422, str(err)) from None
+        except BertkitError as err:  # the model refuses an input (fill-mask text without [MASK], ...)
+            field = "records" if body.records is not None else "texts" if body.texts is not None else "text"
+            raise _Refused(422, [_problem(("body", field), str(err))]) from None
         except Exception as err:  # noqa: BLE001 - the server keeps serving
             raise _Refused(500, f"the model failed on this request: {type(err).__name__}: {err}") from None
         return Response(json_line({"results": results}), media_type="application/json")
