@@ -4,8 +4,11 @@ failed before its fix."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
+import numpy as np
+import pytest
 from checks import assert_refused
 
 
@@ -61,3 +64,45 @@ def test_compare_config_checks_every_model_before_training_any(cli, tiny_model, 
     code, _, err = cli("compare", "--config", config, "--model", tiny_model, "--model", other, "-o", out,
                        "--overwrite")  # fmt: skip
     assert_refused(code, err, "cannot score mlm-adapt models", "nothing was trained")
+
+
+@pytest.fixture(scope="module")
+def pair_classifier(tmp_path_factory, tiny_model):
+    """A plain Hugging Face classifier (untrained head) on the tiny BERT: it reads pairs too."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("pair-classifier")
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("command", ["attention", "explain"])
+def test_an_empty_text_pair_is_refused(cli, pair_classifier, command):
+    """`--text-pair ""` read as a pair with nothing in it ([CLS] text [SEP] [SEP]) is a slip, not a pair."""
+    model = pair_classifier
+    code, _, err = cli(command, "-m", model, "-t", "a great film", "--text-pair", "  ", "--json", "-")
+    assert_refused(code, err, "--text-pair is empty")
+
+
+def test_every_head_of_every_layer_with_layer_all_and_head_all(cli, tiny_model, tmp_path):
+    from bertkit.attention import Attention, select
+
+    weights = np.random.default_rng(0).random((2, 3, 4, 4))
+    matrices, titles = select(Attention(list("abcd"), weights), "all", "all")
+    assert matrices.shape == (6, 4, 4) and titles[4] == "layer 1, head 1"
+    assert np.allclose(matrices[4], weights[1, 1])
+    picture = tmp_path / "grid.png"
+    code, _, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--layer", "all", "--head", "all",
+                       "-o", picture)  # fmt: skip
+    assert code == 0 and picture.read_bytes()[:4] == b"\x89PNG", err
+    code, _, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--layer", "all", "--head", "1")
+    assert_refused(code, err, "--layer all draws each layer's mean")
+
+
+def test_attention_json_numbers_have_six_decimals_at_most(cli, tiny_model):
+    code, out, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--json", "-")
+    assert code == 0, err
+    assert not re.search(r"\d\.\d{7,}", out), out[:300]
+    weights = np.asarray(json.loads(out)["attentions"])
+    assert np.allclose(weights.sum(axis=-1), 1, atol=1e-4)

@@ -178,6 +178,8 @@ def explain_file(
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to explain")
+    if pair is not None and not pair.strip():
+        raise BertkitError("--text-pair is empty: give the second text, or leave --text-pair out")
     if method not in METHODS:
         raise BertkitError(f"--method {method}: choose {' or '.join(METHODS)}")
     if baseline not in BASELINES:
