@@ -127,3 +127,36 @@ def test_japanese_labels_are_drawn_with_a_cjk_font_not_as_boxes():
         drawn.append(np.asarray(fig.canvas.buffer_rgba()).copy())
         plt.close(fig)
     assert not np.array_equal(*drawn)
+
+
+def test_the_tfidf_baseline_reads_japanese_words(tmp_path):
+    """Japanese has no spaces: scikit-learn's default words would be whole clauses, each seen once,
+    and the baseline would learn nothing it can use on new text."""
+    import csv
+    import random
+    from types import SimpleNamespace
+
+    from bertkit.comparison.baseline import fit_and_score
+    from bertkit.tasks.options import EvaluateOptions
+
+    rng = random.Random(0)
+    good, bad = ["素晴らしい", "最高", "楽しい"], ["退屈", "最悪", "つまらない"]
+    places = ["映画", "ホテル", "料理", "旅行", "本", "店", "部屋", "番組"]
+
+    def write(path, n, where):
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["text", "label"])
+            for i in range(n):
+                label = "pos" if i % 2 else "neg"
+                word = rng.choice(good if label == "pos" else bad)
+                writer.writerow([f"この{rng.choice(where)}は{word}だった{rng.choice(['。', 'ね。', 'よ。'])}", label])
+        return path
+
+    info = {"labels": ["neg", "pos"], "problem_type": "single_label", "text_column": "text", "label_column": "label"}
+    bundle = SimpleNamespace(info=info, path=tmp_path)
+    # new texts about other things: only the words for good and bad carry over
+    scored, *_ = fit_and_score(bundle, str(write(tmp_path / "test.csv", 60, places[4:])),
+                               str(write(tmp_path / "train.csv", 200, places[:4])),
+                               EvaluateOptions())  # fmt: skip
+    assert scored.score()["accuracy"] > 0.9
