@@ -160,3 +160,13 @@ def test_the_tfidf_baseline_reads_japanese_words(tmp_path):
                                str(write(tmp_path / "train.csv", 200, places[:4])),
                                EvaluateOptions())  # fmt: skip
     assert scored.score()["accuracy"] > 0.9
+
+
+@pytest.mark.parametrize("device, message", [("gpu0", "not a device"), ("cuda:7", "use --device cpu")])
+def test_a_device_that_is_not_here_is_refused(cli, pair_classifier, device, message):
+    import torch
+
+    if torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a GPU 7")
+    code, _, err = cli("explain", "-m", pair_classifier, "-t", "a great film", "--device", device)
+    assert_refused(code, err, f"--device {device}: {message}" if message == "not a device" else message)
