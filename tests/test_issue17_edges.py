@@ -170,3 +170,19 @@ def test_a_device_that_is_not_here_is_refused(cli, pair_classifier, device, mess
         pytest.skip("this machine has a GPU 7")
     code, _, err = cli("explain", "-m", pair_classifier, "-t", "a great film", "--device", device)
     assert_refused(code, err, f"--device {device}: {message}" if message == "not a device" else message)
+
+
+@pytest.mark.slow
+def test_an_onnx_bundle_is_compared_and_refused_by_explain(cli, classify_bundle, easy_data, tmp_path):
+    exported = tmp_path / "onnx"
+    code, _, err = cli("export", "-m", classify_bundle, "-f", "onnx", "-o", exported)
+    assert code == 0, err
+    out = tmp_path / "report"
+    code, stdout, err = cli("compare", classify_bundle, exported, "-d", easy_data["test"], "-o", out,
+                            "--bootstrap", "100")  # fmt: skip
+    assert code == 0, stdout + err
+    torch_row, onnx_row = json.loads((out / "report.json").read_text())["models"]
+    assert onnx_row["metrics"] == torch_row["metrics"]
+    assert onnx_row["parameters"] == torch_row["parameters"] and onnx_row["size_bytes"] > 40_000
+    code, _, err = cli("explain", "-m", exported, "-t", "a great film")
+    assert_refused(code, err, "is an ONNX bundle", "explain the bundle it was exported from")
