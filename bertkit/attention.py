@@ -204,6 +204,11 @@ def attention_file(
     from bertkit.tokenization import load_tokenizer
 
     source = models.resolve(model)  # any encoder will do: a bundle, a plain model folder, a Hub id
+    if (Path(source) / "model.onnx").is_file() and not any(Path(source).glob("*.safetensors")):
+        raise BertkitError(
+            f"{model} is an ONNX bundle, whose graph gives no attention weights back: look at the bundle it "
+            "was exported from"
+        )
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     models.quiet_transformers()
     network = models.from_pretrained(transformers.AutoModel, source, trust_remote_code).eval()

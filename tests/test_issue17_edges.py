@@ -186,3 +186,5 @@ def test_an_onnx_bundle_is_compared_and_refused_by_explain(cli, classify_bundle,
     assert onnx_row["parameters"] == torch_row["parameters"] and onnx_row["size_bytes"] > 40_000
     code, _, err = cli("explain", "-m", exported, "-t", "a great film")
     assert_refused(code, err, "is an ONNX bundle", "explain the bundle it was exported from")
+    code, _, err = cli("attention", "-m", exported, "-t", "a great film")
+    assert_refused(code, err, "is an ONNX bundle", "gives no attention weights back")
