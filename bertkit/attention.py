@@ -24,7 +24,8 @@ class Attention:
     weights: np.ndarray  # (layers, heads, tokens, tokens)
 
     def to_json(self) -> dict:
-        return {"tokens": self.tokens, "attentions": np.round(self.weights, 6).tolist()}
+        # rounded in float64: float32 values rounded to 6 decimals print as 0.19302399456501007
+        return {"tokens": self.tokens, "attentions": np.round(self.weights.astype(np.float64), 6).tolist()}
 
 
 def attention_of(
@@ -98,11 +99,18 @@ def _bare(token: str, index: int) -> str:
 
 
 def select(attention: Attention, layer: int | str, head: int | str) -> tuple[np.ndarray, list[str]]:
-    """The matrices to draw and their titles: one head, every head of a layer, or each layer's mean."""
+    """The matrices to draw and their titles: one head, every head of a layer, each layer's mean,
+    or (both `all`) every head of every layer."""
     layers, heads = attention.weights.shape[:2]
     if layer == "all":
-        if str(head) not in ("all", "0"):
-            raise BertkitError("--layer all draws each layer's mean over its heads; leave --head out")
+        if head == "all":
+            titles = [f"layer {n}, head {h}" for n in range(layers) for h in range(heads)]
+            return attention.weights.reshape(layers * heads, *attention.weights.shape[2:]), titles
+        if str(head) != "0":
+            raise BertkitError(
+                "--layer all draws each layer's mean over its heads (leave --head out), or with --head all "
+                "every head of every layer"
+            )
         return attention.weights.mean(axis=1), [f"layer {n} (mean of {heads} heads)" for n in range(layers)]
     index = _index(layer, layers, "--layer")
     if head == "all":
@@ -182,6 +190,8 @@ def attention_file(
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to look at")
+    if pair is not None and not pair.strip():
+        raise BertkitError("--text-pair is empty: give the second text, or leave --text-pair out")
     if picture is not None:
         if Path(picture).suffix.lower() != ".png":
             raise BertkitError(f"--output {picture}: the picture is a PNG; name it NAME.png")
@@ -194,6 +204,11 @@ def attention_file(
     from bertkit.tokenization import load_tokenizer
 
     source = models.resolve(model)  # any encoder will do: a bundle, a plain model folder, a Hub id
+    if (Path(source) / "model.onnx").is_file() and not any(Path(source).glob("*.safetensors")):
+        raise BertkitError(
+            f"{model} is an ONNX bundle, whose graph gives no attention weights back: look at the bundle it "
+            "was exported from"
+        )
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     models.quiet_transformers()
     network = models.from_pretrained(transformers.AutoModel, source, trust_remote_code).eval()

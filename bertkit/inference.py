@@ -14,10 +14,23 @@ import numpy as np
 
 
 def pick_device(name: str | None = None):
+    """The torch device `--device` names (checked to exist here), else a GPU if there is one."""
     import torch
 
+    from bertkit.errors import BertkitError
+
     if name:
-        return torch.device(name)
+        try:
+            device = torch.device(name)
+        except RuntimeError:
+            raise BertkitError(f"--device {name}: not a device; give cpu, cuda, cuda:1, mps, ...") from None
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if device.type == "cuda" and (device.index or 0) >= count:
+            seen = f"{count} CUDA GPU(s)" if count else "no CUDA GPU"
+            raise BertkitError(f"--device {name}: this machine has {seen}; use --device cpu, or leave --device out")
+        if device.type == "mps" and not torch.backends.mps.is_available():
+            raise BertkitError(f"--device {name}: MPS is not available here; use --device cpu, or leave --device out")
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     return torch.device("cpu")

@@ -22,8 +22,9 @@ def pyplot():
     except ImportError:
         pass
     installed = {f.name for f in font_manager.fontManager.ttflist}
-    plt.rcParams["font.family"] = ["sans-serif"]
-    plt.rcParams["font.sans-serif"] = ["DejaVu Sans", *(f for f in CJK_FONTS if f in installed)]
+    # named families, not the generic "sans-serif": matplotlib falls back from font to font (a
+    # glyph DejaVu lacks, drawn by the CJK font) only across the families named in font.family
+    plt.rcParams["font.family"] = ["DejaVu Sans", *(f for f in CJK_FONTS if f in installed)]
     # without such a font CJK labels are drawn as boxes: say so in the docs, not once per glyph
     warnings.filterwarnings("ignore", message="Glyph .* missing from font")
     return plt

@@ -12,7 +12,11 @@ def attention(
     text: str = typer.Option(..., "--text", "-t", help="The text to look at."),
     text_pair: str | None = typer.Option(None, "--text-pair", help="A second text, read as a pair."),
     layer: str = typer.Option("-1", "--layer", help="Layer to draw (0 is the first, -1 the last), or all."),
-    head: str = typer.Option("0", "--head", help="Head to draw, or all (a grid of the layer's heads)."),
+    head: str = typer.Option(
+        "0",
+        "--head",
+        help="Head to draw, or all (a grid of the layer's heads; with --layer all, of every head).",
+    ),
     words: bool = typer.Option(False, "--words", help="Merge WordPiece pieces into words."),
     output: str | None = typer.Option(None, "--output", "-o", help="The heatmap to write (PNG)."),
     json_path: str | None = typer.Option(

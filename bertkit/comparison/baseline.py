@@ -6,6 +6,7 @@ transformer buys over a linear model of words."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from pathlib import Path
 
@@ -70,6 +71,20 @@ def texts_of(ds, info: dict) -> list[str]:
     return texts
 
 
+JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")  # kana and kanji
+
+
+def word_splitter(texts: list[str]) -> dict:
+    """TfidfVectorizer's words: scikit-learn's (runs of letters between spaces and punctuation),
+    except for Japanese, written without spaces, where that makes a whole clause one "word" that
+    no other text shares; there MeCab's words (the `ja` extra), as bertkit's Japanese models read."""
+    if not any(JAPANESE.search(t) for t in texts[:1000]):
+        return {}
+    from bertkit.japanese import split_words
+
+    return {"tokenizer": split_words, "token_pattern": None, "lowercase": False}
+
+
 def fit_and_score(bundle, data: str, train_file: str | None, options) -> tuple:
     """The baseline's per-example results on `data`, its size (coefficients) and texts per
     second (vectorising and predicting the scored texts)."""
@@ -83,9 +98,10 @@ def fit_and_score(bundle, data: str, train_file: str | None, options) -> tuple:
     train, train_labels = training_split(bundle, train_file, options)
     if len(set(train_labels)) < 2:
         raise BertkitError("--baseline tfidf: the training data has fewer than two labels")
-    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+    texts = texts_of(train, info)
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, **word_splitter(texts))
     model = LogisticRegression(max_iter=1000)
-    model.fit(vectorizer.fit_transform(texts_of(train, info)), train_labels)
+    model.fit(vectorizer.fit_transform(texts), train_labels)
     ds, references = get_task("classify").labelled(data, info, options)
     start = time.perf_counter()
     probabilities = model.predict_proba(vectorizer.transform(texts_of(ds, info)))

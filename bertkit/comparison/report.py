@@ -33,7 +33,9 @@ def human_size(size: int | None) -> str:
     return ""
 
 
-def human_count(count: int) -> str:
+def human_count(count: int | None) -> str:
+    if count is None:
+        return "-"
     return f"{count / 1e6:.1f}M" if count >= 1e6 else f"{count / 1e3:.1f}k" if count >= 1e3 else str(count)
 
 
@@ -148,7 +150,8 @@ def write_csv(comparison, path: Path) -> None:
             size = "" if r.size_bytes is None else r.size_bytes
             values = [f"{r.scores[m]:.6g}" for m in metrics]
             speed = f"{r.texts_per_second:.1f}"
-            writer.writerow([r.name, *values, r.parameters, size, speed, *(f"{x:.6g}" for x in bounds)])
+            parameters = "" if r.parameters is None else r.parameters
+            writer.writerow([r.name, *values, parameters, size, speed, *(f"{x:.6g}" for x in bounds)])
 
 
 def bar_chart(comparison, path: Path) -> None:

@@ -25,6 +25,22 @@ def scoring_data(cfg, data: str | None) -> tuple[str, str]:
     )
 
 
+def check_before_training(configs: dict) -> None:
+    """What would stop the comparison after hours of training, refused before any: a task compare
+    cannot score, a model that is not there (or reads fewer tokens than model.max_length)."""
+    from bertkit import models
+    from bertkit.tasks import get_task
+    from bertkit.tasks.base import Task
+
+    for cfg in configs.values():
+        if type(get_task(cfg.task)).evaluate_examples is Task.evaluate_examples:
+            raise BertkitError(
+                f"bertkit compare cannot score {cfg.task} models (the task gives no per-example results); "
+                "nothing was trained"
+            )
+        models.check_max_length(models.resolve(cfg.model.name, cfg.model.revision), cfg)
+
+
 def train_and_compare(
     configs: dict, output: str, data: str | None = None, overwrite: bool = False, protect=(), **compare
 ) -> tuple[Comparison, Path, str]:
@@ -33,6 +49,7 @@ def train_and_compare(
     from bertkit.training import train
 
     target = Path(output)
+    check_before_training(configs)
     first = next(iter(configs.values()))
     scored_on, which = scoring_data(first, data)
     outputs.check_output_dir(target, overwrite, [*protect, scored_on], KIND)

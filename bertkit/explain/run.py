@@ -178,6 +178,8 @@ def explain_file(
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to explain")
+    if pair is not None and not pair.strip():
+        raise BertkitError("--text-pair is empty: give the second text, or leave --text-pair out")
     if method not in METHODS:
         raise BertkitError(f"--method {method}: choose {' or '.join(METHODS)}")
     if baseline not in BASELINES:
@@ -191,6 +193,11 @@ def explain_file(
     if json_path not in (None, "-"):
         check_output_file(json_path, model, example="explain.json", flag="--json")
     bundle = open_bundle(model, trust_remote_code)
+    if bundle.runtime == "onnx":
+        raise BertkitError(
+            f"{model} is an ONNX bundle: explain takes gradients (and runs the model on edited inputs) in "
+            "PyTorch; explain the bundle it was exported from"
+        )
     plain = not (bundle.path / "bertkit.json").is_file()
     check_request(bundle.task, text, pair, question, bundle.info, plain)
     from bertkit.tasks import get_task
