@@ -76,7 +76,8 @@ class SingleLabel(Scored):
 
 
 class MultiLabel(Scored):
-    metrics = ("subset_accuracy", "precision_micro", "recall_micro", "f1_micro", "f1_macro")
+    metrics = ("subset_accuracy", "precision_micro", "recall_micro", "f1_micro", "precision_macro", "recall_macro",
+               "f1_macro")
     paired = "subset_accuracy"
 
     def __init__(self, predictions, references, labels: list[str]):
@@ -117,5 +118,7 @@ class MultiLabel(Scored):
             "precision_micro": ratio(t, t + f_p),
             "recall_micro": ratio(t, t + f_n),
             "f1_micro": ratio(2 * t, 2 * t + f_p + f_n),
+            "precision_macro": ratio(tp, tp + fp).mean(axis=1),
+            "recall_macro": ratio(tp, tp + fn).mean(axis=1),
             "f1_macro": ratio(2 * tp, 2 * tp + fp + fn).mean(axis=1),
         }
