@@ -235,6 +235,17 @@ def test_a_folder_of_label_txt_files(tmp_path):
     ]
 
 
+def test_a_model_folder_given_as_data_is_named_as_a_model(tmp_path):
+    """A bundle (with its plots/ sub-folder) is not a folder-per-class data set."""
+    bundle = tmp_path / "bundle"
+    (bundle / "plots").mkdir(parents=True)
+    (bundle / "plots" / "confusion_matrix.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    (bundle / "config.json").write_text("{}")
+    with pytest.raises(BertkitError) as err:
+        splits_of(tmp_path, f"data:\n  train: {bundle}\n")
+    assert "holds a model" in str(err.value) and "png" not in str(err.value)
+
+
 # ---------------------------------------------------------------- formats told from the content
 
 

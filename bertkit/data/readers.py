@@ -331,6 +331,11 @@ def _read_folder(
 ) -> Iterator[tuple[str, dict]]:
     """One sub-folder per class with one text file per example (the original IMDb layout), or one
     `LABEL.txt` file per class with one example per line."""
+    if (root / "config.json").is_file() or (root / "bertkit.json").is_file():
+        raise BertkitError(
+            f"{root}: this folder holds a model (config.json), not data; give a data file (CSV, TSV, JSON lines, "
+            "...) or a folder with one sub-folder or LABEL.txt file per class"
+        )
     visible = [p for p in sorted(root.iterdir()) if not p.name.startswith(".")]
     classes = [p for p in visible if p.is_dir()]
     if not classes:
