@@ -110,8 +110,9 @@ def sigmoid_loss(logits, labels, pos_weight=None, gamma: float = 0.0, num_items_
     return item.sum() / _count(labels, num_items_in_batch)
 
 
-def loss_function(kind: str, gamma: float, weights: list[float] | None, names: Sequence[str], spec=None,
-                  multi_label: bool = False):
+def loss_function(
+    kind: str, gamma: float, weights: list[float] | None, names: Sequence[str], spec=None, multi_label: bool = False
+):
     """The Trainer's `compute_loss_func(outputs, labels, num_items_in_batch=None)`; its `settings`
     attribute is what the bundle records: the loss, gamma, and the weights as used, by name."""
     import torch

@@ -192,3 +192,20 @@ def test_inspect_hint_names_the_task_settings():
     assert "ner.class_weights" in imbalance_hint(load_config(None, ["task=ner"]))
     multi = load_config(None, ["classify.problem_type=multi_label"])
     assert "positives" in imbalance_hint(multi) and "classify.loss: focal" in imbalance_hint(multi)
+
+
+def test_config_init_shows_the_loss_keys_with_help(cli):
+    for task in ("classify", "ner"):
+        code, out, _ = cli("config", "init", task)
+        assert code == 0
+        assert "  loss: cross_entropy" in out and "  focal_gamma: 2.0" in out and "  class_weights: null" in out
+        assert "focal: down-weighs the examples the model already gets right" in out
+    code, out, _ = cli("config", "init", "ner")
+    assert "in the order of the tags bertkit.json records" in out
+
+
+def test_config_file_with_a_bad_weight_names_the_key(cli, tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("task: ner\nner:\n  class_weights: sometimes\n")
+    code, _, err = cli("config", "show", "-c", path)
+    assert code == 2 and "run.yaml:3: ner.class_weights" in err
