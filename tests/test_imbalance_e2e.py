@@ -7,15 +7,16 @@ import json
 import random
 
 import pytest
-
 from tiny import FILLER, NEGATIVE, PEOPLE, PLACES, POSITIVE, VERBS
 
 pytestmark = pytest.mark.slow
-EPOCHS = 3
+EPOCHS = 5  # plain training has not yet found the rare class here; weighted has (seeds 7, 11, 13)
+BALANCED = "classify.class_weights=balanced"
 
-# Same seed, same steps, same data for both runs of a pair; the margins below are several times
-# the difference seeds make (each run's numbers are printed when a check fails).
-TRAIN = "train:\n  epochs: {epochs}\n  batch_size: 16\n  learning_rate: 3.0e-3\n  warmup_ratio: 0.0\n  seed: 7\n"
+# Same seed, same steps, same data for both runs of a pair. The tiny model's vocabulary ids change
+# from one process to the next (WordPiece ties), so the margins were checked over seeds 7, 11, 13
+# and several processes: plain training missed the rare class every time, weighted found it.
+TRAIN = "train:\n  epochs: {epochs}\n  batch_size: 16\n  learning_rate: 1.0e-3\n  warmup_ratio: 0.0\n  seed: 7\n"
 
 
 def keyword_text(rng, words):
@@ -114,7 +115,7 @@ def test_single_label_balanced_and_focal_find_the_rare_class(tiny_model, cli, tm
 
 def test_multi_label_balanced_positive_weights(tiny_model, cli, tmp_path):
     data = {
-        "train": write_multi(tmp_path / "train.jsonl", 400, 25, seed=1),
+        "train": write_multi(tmp_path / "train.jsonl", 400, 10, seed=1),
         "test": write_multi(tmp_path / "test.jsonl", 200, 2, seed=2),
     }
     plain = train(cli, tmp_path, "plain", tiny_model, "classify", data, [], EPOCHS)
@@ -124,7 +125,7 @@ def test_multi_label_balanced_positive_weights(tiny_model, cli, tmp_path):
     scores = {name: run["metrics"]["validation"]["f1_macro"] for name, run in [("plain", plain), ("w", weighted)]}
     assert weighted["problem_type"] == "multi_label"
     assert scores["w"] >= scores["plain"] + 0.15, scores
-    assert weighted["training"]["loss"]["positive_weights"] == pytest.approx({"bad": 384 / 16, "good": 1.0})
+    assert weighted["training"]["loss"]["positive_weights"] == pytest.approx({"bad": 9.0, "good": 1.0})
 
 
 def test_ner_balanced_weights_with_focal(tiny_model, cli, tmp_path):
