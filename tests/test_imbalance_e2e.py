@@ -85,26 +85,23 @@ def train(cli, tmp_path, name, model, task, data, sets, epochs, extra=""):
     return json.loads((out / "bertkit.json").read_text())
 
 
+def runs(cli, tmp_path, model, task, data, variants: dict, extra=""):
+    """One training run per variant (name: --set values), same data, budget and seed."""
+    return {name: train(cli, tmp_path, name, model, task, data, sets, EPOCHS, extra) for name, sets in variants.items()}
+
+
 def test_single_label_balanced_and_focal_find_the_rare_class(tiny_model, cli, tmp_path):
     data = {
         "train": write_skewed(tmp_path / "train.csv", 400, 25, seed=1),
         "test": write_skewed(tmp_path / "test.csv", 200, 2, seed=2),
     }
-    plain = train(cli, tmp_path, "plain", tiny_model, "classify", data, [], EPOCHS)
-    weighted = train(
-        cli, tmp_path, "weighted", tiny_model, "classify", data, ["classify.class_weights=balanced"], EPOCHS
-    )
-    focal = train(
-        cli, tmp_path, "focal", tiny_model, "classify", data,
-        ["classify.loss=focal", "classify.class_weights=balanced"], EPOCHS,
-    )  # fmt: skip
-    recall = {
-        name: run["metrics"]["validation"]["per_class"]["negative"]["recall"]
-        for name, run in {"plain": plain, "weighted": weighted, "focal": focal}.items()
-    }
-    f1 = {name: run["metrics"]["validation"]["f1_macro"] for name, run in [("plain", plain), ("weighted", weighted)]}
+    variants = {"plain": [], "weighted": [BALANCED], "focal": ["classify.loss=focal", BALANCED]}
+    done = runs(cli, tmp_path, tiny_model, "classify", data, variants)
+    recall = {name: run["metrics"]["validation"]["per_class"]["negative"]["recall"] for name, run in done.items()}
+    f1 = {name: run["metrics"]["validation"]["f1_macro"] for name, run in done.items()}
     assert recall["weighted"] >= recall["plain"] + 0.3 and f1["weighted"] >= f1["plain"] + 0.15, (recall, f1)
     assert recall["focal"] >= recall["plain"] + 0.3, recall
+    plain, weighted, focal = done["plain"], done["weighted"], done["focal"]
     assert "loss" not in plain["training"]
     assert weighted["training"]["loss"]["class_weights"] == "balanced"
     assert weighted["training"]["loss"]["weights"] == pytest.approx({"negative": 12.5, "positive": 400 / 768})
@@ -118,14 +115,11 @@ def test_multi_label_balanced_positive_weights(tiny_model, cli, tmp_path):
         "train": write_multi(tmp_path / "train.jsonl", 400, 10, seed=1),
         "test": write_multi(tmp_path / "test.jsonl", 200, 2, seed=2),
     }
-    plain = train(cli, tmp_path, "plain", tiny_model, "classify", data, [], EPOCHS)
-    weighted = train(
-        cli, tmp_path, "weighted", tiny_model, "classify", data, ["classify.class_weights=balanced"], EPOCHS
-    )
-    scores = {name: run["metrics"]["validation"]["f1_macro"] for name, run in [("plain", plain), ("w", weighted)]}
-    assert weighted["problem_type"] == "multi_label"
-    assert scores["w"] >= scores["plain"] + 0.15, scores
-    assert weighted["training"]["loss"]["positive_weights"] == pytest.approx({"bad": 9.0, "good": 1.0})
+    done = runs(cli, tmp_path, tiny_model, "classify", data, {"plain": [], "weighted": [BALANCED]})
+    scores = {name: run["metrics"]["validation"]["f1_macro"] for name, run in done.items()}
+    assert done["weighted"]["problem_type"] == "multi_label"
+    assert scores["weighted"] >= scores["plain"] + 0.15, scores
+    assert done["weighted"]["training"]["loss"]["positive_weights"] == pytest.approx({"bad": 9.0, "good": 1.0})
 
 
 def test_ner_balanced_weights_with_focal(tiny_model, cli, tmp_path):
@@ -134,12 +128,11 @@ def test_ner_balanced_weights_with_focal(tiny_model, cli, tmp_path):
         "test": write_rare_places(tmp_path / "test.conll", 100, 2, seed=2),
     }
     ner = "ner:\n  token_column: 0\n  tag_column: 1\n"
-    plain = train(cli, tmp_path, "plain", tiny_model, "ner", data, [], EPOCHS, ner)
-    sets = ["ner.class_weights=balanced", "ner.loss=focal"]
-    weighted = train(cli, tmp_path, "weighted", tiny_model, "ner", data, sets, EPOCHS, ner)
-    recall = {n: r["metrics"]["validation"]["per_type"]["LOC"]["recall"] for n, r in [("p", plain), ("w", weighted)]}
-    assert recall["w"] >= recall["p"] + 0.3, recall
-    loss = weighted["training"]["loss"]
+    variants = {"plain": [], "weighted": ["ner.class_weights=balanced", "ner.loss=focal"]}
+    done = runs(cli, tmp_path, tiny_model, "ner", data, variants, ner)
+    recall = {name: run["metrics"]["validation"]["per_type"]["LOC"]["recall"] for name, run in done.items()}
+    assert recall["weighted"] >= recall["plain"] + 0.3, recall
+    loss = done["weighted"]["training"]["loss"]
     assert loss["loss"] == "focal" and loss["class_weights"] == "balanced"
     assert loss["weights"]["B-LOC"] > 10 * loss["weights"]["O"]
-    assert weighted["ner"]["class_weights"] == "balanced"
+    assert done["weighted"]["ner"]["class_weights"] == "balanced"
