@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 Weights = Literal["balanced"] | list[float] | dict[str, float] | None
 LossName = Literal["cross_entropy", "focal"]
-# cross_entropy stays the default: bench/imbalance_quality.py did not show focal better (docs/benchmarks.md);
-# DEFAULT_GAMMA (2.0) is the focal-loss paper's, see bertkit/losses.py
+# cross_entropy stays the default: balanced data gains nothing from the others, and on skewed data
+# bench/imbalance_quality.py (docs/benchmarks.md, one seed, small budgets) showed focal alone no
+# better than weights; DEFAULT_GAMMA (2.0) is the focal-loss paper's, see bertkit/losses.py
 LOSS_HELP = "cross_entropy, or focal: down-weighs the examples the model already gets right (with focal_gamma)"
 GAMMA_HELP = "loss: focal: the focusing exponent (0 = cross-entropy); 2 as in the focal-loss paper"
 
