@@ -227,7 +227,7 @@ def card_text(info: dict) -> str:
         f"{train.get('epochs')} epochs, batch size {train.get('batch_size')}, learning rate "
         f"{train.get('learning_rate')}, max length {info.get('max_length')}, seed {train.get('seed')}, "
         f"precision {stats.get('precision')}; best checkpoint chosen by `{info.get('metric_for_best_model')}`. "
-        f"{stats.get('train_steps')} steps in {stats.get('train_seconds')} s.",
+        f"{stats.get('train_steps')} steps in {stats.get('train_seconds')} s.{_loss_line(stats.get('loss'))}",
         "",
         "![training curves](training_curves.png)",
         "",
@@ -272,3 +272,13 @@ def _source(value) -> str:
             f"hub:{value['hub']}" + (f"/{value['config']}" if value.get("config") else "") + f" [{value.get('split')}]"
         )
     return value.get("path") or ""
+
+
+def _loss_line(loss: dict | None) -> str:
+    """' Loss: focal (gamma 2.0), balanced weights.' for a run with its own loss, else ''."""
+    if not loss:
+        return ""
+    text = loss["loss"] + (f" (gamma {loss['focal_gamma']})" if "focal_gamma" in loss else "")
+    if "class_weights" in loss:
+        text += f", {loss['class_weights']} class weights"
+    return f" Loss: {text}."

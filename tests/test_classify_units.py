@@ -69,9 +69,11 @@ def test_balanced_class_weights():
 
     out = Out()
     out.logits = logits
-    # equal logits: each example's loss is ln 2, weighted 4/6 (class a) and 4/2 (class b)
+    # equal logits: each example's loss is ln 2, weighted 4/6 (class a) and 4/2 (class b), over 2
+    # examples (each counts once, so that micro-batches add up: bertkit/losses.py)
     value = loss(out, torch.tensor([0, 1]))
-    assert value.item() == pytest.approx(np.log(2), rel=1e-5)
+    assert value.item() == pytest.approx((4 / 6 + 2) * np.log(2) / 2, rel=1e-5)
+    assert loss.settings["weights"] == pytest.approx({"a": 4 / 6, "b": 2.0})
     with pytest.raises(BertkitError, match="3 weights for 2 labels"):
         TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
 

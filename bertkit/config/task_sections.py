@@ -8,9 +8,18 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from bertkit.config.sections import Section, derived_doc_stride
+from bertkit.losses import CROSS_ENTROPY, DEFAULT_GAMMA
 
 if TYPE_CHECKING:
     from bertkit.config.schema import RunConfig
+
+Weights = Literal["balanced"] | list[float] | dict[str, float] | None
+LossName = Literal["cross_entropy", "focal"]
+# cross_entropy stays the default: balanced data gains nothing from the others, and on skewed data
+# bench/imbalance_quality.py (docs/benchmarks.md, one seed, small budgets) showed focal alone no
+# better than weights; DEFAULT_GAMMA (2.0) is the focal-loss paper's, see bertkit/losses.py
+LOSS_HELP = "cross_entropy, or focal: down-weighs the examples the model already gets right (with focal_gamma)"
+GAMMA_HELP = "loss: focal: the focusing exponent (0 = cross-entropy); 2 as in the focal-loss paper"
 
 
 class ClassifyConfig(Section):
@@ -24,9 +33,14 @@ class ClassifyConfig(Section):
     head_tokens: int | None = Field(
         None, ge=1, description="head+tail: tokens kept from the start; a quarter when null"
     )
-    class_weights: Literal["balanced"] | list[float] | None = Field(
-        None, description="weigh the loss per class: 'balanced', a list, or null for none"
+    class_weights: Weights = Field(
+        None,
+        description="weigh the loss per label (imbalanced data): 'balanced', a list in the order of the labels "
+        "bertkit.json records, {label: weight}, or null. single_label: per class, balanced = inverse frequency; "
+        "multi_label: each label's positive weight, balanced = negatives / positives",
     )
+    loss: LossName = Field(CROSS_ENTROPY, description=LOSS_HELP)
+    focal_gamma: float = Field(DEFAULT_GAMMA, ge=0, description=GAMMA_HELP)
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
 
 
@@ -49,6 +63,14 @@ class NerConfig(Section):
         False, description="label every sub-word of a word (B- becomes I-), not only the first"
     )
     stride: int = Field(32, ge=0, description="sub-word tokens shared by consecutive windows of a long sentence")
+    class_weights: Weights = Field(
+        None,
+        description="weigh the loss per tag (imbalanced data): 'balanced' (inverse frequency of each tag in "
+        "the training sub-words), a list in the order of the tags bertkit.json records (O, B-X, I-X, ... by "
+        "type), {tag or type: weight} (others weigh 1), or null",
+    )
+    loss: LossName = Field(CROSS_ENTROPY, description=LOSS_HELP)
+    focal_gamma: float = Field(DEFAULT_GAMMA, ge=0, description=GAMMA_HELP)
 
 
 class QaConfig(Section):

@@ -113,7 +113,7 @@ def _labels(report: dict, views: dict, cfg) -> None:
         rare = min(train, key=train.get)
         report["warnings"].append(
             f"train: labels are imbalanced {ratio}:1 (rarest: '{rare}', {train[rare]} example(s)); consider "
-            "classify.class_weights"
+            + imbalance_hint(cfg)
         )
     report["unseen_labels"] = {}
     for role in ("validation", "test"):
@@ -127,6 +127,18 @@ def _labels(report: dict, views: dict, cfg) -> None:
         report["warnings"].append(
             f"train: {noise['texts']} text(s) carry different labels, e.g. {noise['examples'][0]}"
         )
+
+
+def imbalance_hint(cfg) -> str:
+    """The settings that answer imbalanced labels in `cfg`'s task (see docs/classify.md, docs/ner.md)."""
+    if cfg.task == "ner":
+        return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
+    if cfg.task == "classify":
+        per = {"multi_label": "per label's positives", "single_label": "per class"}.get(
+            cfg.classify.problem_type, "per class; per label's positives for multi-label"
+        )
+        return f"classify.class_weights: balanced ({per}) and / or classify.loss: focal"
+    return "resampling the data (this task has no class weights)"
 
 
 def _tokens(report: dict, views: dict, tokenizer, cfg) -> None:

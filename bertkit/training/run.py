@@ -93,6 +93,7 @@ def _run(
         model.gradient_checkpointing_enable()
 
     args = training_arguments(cfg, work, precision, best)
+    loss = task.loss(info, cfg, features["train"])
     roles = [role for role in ("validation", "test") if role in features]
     scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
@@ -110,7 +111,7 @@ def _run(
         processing_class=tokenizer,
         data_collator=task.collator(tokenizer, cfg),
         compute_metrics=remembered.compute,
-        compute_loss_func=task.loss(info, cfg, features["train"]),
+        compute_loss_func=loss,
         preprocess_logits_for_metrics=task.reduce_logits,
         callbacks=callbacks,
     )
@@ -150,6 +151,8 @@ def _run(
             "train_examples": len(features["train"]),
             "precision": precision,
         }
+        if getattr(loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
+            stats["loss"] = loss.settings
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}

@@ -171,30 +171,30 @@ class ClassifyTask(Task):
         return METRIC_NAMES[info["problem_type"]]
 
     def loss(self, info: dict, cfg: Config, train):
-        """A class-weighted loss when the config asks for one (single-label only), else None."""
-        weights = cfg.classify.class_weights
-        if weights is None:
+        """Class weights and / or focal loss (bertkit/losses.py) when the config asks, else None:
+        per class for single-label, per label's positives (BCE's pos_weight) for multi-label."""
+        from bertkit import losses
+
+        spec, kind, gamma = cfg.classify.class_weights, cfg.classify.loss, cfg.classify.focal_gamma
+        if spec is None and kind == losses.CROSS_ENTROPY:
             return None
-        if info["problem_type"] != SINGLE:
-            raise BertkitError("classify.class_weights: only for single-label classification")
-        n = len(info["labels"])
-        if weights == "balanced":
-            train_labels = list(train["labels"])
-            counts = Counter(train_labels)
-            weights = [len(train_labels) / (n * counts[i]) if counts[i] else 0.0 for i in range(n)]
-        elif len(weights) != n:
-            raise BertkitError(f"classify.class_weights: {len(weights)} weights for {n} labels {info['labels']}")
-        import torch
-
-        tensor = torch.tensor(weights, dtype=torch.float)
-
-        def weighted_loss(outputs, labels, num_items_in_batch=None):
-            logits = outputs.logits
-            return torch.nn.functional.cross_entropy(
-                logits.view(-1, logits.size(-1)), labels.view(-1), weight=tensor.to(logits.device)
+        problem, labels = info["problem_type"], info["labels"]
+        if problem == REGRESSION:
+            asked = "classify.class_weights" if spec is not None else "classify.loss: focal"
+            raise BertkitError(
+                f"{asked}: only for classification; a regression model learns scores with mean squared error. "
+                "Remove it, or set classify.problem_type to single_label or multi_label"
             )
-
-        return weighted_loss
+        weights = None
+        if spec == "balanced" and problem == MULTI:
+            rows = np.asarray(train["labels"], dtype=float).reshape(-1, len(labels))
+            weights = losses.balanced_positive(rows.sum(axis=0).tolist(), len(rows))
+        elif spec == "balanced":
+            counts = Counter(train["labels"])
+            weights = losses.balanced([counts[i] for i in range(len(labels))])
+        elif spec is not None:
+            weights = losses.resolve(spec, labels, "classify.class_weights")
+        return losses.loss_function(kind, gamma, weights, labels, spec, multi_label=problem == MULTI)
 
     def metric_fn(self, info: dict, features, examples):
         """Full metrics (per class, confusion matrix) of a Trainer prediction on `features`."""

@@ -114,6 +114,28 @@ class NerTask(Task):
 
         return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
+    def loss(self, info: dict, cfg: Config, train):
+        """Tag weights and / or focal loss (bertkit/losses.py) over the sub-words that carry a tag
+        (-100 positions skipped) when the config asks, else None (the model's own loss)."""
+        from bertkit import losses
+
+        spec, kind = cfg.ner.class_weights, cfg.ner.loss
+        if spec is None and kind == losses.CROSS_ENTROPY:
+            return None
+        names = info["labels"]
+        weights = None
+        if spec == "balanced":
+            counts = np.bincount(
+                [i for row in train["labels"] for i in row if i != losses.IGNORE], minlength=len(names)
+            )
+            weights = losses.balanced(counts.tolist())
+        elif spec is not None:
+            groups: dict[str, list[str]] = {}
+            for name in names[1:]:
+                groups.setdefault(name.split("-", 1)[-1], []).append(name)
+            weights = losses.resolve(spec, names, "ner.class_weights", "tag", groups)
+        return losses.loss_function(kind, cfg.ner.focal_gamma, weights, names, spec)
+
     def best_metric(self, info: dict) -> str:
         return "f1"
 
