@@ -2,7 +2,7 @@
 6-layer MiniLM, against the same 3-layer student trained on the labels alone, same steps.
 
   teacher:   MiniLM (6 layers) fine-tuned on N training sentences (default 4,000), max_length 64,
-             1 epoch, batch 16, lr 5e-5 (classify's default).
+             1 epoch, batch 16, lr 5e-5 (classify's default; --lr for another, the same for every run).
   distilled: `bertkit train distill`, layers [0, 2, 4] of the teacher, temperature / alpha as given.
   direct:    the same student start, the same data and steps, labels only (distill.alpha: 1, which
              is exactly fine-tuning: the teacher's outputs are not used).
@@ -11,10 +11,10 @@
   Optionally U more training sentences, labels removed, as data.unlabeled (--unlabeled U).
 
 Dev accuracy (872 sentences) of each, and `bertkit predict` texts/s of teacher and student on the
-dev sentences x4, in this process, alternating, median of 3.
+dev sentences x4 (--speed-copies), in this process, alternating, median of 3.
 
-Usage: python bench/distill_quality.py [--train N] [--unlabeled U] [--temperature T] [--alpha A]
-       [--pretrained-start] [--name NAME]
+Usage: python bench/distill_quality.py [--train N] [--lr LR] [--speed-copies K] [--unlabeled U]
+       [--temperature T] [--alpha A] [--pretrained-start] [--name NAME]
 Writes bench/results/distill_quality[-NAME].json and prints a table.
 """
 
@@ -49,18 +49,19 @@ def write_splits(n_train: int, n_unlabeled: int) -> dict:
     return out
 
 
-def config(name: str, body: str) -> str:
+def config(name: str, body: str, lr: float) -> str:
     path = WORK / f"{name}.yaml"
     dev = require(DATA / "en/sst2/dev.tsv")
     path.write_text(
         body + f"data:\n  train: {WORK / 'train.tsv'}\n  validation: {dev}\n"
-        "train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: 5.0e-5\n  logging_steps: 50\n  seed: 42\n"
+        f"train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: {lr}\n  logging_steps: 50\n  seed: 42\n"
     )
     return str(path)
 
 
-def run(name: str, task: str, body: str, sets: list[str]) -> dict:
-    info, wall = train_bundle(task, config(name, body), f"distill-{name}", sets)
+def run(name: str, task: str, body: str, sets: list[str], lr: float) -> dict:
+    print(f"== {name}", flush=True)
+    info, wall = train_bundle(task, config(name, body, lr), f"distill-{name}", sets)
     return {
         "model": name,
         "dev_accuracy": info["metrics"]["validation"]["accuracy"],
@@ -72,14 +73,14 @@ def run(name: str, task: str, body: str, sets: list[str]) -> dict:
     }
 
 
-def speed(bundles: dict[str, str], repeats: int = 3) -> dict[str, float]:
-    """texts/s of `bertkit predict` (the library call behind it) on the dev sentences x4."""
+def speed(bundles: dict[str, str], copies: int, repeats: int = 3) -> dict[str, float]:
+    """texts/s of `bertkit predict` (the library call behind it) on the dev sentences x `copies`."""
     from bertkit.prediction import predict_file
 
     dev = list(csv.DictReader(open(DATA / "en/sst2/dev.tsv", encoding="utf-8"), delimiter="\t"))
     texts = WORK / "speed.txt"
-    texts.write_text("\n".join(r["text"].strip() for r in dev * 4) + "\n", encoding="utf-8")
-    n = len(dev) * 4
+    texts.write_text("\n".join(r["text"].strip() for r in dev * copies) + "\n", encoding="utf-8")
+    n = len(dev) * copies
     times: dict[str, list[float]] = {name: [] for name in bundles}
     for _ in range(repeats):  # alternating, so a busy moment of the shared CPU hits both
         for name, path in bundles.items():
@@ -92,6 +93,8 @@ def speed(bundles: dict[str, str], repeats: int = 3) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--train", type=int, default=4000)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--speed-copies", type=int, default=4, help="dev sentences x this, timed")
     parser.add_argument("--unlabeled", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument("--alpha", type=float, default=0.5)
@@ -110,7 +113,7 @@ def main() -> None:
         info = json.loads((teacher / "bertkit.json").read_text())
         rows.append({"model": "teacher", "dev_accuracy": info["metrics"]["validation"]["accuracy"], "layers": 6})
     else:
-        rows.append(run("teacher", "classify", body, []))
+        rows.append(run("teacher", "classify", body, [], args.lr))
     unlabeled = f"  unlabeled: {files['unlabeled']}\n" if files["unlabeled"] else ""
     starts = [("", None)] + ([("_pre", minilm)] if args.pretrained_start else [])
     for suffix, start in starts:
@@ -121,8 +124,9 @@ def main() -> None:
                 f"  temperature: {args.temperature}\n  alpha: {alpha}\n"
             )
             sets = [f"data.unlabeled={files['unlabeled']}"] if extra else []
-            rows.append(run(name + suffix, "distill", body, sets))
-    rates = speed({"teacher": str(teacher), "student": str(ROOT / "outputs" / "bench-distill-distilled")})
+            rows.append(run(name + suffix, "distill", body, sets, args.lr))
+    student = ROOT / "outputs" / "bench-distill-distilled"
+    rates = speed({"teacher": str(teacher), "student": str(student)}, args.speed_copies)
     for row in rows:
         row["texts_per_s"] = rates["teacher"] if row["model"] == "teacher" else rates["student"]
     result = {

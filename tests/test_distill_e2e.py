@@ -1,7 +1,9 @@
 """`bertkit train distill` end to end on tiny models built in the test: a teacher trained on an
 easy set, a 1-layer student distilled from it, and the student's bundle used as any other."""
 
+import csv
 import json
+import random
 
 import pytest
 from tiny import sentence
@@ -72,6 +74,8 @@ def test_classify_student_learns_and_is_an_ordinary_bundle(tmp_path, cli, teache
     assert code == 0, out + err
     rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert [r["label"] for r in rows] == ["positive", "negative"]
+    code, out, err = cli("export", "--model", student, "--output", tmp_path / "onnx")
+    assert code == 0, out + err
 
 
 def test_unlabeled_texts_teach_through_the_teacher(tmp_path, cli, teacher, easy_data):
@@ -116,3 +120,37 @@ def test_ner_student(tmp_path_factory, tmp_path, cli, tiny_model, ner_data):
     assert code == 0, out + err
     found = json.loads((tmp_path / "p.jsonl").read_text())["entities"]
     assert {e["type"] for e in found} == {"PER", "LOC"}
+
+
+def test_multi_label_and_regression_students(tmp_path, cli, tiny_model):
+    rng = random.Random(3)
+    multi, reg, more = tmp_path / "multi.jsonl", tmp_path / "reg.csv", []
+    with multi.open("w") as m, reg.open("w", newline="") as r:
+        writer = csv.writer(r)
+        writer.writerow(["text", "score"])
+        for _ in range(240):
+            words = rng.sample(["great", "awful", "film", "meal", "the", "was"], 4)
+            tags = [t for t, w in (("praise", "great"), ("blame", "awful")) if w in words]
+            m.write(json.dumps({"text": " ".join(words), "label": tags}) + "\n")
+            writer.writerow([" ".join(words), words.count("great") * 2.5 + 0.5])
+            more.append(" ".join(rng.sample(["great", "awful", "film", "meal", "the", "was"], 4)))
+    unlabeled = write(tmp_path / "more.txt", "\n".join(more) + "\n")
+    for name, data, label in (("multi", multi, "label"), ("reg", reg, "score")):
+        teacher = write(
+            tmp_path / f"{name}.yaml",
+            f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 16\n"
+            f"data:\n  train: {data}\n  label_column: {label}\n"
+            "train:\n  epochs: 6\n  learning_rate: 3.0e-3\n  warmup_ratio: 0.0\n  seed: 7\n"
+            f"output_dir: {tmp_path / name}\n",
+        )
+        train(cli, "classify", teacher)
+        folder = tmp_path / f"{name}-student"
+        folder.mkdir()
+        # data.label_column is left out: the teacher's (score) is followed
+        train(cli, "distill", distill_config(folder, tmp_path / name, data, f"  unlabeled: {unlabeled}\n"))
+    info = json.loads((tmp_path / "multi-student" / "student" / "bertkit.json").read_text())
+    assert info["problem_type"] == "multi_label" and info["labels"] == ["blame", "praise"]
+    assert info["metrics"]["validation"]["f1_micro"] >= 0.8
+    info = json.loads((tmp_path / "reg-student" / "student" / "bertkit.json").read_text())
+    assert info["problem_type"] == "regression" and info["label_column"] == "score"
+    assert info["metrics"]["validation"]["spearman"] >= 0.6  # two target values cap it; chance is 0

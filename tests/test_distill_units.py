@@ -195,3 +195,16 @@ def test_distill_command_and_starter_exist(cli):
     assert code == 0 and "config" in out.lower()
     code, out, _ = cli("config", "init", "distill")
     assert code == 0 and "student_layers" in out and "teacher" in out
+
+
+def test_a_start_with_another_vocabulary_is_refused(tmp_path, tiny_model):
+    from tiny import build_tiny_bert
+
+    from bertkit.tasks.distill.student import check_vocabulary
+    from bertkit.tokenization import load_tokenizer
+
+    other = build_tiny_bert(tmp_path / "other", ["completely different words here"] * 20, vocab_size=60)
+    teacher_tokens = load_tokenizer(str(tiny_model))
+    check_vocabulary(teacher_tokens, str(tiny_model), "teacher")  # the same vocabulary: accepted
+    with pytest.raises(BertkitError, match="vocabulary is not the teacher's"):
+        check_vocabulary(teacher_tokens, str(other), "teacher")
