@@ -14,7 +14,8 @@ Dev accuracy (872 sentences) of each, and `bertkit predict` texts/s of teacher a
 dev sentences x4 (--speed-copies), in this process, alternating, median of 3.
 
 Usage: python bench/distill_quality.py [--train N] [--lr LR] [--speed-copies K] [--unlabeled U]
-       [--temperature T] [--alpha A] [--pretrained-start] [--name NAME]
+       [--temperature T] [--alpha A] [--pretrained-start] [--parallel] [--skip-teacher]
+       [--name NAME]
 Writes bench/results/distill_quality[-NAME].json and prints a table.
 """
 
@@ -100,6 +101,7 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.5)
     parser.add_argument("--pretrained-start", action="store_true")
     parser.add_argument("--skip-teacher", action="store_true", help="reuse outputs/bench-distill-teacher")
+    parser.add_argument("--parallel", action="store_true", help="train the students at the same time")
     parser.add_argument("--name", default="")
     args = parser.parse_args()
     files = write_splits(args.train, args.unlabeled)
@@ -111,11 +113,22 @@ def main() -> None:
         import json
 
         info = json.loads((teacher / "bertkit.json").read_text())
-        rows.append({"model": "teacher", "dev_accuracy": info["metrics"]["validation"]["accuracy"], "layers": 6})
+        t = info["training"]
+        rows.append(
+            {
+                "model": "teacher",
+                "dev_accuracy": info["metrics"]["validation"]["accuracy"],
+                "layers": 6,
+                "steps": t["train_steps"],
+                "train_examples": t["train_examples"],
+                "train_seconds": t["train_seconds"],
+            }
+        )
     else:
         rows.append(run("teacher", "classify", body, [], args.lr))
     unlabeled = f"  unlabeled: {files['unlabeled']}\n" if files["unlabeled"] else ""
     starts = [("", None)] + ([("_pre", minilm)] if args.pretrained_start else [])
+    jobs = []
     for suffix, start in starts:
         model = f"model:\n  name: {start}\n" if start else ""
         for name, alpha, extra in (("distilled", args.alpha, unlabeled), ("direct", 1.0, "")):
@@ -124,7 +137,14 @@ def main() -> None:
                 f"  temperature: {args.temperature}\n  alpha: {alpha}\n"
             )
             sets = [f"data.unlabeled={files['unlabeled']}"] if extra else []
-            rows.append(run(name + suffix, "distill", body, sets, args.lr))
+            jobs.append((name + suffix, "distill", body, sets, args.lr))
+    if args.parallel:  # the students at once (their quality does not depend on it; their times do)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            rows += list(pool.map(lambda job: run(*job), jobs))
+    else:
+        rows += [run(*job) for job in jobs]
     student = ROOT / "outputs" / "bench-distill-distilled"
     rates = speed({"teacher": str(teacher), "student": str(student)}, args.speed_copies)
     for row in rows:

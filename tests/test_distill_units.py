@@ -152,9 +152,14 @@ def test_student_starts_from_the_teacher_at_its_length(tmp_path):
     teacher = fake_bundle(tmp_path / "teacher")
     cfg = load(tmp_path, f"task: distill\ndistill:\n  teacher: {teacher}\ndata:\n  train: x.csv\n")
     assert cfg.model.name == str(teacher) and cfg.model.max_length == 48
+    assert cfg.train.learning_rate == 5.0e-5  # classify's measured default, not the generic 2e-5
     assert cfg.distill.temperature == 2.0 and cfg.distill.alpha == 0.5 and cfg.distill.student_layers is None
-    cfg = load(tmp_path, f"task: distill\nmodel:\n  name: other\n  max_length: 32\ndistill:\n  teacher: {teacher}\n")
-    assert cfg.model.name == "other" and cfg.model.max_length == 32
+    cfg = load(
+        tmp_path,
+        f"task: distill\nmodel:\n  name: other\n  max_length: 32\ndistill:\n  teacher: {teacher}\n"
+        "train:\n  learning_rate: 1.0e-4\n",
+    )
+    assert cfg.model.name == "other" and cfg.model.max_length == 32 and cfg.train.learning_rate == 1.0e-4
 
 
 @pytest.mark.parametrize(

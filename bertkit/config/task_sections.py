@@ -198,20 +198,27 @@ class DistillConfig(Section):
         self.teacher = home_path(self.teacher)
         if run.model.name is None:
             run.model.name = self.teacher
-        if "max_length" not in run.model.model_fields_set:  # the teacher's, when left out
-            length = _teacher_max_length(self.teacher)
-            if length:
-                run.model.max_length = length
+        facts = _teacher_facts(self.teacher)
+        length = facts.get("max_length")
+        if "max_length" not in run.model.model_fields_set and isinstance(length, int) and length >= 8:
+            run.model.max_length = length  # the teacher's, when left out
+        from bertkit.tasks import registry
+
+        if facts.get("task") in registry.names():  # the teacher task's measured defaults (learning rate)
+            for (section, key), value in registry.record(facts["task"]).defaults.items():
+                part = getattr(run, section, None)
+                if isinstance(part, Section) and key not in part.model_fields_set:
+                    setattr(part, key, value)
 
 
-def _teacher_max_length(folder: str) -> int | None:
-    """The max_length in a teacher bundle's bertkit.json (None when it has none: the task then
-    says what is wrong with the teacher)."""
+def _teacher_facts(folder: str) -> dict:
+    """A teacher bundle's bertkit.json, or {} when it has none (the task then says what is
+    wrong with the teacher)."""
     import json
     from pathlib import Path
 
     try:
-        value = json.loads((Path(folder) / "bertkit.json").read_text(encoding="utf-8")).get("max_length")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, int) and value >= 8 else None
+        facts = json.loads((Path(folder) / "bertkit.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return facts if isinstance(facts, dict) else {}
