@@ -15,7 +15,7 @@ dev sentences x4 (--speed-copies), in this process, alternating, median of 3.
 
 Usage: python bench/distill_quality.py [--train N] [--lr LR] [--speed-copies K] [--unlabeled U]
        [--temperature T] [--alpha A] [--pretrained-start] [--parallel] [--skip-teacher]
-       [--name NAME]
+       [--student-steps S] [--name NAME]
 Writes bench/results/distill_quality[-NAME].json and prints a table.
 """
 
@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--pretrained-start", action="store_true")
     parser.add_argument("--skip-teacher", action="store_true", help="reuse outputs/bench-distill-teacher")
     parser.add_argument("--parallel", action="store_true", help="train the students at the same time")
+    parser.add_argument("--student-steps", type=int, default=None, help="train.max_steps of both students")
     parser.add_argument("--name", default="")
     args = parser.parse_args()
     files = write_splits(args.train, args.unlabeled)
@@ -137,6 +138,7 @@ def main() -> None:
                 f"  temperature: {args.temperature}\n  alpha: {alpha}\n"
             )
             sets = [f"data.unlabeled={files['unlabeled']}"] if extra else []
+            sets += [f"train.max_steps={args.student_steps}"] if args.student_steps else []
             jobs.append((name + suffix, "distill", body, sets, args.lr))
     if args.parallel:  # the students at once (their quality does not depend on it; their times do)
         from concurrent.futures import ThreadPoolExecutor
