@@ -47,6 +47,8 @@ class RunConfig(Section):
             derive = getattr(getattr(self, item.section, None), "derive", None)
             if derive is not None:
                 derive(self)
+        if self.model.name is None:  # only distill fills it in (with its teacher)
+            raise ValueError("model.name: null; give a hub id or a local model directory")
         return self
 
     @field_validator("output_dir")

@@ -160,9 +160,9 @@ def known_encoding(value: str | None) -> str | None:
 
 
 class ModelConfig(Section):
-    name: str = Field(
+    name: str | None = Field(
         "bert-base-uncased",
-        description="hub id, local model directory, or a bertkit bundle to start from",
+        description="hub id, local model directory, or a bertkit bundle to start from (distill: the teacher when null)",
     )
     tokenizer: str | None = Field(None, description="tokenizer to use when not the model's own")
 
@@ -198,6 +198,23 @@ class DataConfig(LayoutChecks):
         None, description="label names in order; discovered from the training data when null"
     )
     label_separator: str | None = Field(None, description="multi-label only: separator inside a string label, e.g. '|'")
+    unlabeled: list[str] | None = Field(
+        None,
+        description="distill only: unlabelled text file(s) (one text a line, or a table with text_column) that the "
+        "teacher labels; soft targets only",
+    )
+
+    @field_validator("unlabeled", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("unlabeled")
+    @classmethod
+    def _unlabeled_homes(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or any(not str(p).strip() for p in value)):
+            raise ValueError("give one or more file paths, or leave data.unlabeled out")
+        return [home_path(p) for p in value] if value else value
 
     columns: list[str] | None = Field(
         None, description="names of the columns of CSV / TSV files without a header row, in order"

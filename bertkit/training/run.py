@@ -44,7 +44,9 @@ def train(
     final = Path(cfg.output_dir)
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
     data_files = [p for s in sources if s is not None for p in s.local_paths()]
-    inputs = [*protect, *data_files, cfg.model.name, cfg.model.tokenizer]
+    data_files += list(cfg.data.unlabeled or [])
+    teacher = getattr(getattr(cfg, "distill", None), "teacher", None) if cfg.task == "distill" else None
+    inputs = [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, teacher]
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)

@@ -1,0 +1,144 @@
+"""The distill task: the contract's methods (bertkit/tasks/base.py), each handed to the teacher's
+task (classify or ner: its reading, labels, features, collator and metrics) except the student's
+start (layers kept, `student.py`) and the loss (`losses.py`). The run's description is the
+teacher task's, so the bundle written is an ordinary classify or ner bundle."""
+
+from __future__ import annotations
+
+from bertkit.config import Config
+from bertkit.tasks.base import Task
+from bertkit.tasks.distill import losses
+from bertkit.tasks.distill.teacher import UNLABELED, check_labels, read_unlabeled, teacher_of, with_unlabeled
+
+
+def _task_of(info):
+    from bertkit.tasks import get_task
+
+    return get_task(info["task"])
+
+
+class DistillTask(Task):
+    name = "distill"
+
+    # ------------------------------------------------------------ training
+
+    def load(self, cfg: Config):
+        teacher = teacher_of(cfg)
+        splits = teacher.task.load(teacher.cfg)
+        texts = read_unlabeled(cfg)
+        if texts:
+            splits["train"] = with_unlabeled(splits["train"], texts, teacher)
+        return splits
+
+    def setup(self, ds, cfg: Config) -> dict:
+        from bertkit import models
+        from bertkit.tasks.distill.student import check_layers, layer_count
+
+        teacher = teacher_of(cfg)
+        d = cfg.distill
+        if d.student_layers is not None:  # refused now, not after the teacher has scored everything
+            start = models.resolve(cfg.model.name, cfg.model.revision)
+            check_layers(d.student_layers, layer_count(start, cfg.model.trust_remote_code), cfg.model.name)
+        info = teacher.task.setup(ds, teacher.cfg)
+        check_labels(info, teacher)
+        unlabeled = sum(ds["train"][UNLABELED]) if UNLABELED in ds["train"].column_names else 0
+        info["distillation"] = {
+            "teacher": teacher.path,
+            "teacher_base_model": teacher.info.get("base_model"),
+            "teacher_metrics": teacher.info.get("metrics"),
+            "student_start": cfg.model.name,
+            "student_layers": d.student_layers,
+            "temperature": d.temperature,
+            "alpha": d.alpha,
+            "unlabeled": cfg.data.unlabeled,
+            "unlabeled_examples": unlabeled,
+            "labelled_examples": len(ds["train"]) - unlabeled,
+            "teacher_batch_size": d.teacher_batch_size,
+        }
+        return info
+
+    def metric_names(self, info) -> list[str]:
+        return _task_of(info).metric_names(info)
+
+    def best_metric(self, info) -> str:
+        return _task_of(info).best_metric(info)
+
+    def new_tokenizer(self, ds, cfg: Config):
+        """The teacher's tokenizer: the student must read the same tokens."""
+        from bertkit.errors import BertkitError
+        from bertkit.tasks.distill.student import check_vocabulary
+        from bertkit.tokenization import load_tokenizer
+
+        teacher = teacher_of(cfg)
+        if cfg.model.tokenizer:
+            raise BertkitError("model.tokenizer: a student uses the teacher's tokenizer; remove the key")
+        tokenizer = load_tokenizer(teacher.path)
+        if cfg.model.name != cfg.distill.teacher:
+            from bertkit import models
+
+            start = models.resolve(cfg.model.name, cfg.model.revision)
+            check_vocabulary(tokenizer, start, teacher.path, cfg.model.revision, cfg.model.trust_remote_code)
+        return tokenizer
+
+    def tokenizer_facts(self, tokenizer, info) -> dict:
+        return _task_of(info).tokenizer_facts(tokenizer, info)
+
+    def prepare(self, ds, tokenizer, info):
+        """The teacher task's features, and for training: the teacher's logits on each, the labels
+        as prepared, whether the example was labelled, and the row number in place of the label."""
+        from bertkit.tasks.distill.teacher import Teacher, teacher_logits
+
+        task = _task_of(info)
+        features = task.prepare(ds, tokenizer, info)
+        train = features["train"]
+        path = info["distillation"]["teacher"]
+        teacher = Teacher(path, {"task": info["task"]}, task, None)
+        logits = teacher_logits(teacher, tokenizer, train, info["distillation"]["teacher_batch_size"])
+        flags = ds["train"][UNLABELED] if UNLABELED in ds["train"].column_names else [False] * len(ds["train"])
+        gold = train["labels"]
+        if info["task"] == "ner":
+            owners = train["example"]
+            labelled = [not flags[e] for e in owners]
+            if any(row[0] != losses.IGNORE for row in gold):
+                raise AssertionError("ner features must leave their first position ([CLS]) unlabelled")
+            carried = [[i, *row[1:]] for i, row in enumerate(gold)]
+        else:
+            labelled = [not f for f in flags]
+            carried = list(range(len(train)))
+        train = train.remove_columns("labels").add_column("labels", carried)
+        train = train.add_column(losses.TEACHER_COLUMN, [row.tolist() for row in logits])
+        train = train.add_column(losses.GOLD_COLUMN, gold)
+        features["train"] = train.add_column(losses.LABELLED_COLUMN, [int(x) for x in labelled])
+        return features
+
+    def build_model(self, source: str, info, cfg: Config):
+        from bertkit.tasks.distill.student import keep_layers
+
+        teacher = teacher_of(cfg)
+        model = teacher.task.build_model(source, info, teacher.cfg)
+        return keep_layers(model, cfg.distill.student_layers, cfg.model.name)
+
+    def collator(self, tokenizer, cfg: Config):
+        teacher = teacher_of(cfg)
+        return teacher.task.collator(tokenizer, teacher.cfg)
+
+    def loss(self, info, cfg: Config, train):
+        kind = "ner" if info["task"] == "ner" else info["problem_type"]
+        return losses.trainer_loss(kind, train, cfg.distill.temperature, cfg.distill.alpha)
+
+    def metric_fn(self, info, features, examples):
+        return _task_of(info).metric_fn(info, features, examples)
+
+    # ------------------------------------------------------------ a student is a bundle of the teacher's task
+
+    def evaluate(self, model, tokenizer, info, data, options):
+        return _task_of(info).evaluate(model, tokenizer, info, data, options)
+
+    def predict(self, model, tokenizer, info, records, options):
+        return _task_of(info).predict(model, tokenizer, info, records, options)
+
+    def empty_result(self, model, record, info, options):
+        return _task_of(info).empty_result(model, record, info, options)
+
+
+TASK = DistillTask()
