@@ -22,6 +22,15 @@ LOSS_HELP = "cross_entropy, or focal: down-weighs the examples the model already
 GAMMA_HELP = "loss: focal: the focusing exponent (0 = cross-entropy); 2 as in the focal-loss paper"
 
 
+
+def loss_field():
+    return Field(CROSS_ENTROPY, description=LOSS_HELP)
+
+
+def gamma_field():
+    return Field(DEFAULT_GAMMA, ge=0, description=GAMMA_HELP)
+
+
 class ClassifyConfig(Section):
     problem_type: Literal["auto", "single_label", "multi_label", "regression"] = Field(
         "auto",
@@ -39,8 +48,8 @@ class ClassifyConfig(Section):
         "bertkit.json records, {label: weight}, or null. single_label: per class, balanced = inverse frequency; "
         "multi_label: each label's positive weight, balanced = negatives / positives",
     )
-    loss: LossName = Field(CROSS_ENTROPY, description=LOSS_HELP)
-    focal_gamma: float = Field(DEFAULT_GAMMA, ge=0, description=GAMMA_HELP)
+    loss: LossName = loss_field()
+    focal_gamma: float = gamma_field()
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
 
 
@@ -69,8 +78,8 @@ class NerConfig(Section):
         "the training sub-words), a list in the order of the tags bertkit.json records (O, B-X, I-X, ... by "
         "type), {tag or type: weight} (others weigh 1), or null",
     )
-    loss: LossName = Field(CROSS_ENTROPY, description=LOSS_HELP)
-    focal_gamma: float = Field(DEFAULT_GAMMA, ge=0, description=GAMMA_HELP)
+    loss: LossName = loss_field()
+    focal_gamma: float = gamma_field()
 
 
 class QaConfig(Section):
