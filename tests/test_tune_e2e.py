@@ -71,7 +71,7 @@ def test_a_study_prunes_reports_and_its_best_yaml_reproduces_the_best_trial(cli,
     assert report["trials"][-1]["state"] == "pruned" and rows[-1]["pruned_at_evaluation"] == "4"
     assert report["metric"] == "f1_macro" and report["best"]["value"] == complete[0]["value"]
     assert "study run" in stdout and "f1_macro" in stdout
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("bertkit-trial-*"))  # no trial bundle kept
+    assert not list(out.glob(".trial.tmp-*"))  # no trial bundle kept
 
     # best.yaml trains as it is, into study/best, and gives the best trial's score exactly
     code, _, err = cli("train", "classify", "-c", out / "best.yaml")
@@ -80,9 +80,13 @@ def test_a_study_prunes_reports_and_its_best_yaml_reproduces_the_best_trial(cli,
     assert scores["validation"]["f1_macro"] == report["best"]["value"]
     assert "test" in scores  # the test data, kept out of the trials, is back
 
-    # running again continues the study: one more trial, the reports rewritten, --retrain-best
+    # running again continues the study: one more trial, the reports rewritten, --retrain-best;
+    # the trial a killed process left (kill -9: its pid no longer runs) is swept
+    killed = out / ".trial.tmp-999999999-abcd"
+    (killed / "model").mkdir(parents=True)
     code, _, err = cli("tune", "-c", config, "--trials", "1", "--storage", url, "--retrain-best")
     assert code == 0, err
+    assert not killed.exists() and not list(out.glob(".trial.tmp-*"))
     assert len(study_trials(url, "run")) == 4
     assert len(json.loads((out / "trials.json").read_text())["trials"]) == 4
     retrained = json.loads((out / "best" / "metrics.json").read_text())

@@ -5,7 +5,6 @@ reports and `best.yaml` in the config's output folder."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +73,7 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     check_same_study(study, name, metric, direction)
     result = TuneResult(final, name, url, metric, direction)
     _announce(study, result, space, options)
-    objective = _objective(cfg, space, metric, direction)
+    objective = _objective(cfg, space, metric, direction, final)
     try:
         study.optimize(
             objective,
@@ -160,7 +159,7 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
     console.print(f"running {' and '.join(limit) or 'until interrupted'} in this process")
 
 
-def _objective(cfg: Config, space: dict, metric: str, direction: str):
+def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path):
     from transformers.utils import logging as hf_logging
 
     from bertkit.metrics import scalars
@@ -173,7 +172,9 @@ def _objective(cfg: Config, space: dict, metric: str, direction: str):
     def objective(trial) -> float:
         values = suggest(trial, space)
         # the test data is never looked at while searching: --retrain-best scores it
-        folder = Path(tempfile.mkdtemp(prefix=f"bertkit-trial-{trial.number}-"))
+        # in the study's folder, as `.trial.tmp-PID-*`: a process killed mid-trial (kill -9) leaves
+        # its trial there, and the next run in that folder sweeps it (not a lasting /tmp leak)
+        folder = outputs.staging_dir(final / "trial")
         reporter = search.pruning_callback(trial, metric)
         try:
             trial_cfg = with_values(cfg, {**values, **override, "data.test": None}, output_dir=str(folder / "model"))
