@@ -166,6 +166,7 @@ def test_student_starts_from_the_teacher_at_its_length(tmp_path):
     "text, message",
     [
         ("task: distill\n", "distill.teacher: required"),
+        ("task: distill\ndistill:\n  teacher: no/such/bundle\n", "distill.teacher: no/such/bundle: no such folder"),
         ("task: distill\ndistill:\n  teacher: t\n  student_layers: [2, 0]\n", "increasing order"),
         ("task: distill\ndistill:\n  teacher: t\n  student_layers: [0, 0]\n", "increasing order"),
         ("task: distill\ndistill:\n  teacher: t\n  student_layers: [-1]\n", "0 or more"),

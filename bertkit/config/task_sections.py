@@ -3,6 +3,7 @@ names each one, so `Config` has a section for every registered task."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -227,6 +228,10 @@ class DistillConfig(Section):
         if not self.teacher:
             raise ValueError("distill.teacher: required; give the folder of a bertkit classify or ner bundle")
         self.teacher = home_path(self.teacher)
+        if not Path(self.teacher).is_dir():  # before model.name falls back to it and is looked up on the Hub
+            raise ValueError(
+                f"distill.teacher: {self.teacher}: no such folder; give the folder of a bertkit classify or ner bundle"
+            )
         if run.model.name is None:
             run.model.name = self.teacher
         facts = _teacher_facts(self.teacher)
