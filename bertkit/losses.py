@@ -69,6 +69,15 @@ def resolve(spec, names: Sequence[str], key: str, what: str = "label", groups: M
     return weights
 
 
+def step_share(labels, num_items_in_batch):
+    """The share of an optimizer step's items that this micro-batch holds: the factor that turns
+    a micro-batch's mean loss into what the Trainer expects of a compute_loss_func (its
+    micro-batches add up to the step's mean). 1 without `num_items_in_batch` (a direct call)."""
+    if num_items_in_batch is None:
+        return 1.0
+    return labels.ne(IGNORE).sum() / num_items_in_batch
+
+
 def _count(labels, num_items_in_batch):
     if num_items_in_batch is not None:
         return num_items_in_batch

@@ -3,6 +3,7 @@ computation, and the config's errors."""
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -127,6 +128,32 @@ def test_multi_label_regression_and_ner_losses():
     mask = torch.tensor([[1, 0, 1]])
     one = _kl(_softmax([0.0, 1.0]), _softmax([1.0, 0.0]))
     assert soft_loss("ner", student, teacher, 1.0, mask).item() == pytest.approx(one / 2, rel=1e-5)
+
+
+def test_micro_batches_of_one_step_add_up_to_the_whole_batch_loss():
+    """Under gradient accumulation the Trainer adds the micro-batches' losses without dividing
+    them: each must be weighed by its share of the step's items (num_items_in_batch)."""
+    import torch
+    from datasets import Dataset
+
+    from bertkit.tasks.distill import losses
+
+    rng = torch.Generator().manual_seed(0)
+    teacher = torch.randn(5, 3, generator=rng)
+    train = Dataset.from_dict({
+        losses.TEACHER_COLUMN: teacher.tolist(),
+        losses.GOLD_COLUMN: [0, 2, 1, 1, 0],
+        losses.LABELLED_COLUMN: [1, 1, 1, 1, 1],
+    })
+    compute = losses.trainer_loss("single_label", train, 2.0, 0.5)
+    logits = torch.randn(5, 3, generator=rng, requires_grad=True)
+    rows = torch.arange(5)
+    whole = compute(SimpleNamespace(logits=logits), rows, num_items_in_batch=5)
+    parts = compute(SimpleNamespace(logits=logits[:2]), rows[:2], num_items_in_batch=5) + compute(
+        SimpleNamespace(logits=logits[2:]), rows[2:], num_items_in_batch=5
+    )
+    assert parts.item() == pytest.approx(whole.item(), rel=1e-6)
+    assert whole.item() == pytest.approx(compute(SimpleNamespace(logits=logits), rows).item(), rel=1e-6)
 
 
 # ---------------------------------------------------------------- the config

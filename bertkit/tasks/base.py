@@ -99,7 +99,11 @@ class Task:
         return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
     def loss(self, info: dict, cfg: RunConfig, train) -> Callable | None:
-        """The Trainer's compute_loss_func, or None for the model's own loss."""
+        """The Trainer's compute_loss_func, or None for the model's own loss. Called as
+        `f(outputs, labels, num_items_in_batch=None)`; the Trainer does not divide its result by
+        the gradient accumulation steps, so it must be normalised by `num_items_in_batch` (the
+        step's labels that are not -100): see bertkit/losses.py, and `losses.step_share` for a
+        loss computed as a micro-batch mean."""
         return None
 
     def compare(self, before: dict, after: dict) -> dict:

@@ -18,7 +18,7 @@ labelled ones (0 in a batch without any).
 
 from __future__ import annotations
 
-IGNORE = -100
+from bertkit.losses import IGNORE, sigmoid_loss, softmax_loss, step_share
 
 
 def soft_loss(kind: str, student, teacher, temperature: float, mask=None):
@@ -49,18 +49,16 @@ def hard_loss(kind: str, student, labels, labelled=None):
     import torch.nn.functional as F
 
     if kind == "ner":
-        if (labels != IGNORE).sum() == 0:
-            return student.sum() * 0.0
-        return F.cross_entropy(student.reshape(-1, student.size(-1)), labels.reshape(-1), ignore_index=IGNORE)
+        return softmax_loss(student, labels)  # a mean over the tagged tokens, 0 when there are none
     if labelled is not None:
         keep = labelled.bool()
         if not keep.any():
             return student.sum() * 0.0
         student, labels = student[keep], labels[keep]
     if kind == "single_label":
-        return F.cross_entropy(student, labels.long())
+        return softmax_loss(student, labels)
     if kind == "multi_label":
-        return F.binary_cross_entropy_with_logits(student, labels.to(student.dtype))
+        return sigmoid_loss(student, labels)
     return F.mse_loss(student.reshape(-1), labels.reshape(-1).to(student.dtype))
 
 
@@ -78,7 +76,10 @@ def trainer_loss(kind: str, train, temperature: float, alpha: float):
     """The Trainer's compute_loss_func. The training features carry, in place of their labels,
     their own row number (classify: the whole label; ner: the first position, a [CLS] that is
     never labelled), which picks the teacher's logits, the labels and the flags kept here. In
-    evaluation (no gradients) the labels are the real ones, and the loss is the task's own."""
+    evaluation (no gradients) the labels are the real ones, and the loss is the task's own.
+    A micro-batch's mean loss is weighed by its share of the optimizer step's items
+    (`losses.step_share`), as the Trainer expects of a compute_loss_func under gradient
+    accumulation."""
     import torch
 
     teacher = [torch.tensor(row, dtype=torch.float32) for row in train[TEACHER_COLUMN]]
@@ -92,6 +93,9 @@ def trainer_loss(kind: str, train, temperature: float, alpha: float):
         logits = outputs.logits
         if not torch.is_grad_enabled():
             return hard_loss(kind, logits, labels)
+        return step_share(labels, num_items_in_batch) * micro_batch_loss(logits, labels)
+
+    def micro_batch_loss(logits, labels):
         device = logits.device
         if kind != "ner":
             rows = labels.reshape(-1).long().cpu()
