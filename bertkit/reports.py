@@ -30,6 +30,17 @@ def pyplot():
     return plt
 
 
+def save_png(fig, path, dpi: int = 110) -> None:
+    """Write `fig` to `path` as a PNG, atomically (a crash leaves no half picture), and close it."""
+    import matplotlib.pyplot as plt
+
+    from bertkit.outputs import atomic_path
+
+    with atomic_path(Path(path)) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png")
+    plt.close(fig)
+
+
 def training_curves(log_history: list[dict], metric: str | None, path: Path) -> None:
     """Training and evaluation loss by step on the left; the selection metric on the right."""
     plt = pyplot()
@@ -66,8 +77,7 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     right.set_xlabel("step")
     right.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> None:
@@ -89,8 +99,7 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
     fig.colorbar(image, ax=ax, label="share of true class")
     ax.set_title("Confusion matrix")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def length_histogram(lengths: dict[str, list[int]], max_length: int, path: Path) -> None:
@@ -107,8 +116,7 @@ def length_histogram(lengths: dict[str, list[int]], max_length: int, path: Path)
     ax.set_title("Lengths against model.max_length")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
@@ -126,8 +134,7 @@ def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
     ax.set_title("Labels per split")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def per_type_f1(per_type: dict, path: Path) -> None:
@@ -149,8 +156,7 @@ def per_type_f1(per_type: dict, path: Path) -> None:
     ax.set_title("Entity scores by type (support)")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def task_plots(scores: dict, folder: Path) -> list[str]:

@@ -176,9 +176,7 @@ def bar_chart(comparison, path: Path) -> None:
     ax.set_title(f"{comparison.examples} examples of {Path(comparison.data).name}: {LEVEL:.0%} intervals")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(len(rows), 3), frameon=False)
     fig.tight_layout()
-    with outputs.atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
-    plt.close(fig)
+    reports.save_png(fig, path)
 
 
 def write_report(comparison, folder: Path) -> None:

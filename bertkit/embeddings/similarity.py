@@ -69,7 +69,7 @@ def _rounded(value) -> float | None:
 
 
 def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
-    from bertkit.reports import pyplot
+    from bertkit.reports import pyplot, save_png
 
     plt = pyplot()
     n = len(texts)
@@ -91,9 +91,7 @@ def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
     fig.colorbar(image, ax=ax, label="cosine similarity")
     ax.set_title("Cosine similarity")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def similarity_file(

@@ -144,7 +144,7 @@ def _importances(study, rows: list[dict], result) -> dict | None:
 
 def _history_plot(rows: list[dict], result, path: Path) -> None:
     """Each trial's value by trial number (pruned ones at their last evaluation), and the best so far."""
-    from bertkit.reports import pyplot
+    from bertkit.reports import pyplot, save_png
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -172,13 +172,11 @@ def _history_plot(rows: list[dict], result, path: Path) -> None:
     if rows:
         ax.legend()
     fig.tight_layout()
-    with outputs.atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def _importance_plot(importances: dict, metric: str, path: Path) -> None:
-    from bertkit.reports import pyplot
+    from bertkit.reports import pyplot, save_png
 
     plt = pyplot()
     names = list(importances)[::-1]
@@ -190,7 +188,5 @@ def _importance_plot(importances: dict, metric: str, path: Path) -> None:
     ax.set_xlabel(f"share of the variance of validation {metric} (fANOVA)")
     ax.set_title("Parameter importances")
     fig.tight_layout()
-    with outputs.atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
     console.print(f"parameter importances: {', '.join(f'{k} {v:.2f}' for k, v in importances.items())}")
