@@ -35,8 +35,8 @@ def tune(
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Search the config's `tune.space` (or the task's default space) with Optuna: TPE sampling,
-    trials that lag the median pruned, each trial trained as `bertkit train` would in a temporary
-    folder. Writes trials.csv / .json, history.png, importances.png and best.yaml to output_dir;
+    trials that lag the median pruned, each trial trained as `bertkit train` would in a hidden folder
+    of output_dir, then deleted. Writes trials.csv / .json, history.png, importances.png and best.yaml to output_dir;
     running again continues the study."""
     from bertkit.config import load_config
     from bertkit.tuning import TuneOptions

@@ -20,10 +20,18 @@ def _task_of(info):
 class DistillTask(Task):
     name = "distill"
 
+    def teacher(self, cfg: Config):
+        """`teacher_of(cfg)`, read once per run: load, setup, the tokenizer, the model and the
+        collator all ask for it (the cache holds the config it was read for)."""
+        cached = getattr(self, "_teacher", None)
+        if cached is None or cached[0] is not cfg:
+            self._teacher = (cfg, teacher_of(cfg))
+        return self._teacher[1]
+
     # ------------------------------------------------------------ training
 
     def load(self, cfg: Config):
-        teacher = teacher_of(cfg)
+        teacher = self.teacher(cfg)
         splits = teacher.task.load(teacher.cfg)
         texts = read_unlabeled(cfg)
         if texts:
@@ -34,7 +42,7 @@ class DistillTask(Task):
         from bertkit import models
         from bertkit.tasks.distill.student import check_layers, layer_count
 
-        teacher = teacher_of(cfg)
+        teacher = self.teacher(cfg)
         d = cfg.distill
         if d.student_layers is not None:  # refused now, not after the teacher has scored everything
             start = models.resolve(cfg.model.name, cfg.model.revision)
@@ -69,7 +77,7 @@ class DistillTask(Task):
         from bertkit.tasks.distill.student import check_vocabulary
         from bertkit.tokenization import load_tokenizer
 
-        teacher = teacher_of(cfg)
+        teacher = self.teacher(cfg)
         if cfg.model.tokenizer:
             raise BertkitError("model.tokenizer: a student uses the teacher's tokenizer; remove the key")
         tokenizer = load_tokenizer(teacher.path)
@@ -114,12 +122,12 @@ class DistillTask(Task):
     def build_model(self, source: str, info, cfg: Config):
         from bertkit.tasks.distill.student import keep_layers
 
-        teacher = teacher_of(cfg)
+        teacher = self.teacher(cfg)
         model = teacher.task.build_model(source, info, teacher.cfg)
         return keep_layers(model, cfg.distill.student_layers, cfg.model.name)
 
     def collator(self, tokenizer, cfg: Config):
-        teacher = teacher_of(cfg)
+        teacher = self.teacher(cfg)
         return teacher.task.collator(tokenizer, teacher.cfg)
 
     def loss(self, info, cfg: Config, train):
