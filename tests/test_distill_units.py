@@ -175,6 +175,17 @@ def fake_bundle(folder, task="classify", max_length=48):
     return folder
 
 
+def test_the_teacher_and_unlabelled_files_are_inputs_no_output_may_replace(tmp_path):
+    from bertkit.tasks import get_task
+    from bertkit.training import run_inputs
+
+    teacher = fake_bundle(tmp_path / "teacher")
+    text = f"task: distill\nmodel:\n  name: start\ndistill:\n  teacher: {teacher}\ndata:\n  train: x.csv\n"
+    cfg = load(tmp_path, text + "  unlabeled: more.txt\n")
+    found = run_inputs(cfg, get_task("distill"), ["run.yaml"])
+    assert {"run.yaml", "x.csv", "more.txt", "start", str(teacher)} <= {str(p) for p in found if p}
+
+
 def test_student_starts_from_the_teacher_at_its_length(tmp_path):
     teacher = fake_bundle(tmp_path / "teacher")
     cfg = load(tmp_path, f"task: distill\ndistill:\n  teacher: {teacher}\ndata:\n  train: x.csv\n")

@@ -82,6 +82,11 @@ class Task:
         """True when the model is built from a config, not loaded (no model.name to resolve)."""
         return False
 
+    def inputs(self, cfg: RunConfig) -> list[str]:
+        """Paths a run reads besides model.name, model.tokenizer and the data files (distill: its
+        teacher), which an output with --overwrite must never delete."""
+        return []
+
     def new_tokenizer(self, ds: dict, cfg: RunConfig):
         """A tokenizer learnt from the data, or None to load model.tokenizer / model.name's."""
         return None

@@ -6,7 +6,7 @@ The finished bundle appears at `output_dir` in one rename, so a failed or interr
 leaves a half-written model behind.
 """
 
-from bertkit.training.run import train
+from bertkit.training.run import run_inputs, train
 from bertkit.training.run_dir import is_main_process, work_dir
 
-__all__ = ["is_main_process", "train", "work_dir"]
+__all__ = ["is_main_process", "run_inputs", "train", "work_dir"]

@@ -42,15 +42,20 @@ def train(
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     final = Path(cfg.output_dir)
-    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
-    data_files = [p for s in sources if s is not None for p in s.local_paths()]
-    data_files += list(cfg.data.unlabeled or [])
-    teacher = getattr(getattr(cfg, "distill", None), "teacher", None) if cfg.task == "distill" else None
-    inputs = [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, teacher]
+    inputs = run_inputs(cfg, task, protect)
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)
         return _run(cfg, task, final, overwrite, checkpoint, inputs, [*callbacks], progress)
+
+
+def run_inputs(cfg: Config, task, protect=()) -> list:
+    """Everything a run reads, which its output must never replace: `protect` (the config file),
+    the data files, the model and tokenizer, and what the task adds (`Task.inputs`)."""
+    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
+    data_files = [p for s in sources if s is not None for p in s.local_paths()]
+    data_files += list(cfg.data.unlabeled or [])
+    return [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, *task.inputs(cfg)]
 
 
 def _run(

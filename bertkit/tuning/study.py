@@ -48,11 +48,12 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     """Run `options.trials` trials of the study named by `options` (created, or continued when it
     exists), then write the reports; with `retrain_best`, train the best config into `best/`."""
     optuna = search.require_optuna()
+    from bertkit.tasks import get_task
+    from bertkit.training import run_inputs
     from bertkit.tuning import report
 
     final = Path(cfg.output_dir)
-    sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
-    protect = [*options.protect, *(p for s in sources if s is not None for p in s.local_paths()), cfg.model.name]
+    protect = run_inputs(cfg, get_task(cfg.task), options.protect)
     space = space_of(cfg)
     check_space(cfg, space)
     metric = metric_of(cfg)

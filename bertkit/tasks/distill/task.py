@@ -65,6 +65,9 @@ class DistillTask(Task):
         }
         return info
 
+    def inputs(self, cfg: Config) -> list[str]:
+        return [cfg.distill.teacher]
+
     def metric_names(self, info) -> list[str]:
         return _task_of(info).metric_names(info)
 
