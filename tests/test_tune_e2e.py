@@ -130,5 +130,7 @@ def test_two_processes_share_one_sqlite_study(tmp_path, tiny_model, easy_data):
     assert len(trials) == 4 and sorted(t.number for t in trials) == [0, 1, 2, 3]
     assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)
     assert len({t.params["train.learning_rate"] for t in trials}) == 4  # seeded per trial: no repeats
-    for i in range(2):  # each process reports the whole study
-        assert len(json.loads((tmp_path / f"worker{i}" / "trials.json").read_text())["trials"]) == 4
+    # each process reports the whole study as it stands when it ends (every process's trials): the
+    # last to end sees all 4; the first may end before the other has started or finished its trials
+    reported = [len(json.loads((tmp_path / f"worker{i}" / "trials.json").read_text())["trials"]) for i in range(2)]
+    assert max(reported) == 4 and min(reported) >= 2, reported
