@@ -16,7 +16,8 @@ def test_defaults_fill_every_key(tmp_path):
     cfg = load_config(write(tmp_path, "data:\n  train: a.csv\n"))
     assert cfg.task == "classify"
     assert cfg.model.max_length == 256
-    assert cfg.train.learning_rate == 5e-5  # classify's measured rate, not the generic field default
+    # classify's measured rule (5e-5 for long runs, raised for short ones), not the generic field default
+    assert cfg.train.learning_rate == "auto" and cfg.rate_rule().base == 5e-5
     assert cfg.data.train.path == "a.csv"
 
 
@@ -153,8 +154,8 @@ def test_unquoted_no_is_a_strategy(tmp_path):
 @pytest.mark.parametrize(
     "task, expected",
     [
-        ("classify", {"train.learning_rate": 5e-5, "train.head_learning_rate": None, "model.max_length": 256}),
-        ("ner", {"train.learning_rate": 5e-5, "model.max_length": 256}),
+        ("classify", {"train.learning_rate": "auto", "train.head_learning_rate": None, "model.max_length": 256}),
+        ("ner", {"train.learning_rate": "auto", "model.max_length": 256}),
         (
             "qa",
             {

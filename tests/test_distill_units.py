@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from bertkit.errors import BertkitError
+from bertkit.tasks import registry
 
 
 def tiny_classifier(layers=4):
@@ -190,7 +191,8 @@ def test_student_starts_from_the_teacher_at_its_length(tmp_path):
     teacher = fake_bundle(tmp_path / "teacher")
     cfg = load(tmp_path, f"task: distill\ndistill:\n  teacher: {teacher}\ndata:\n  train: x.csv\n")
     assert cfg.model.name == str(teacher) and cfg.model.max_length == 48
-    assert cfg.train.learning_rate == 5.0e-5  # classify's measured default, not the generic 2e-5
+    # classify's measured rule, not the generic 2e-5
+    assert cfg.train.learning_rate == "auto" and cfg.rate_rule() == registry.record("classify").learning_rate
     assert cfg.distill.temperature == 2.0 and cfg.distill.alpha == 0.5 and cfg.distill.student_layers is None
     cfg = load(
         tmp_path,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, create_model, field_validator, model_vali
 
 from bertkit.config.sections import DataConfig, ModelConfig, Section, TrainConfig, section_names
 from bertkit.config.tune_section import TuneConfig
+from bertkit.learning_rates import AUTO, StepScaledRate
 from bertkit.tasks import registry
 
 
@@ -49,7 +50,21 @@ class RunConfig(Section):
                 derive(self)
         if self.model.name is None:  # only distill fills it in (with its teacher)
             raise ValueError("model.name: null; give a hub id or a local model directory")
+        auto = [k for k in ("learning_rate", "head_learning_rate") if getattr(self.train, k) == AUTO]
+        rule = self.rate_rule()
+        if auto and (rule is None or ("head_learning_rate" in auto and rule.head is None)):
+            raise ValueError(
+                f"train.{auto[-1]}: auto, but task {self.task} has no measured rule for it; give a number"
+            )
         return self
+
+    def rate_rule(self) -> StepScaledRate | None:
+        """What `train.learning_rate: auto` follows: the task's rule (distill: its teacher task's)."""
+        record = registry.record(self.task)
+        if record.learning_rate is not None:
+            return record.learning_rate
+        borrowed = getattr(getattr(self, record.section, None), "rate_task", None)
+        return registry.record(borrowed).learning_rate if borrowed in registry.names() else None
 
     @field_validator("output_dir")
     @classmethod

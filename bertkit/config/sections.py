@@ -4,7 +4,7 @@ into comments)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -275,15 +275,20 @@ class DataConfig(LayoutChecks):
     strip_html: bool = Field(False, description="replace HTML tags such as IMDb's <br /> with spaces")
 
 
+PositiveRate = Annotated[float, Field(gt=0)]
+
+
 class TrainConfig(Section):
     epochs: float = Field(3, gt=0, description="passes over the training data")
     max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
     batch_size: int = Field(16, ge=1, description="examples per device per step")
     eval_batch_size: int | None = Field(None, ge=1, description="defaults to 2 x batch_size")
     gradient_accumulation_steps: int = Field(1, ge=1, description="steps per optimiser update")
-    learning_rate: float = Field(2.0e-5, gt=0, description="peak learning rate")
-    head_learning_rate: float | None = Field(
-        None, gt=0, description="peak learning rate of the task head (new weights); learning_rate when null"
+    learning_rate: PositiveRate | Literal["auto"] = Field(
+        2.0e-5, description="peak learning rate; auto: the task's measured rate, raised for short runs"
+    )
+    head_learning_rate: PositiveRate | Literal["auto"] | None = Field(
+        None, description="peak learning rate of the task head (new weights); learning_rate when null"
     )
     weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay")
     warmup_ratio: float = Field(0.06, ge=0, lt=1, description="share of steps spent warming up")

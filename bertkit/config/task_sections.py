@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from bertkit.config.sections import Section, derived_doc_stride, home_path
 from bertkit.losses import CROSS_ENTROPY, DEFAULT_GAMMA
@@ -207,6 +207,11 @@ class DistillConfig(Section):
         "alpha * hard loss",
     )
     teacher_batch_size: int = Field(64, ge=1, description="examples per batch when the teacher scores the data")
+    _teacher_task: str | None = PrivateAttr(None)  # whose learning-rate rule `auto` follows
+
+    @property
+    def rate_task(self) -> str | None:
+        return self._teacher_task
 
     @field_validator("student_layers")
     @classmethod
@@ -235,6 +240,7 @@ class DistillConfig(Section):
         if run.model.name is None:
             run.model.name = self.teacher
         facts = _teacher_facts(self.teacher)
+        self._teacher_task = facts.get("task")
         length = facts.get("max_length")
         if "max_length" not in run.model.model_fields_set and isinstance(length, int) and length >= 8:
             run.model.max_length = length  # the teacher's, when left out

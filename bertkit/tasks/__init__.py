@@ -7,9 +7,15 @@ data): a key a config leaves out takes the task's value here, else its field's g
 
 from __future__ import annotations
 
+from bertkit.learning_rates import AUTO, StepScaledRate
 from bertkit.tasks.registry import TaskRecord, get_task, record, register, task_for_architecture
 
 __all__ = ["TaskRecord", "get_task", "record", "register", "task_for_architecture"]
+
+# classify and NER: 5e-5 for runs of 1,000 steps or more (full SST-2, IMDb, CoNLL-2003), raised by
+# √(1000 / steps) below that, at most 4× (2e-4): on SST-2 samples no default was found on, 2e-4 was
+# the best of run_glue's rates at 19 and 63 steps (docs/benchmarks.md)
+SHORT_RUNS_RAISED = StepScaledRate(base=5.0e-5, reference_steps=1000, max_factor=4.0)
 
 register(
     TaskRecord(
@@ -20,8 +26,10 @@ register(
         settings="bertkit.config.task_sections:ClassifyConfig",
         architecture="ForSequenceClassification",
         pipeline="text-classification",
-        # IMDb and SST-2 (bench/classify_speed.py, bench/classify_quality.py): 5e-5 reaches the targets
-        defaults={("train", "learning_rate"): 5.0e-5},
+        # IMDb and SST-2 (bench/classify_quality.py): 5e-5 reaches the targets on runs of thousands of
+        # steps; on short runs it is too low (bench/defaults_study.py): auto raises it, to 2e-4 at 63 steps
+        defaults={("train", "learning_rate"): AUTO},
+        learning_rate=SHORT_RUNS_RAISED,
         starter={("data", "train"): "examples/reviews/train.csv", ("data", "test"): "examples/reviews/test.csv"},
     )
 )
@@ -34,8 +42,10 @@ register(
         settings="bertkit.config.task_sections:NerConfig",
         architecture="ForTokenClassification",
         pipeline="token-classification",
-        # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1
-        defaults={("train", "learning_rate"): 5.0e-5},
+        # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1 on the full set; short runs
+        # want more, as classify's do (bench/defaults_study.py)
+        defaults={("train", "learning_rate"): AUTO},
+        learning_rate=SHORT_RUNS_RAISED,
         starter={("data", "train"): "data/train.conll", ("data", "validation"): "data/dev.conll"},
     )
 )

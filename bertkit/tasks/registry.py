@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bertkit.errors import BertkitError, did_you_mean
+from bertkit.learning_rates import StepScaledRate
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class TaskRecord:
     pipeline: str = "feature-extraction"  # the model card's pipeline tag
     # measured settings that a config leaving the key out gets: {(section, key): value}
     defaults: Mapping[tuple[str, str], Any] = field(default_factory=dict)
+    # what `train.learning_rate: auto` means for this task (bertkit/learning_rates.py)
+    learning_rate: StepScaledRate | None = None
     # example values `bertkit config init NAME` writes (marked there as starter values)
     starter: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 

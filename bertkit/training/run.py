@@ -13,6 +13,7 @@ from bertkit.config import Config
 from bertkit.errors import BertkitError
 from bertkit.run_info import RunInfo
 from bertkit.tasks import get_task
+from bertkit.training.budget import resolve_rates
 from bertkit.training.export import write_bundle
 from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
 from bertkit.training.trainer import (
@@ -94,6 +95,12 @@ def _run(
         for role in ("validation", "test"):
             if role in features:
                 features[role] = longest_first(features[role])
+    cfg, rates = resolve_rates(cfg, len(features["train"]))
+    if rates and is_main_process():
+        from bertkit.progress import console
+
+        chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in rates["auto"] if rates[k] is not None)
+        console.print(f"{chosen} (auto: ×{rates['factor']:g} for a {rates['steps']:,}-step run)")
     model = task.build_model(source, info, cfg)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
@@ -158,6 +165,8 @@ def _run(
             "train_examples": len(features["train"]),
             "precision": precision,
         }
+        if rates:
+            stats["learning_rate"] = rates
         if getattr(loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
             stats["loss"] = loss.settings
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from bertkit.config import Config, schema
 from bertkit.config.tune_section import SearchRange
 from bertkit.errors import BertkitError
+from bertkit.learning_rates import AUTO
 from bertkit.tasks import registry
 
 # Learning rates: a quarter to four times the run's own (the config's, else the task's measured
@@ -29,13 +30,11 @@ def default_space(cfg: Config) -> dict[str, SearchRange]:
     """The space `bertkit tune` searches when the config's `tune.space` is null, centred on the
     run's own values (the config's, else the task's measured defaults from its registry record)."""
     t = cfg.train
-    space = {"train.learning_rate": _around(t.learning_rate, LR_SPREAD)}
+    rate, head = _centre(cfg, t.learning_rate, "base"), _centre(cfg, t.head_learning_rate, "head")
+    space = {"train.learning_rate": _around(rate, LR_SPREAD)}
     if registry.record(cfg.task).architecture:  # a task head (embed's encoder has none of its own)
-        head = t.head_learning_rate
         space["train.head_learning_rate"] = (
-            _around(head, LR_SPREAD)
-            if head
-            else SearchRange(low=t.learning_rate * HEAD_LOW, high=t.learning_rate * HEAD_HIGH, log=True)
+            _around(head, LR_SPREAD) if head else SearchRange(low=rate * HEAD_LOW, high=rate * HEAD_HIGH, log=True)
         )
     space["train.warmup_ratio"] = SearchRange(low=WARMUP[0], high=WARMUP[1])
     # half, the same and twice the batch: a batch's effect is through its gradient noise, on a log scale
@@ -47,6 +46,15 @@ def default_space(cfg: Config) -> dict[str, SearchRange]:
         space["train.epochs"] = SearchRange(low=low, high=max(low + 1, math.ceil(t.epochs * 1.5)), step=1)
     space["train.weight_decay"] = SearchRange(low=WEIGHT_DECAY[0], high=WEIGHT_DECAY[1])
     return space
+
+
+def _centre(cfg: Config, value, which: str) -> float | None:
+    """A rate to search around: the config's number, or for `auto` the middle (on a log scale) of
+    what the task's rule gives, from long runs' base to short runs' highest."""
+    if value != AUTO:
+        return value
+    rule = cfg.rate_rule()
+    return getattr(rule, which) * math.sqrt(rule.max_factor)
 
 
 def _around(value: float, spread: float) -> SearchRange:
