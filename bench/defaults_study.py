@@ -16,6 +16,9 @@ there are skipped).
             classify default was chosen on IMDb and full SST-2), a seeded sample of --size,
             1 epoch, batch 16, scored on the official dev set (872). Peer: run_glue.py's recipe
             (one learning rate, no warmup, no weight decay).
+  ner:      CoNLL-2003, a seeded sample of --size sentences of eng.train (the NER default was
+            chosen on all 14,041 for 3 epochs), max length 128, 1 epoch, batch 16, scored on a
+            seeded 1,000 of eng.testa's sentences (entity F1). Peer: run_ner.py's recipe.
 
 Usage: python bench/defaults_study.py TASK --size N [N ...] --length L [L ...] --seed S [S ...]
            --setting defaults peer:2e-4 ... [--table]
@@ -57,12 +60,21 @@ def classify_files() -> dict:
     return {"train": train, "validation": require(DATA / "en/sst2/dev.tsv")}
 
 
-TASKS = {"qa": (qa_files, "f1"), "classify": (classify_files, "accuracy")}
+def ner_files() -> dict:
+    files = {"train": "eng.train", "validation": "eng.testa"}
+    return {role: f"{{path: {require(DATA / 'en/conll2003' / name)}, format: conll}}" for role, name in files.items()}
+
+
+TASKS = {"qa": (qa_files, "f1"), "classify": (classify_files, "accuracy"), "ner": (ner_files, "f1")}
+SECTIONS = {
+    "qa": lambda length: f"qa:\n  doc_stride: {64 if length <= 256 else 128}\n",
+    "ner": lambda length: "ner:\n  token_column: 0\n  tag_column: 3\n",
+}
 
 
 def config(task: str, length: int) -> str:
     files = TASKS[task][0]()
-    extra = f"qa:\n  doc_stride: {64 if length <= 256 else 128}\n" if task == "qa" else ""
+    extra = SECTIONS[task](length) if task in SECTIONS else ""
     path = WORK / f"{task}-{length}.yaml"
     path.write_text(
         f"task: {task}\nmodel:\n  name: {minilm_path()}\n  max_length: {length}\n"
@@ -94,6 +106,8 @@ def done_rows() -> list[dict]:
 
 def run(task: str, size: int, length: int, seed: int, setting: str) -> dict:
     sets = [f"data.max_train_samples={size}", "data.sample=random", f"train.seed={seed}", *setting_sets(setting)]
+    if task == "ner":  # a seeded 1,000 of eng.testa's 3,250 sentences: the scoring costs less than the training
+        sets.append("data.max_eval_samples=1000")
     name = f"defaults-{task}-{size}-{length}-{seed}-{setting.replace(':', '-').replace(',', '_')}"[:120]
     info, wall = train_bundle(task, config(task, length), name, sets)
     metric = TASKS[task][1]
