@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from common import DATA, ROOT, require, save, table
+from common import DATA, RESULTS, ROOT, require, save, table
 
 RUNS = {
     "sst2": ("configs/local/sst2.yaml", DATA / "en/sst2/train.tsv", []),
@@ -83,6 +83,9 @@ def main(names: list[str]) -> None:
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 rows.append({"data": name, "run": run, **row})
                 print(rows[-1], flush=True)
+    earlier = RESULTS / "feature_cache.json"  # rows of the data sets not run this time are kept
+    if earlier.exists():
+        rows = [r for r in json.loads(earlier.read_text())["rows"] if r["data"] not in names] + rows
     columns = ["data", "run", "cache", "read_seconds", "features_seconds", "entry_mb", "entry"]
     print(table(rows, columns))
     print("saved", save("feature_cache", {"rows": rows}))

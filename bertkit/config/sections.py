@@ -276,7 +276,7 @@ class DataConfig(LayoutChecks):
     # on by default: a second run on the same data skips tokenizing, and training reads memory-mapped
     # features; the entries cost disk only (docs/data.md, "The feature cache")
     cache: bool = Field(
-        True, description="keep tokenized features on disk ($BERTKIT_CACHE/features) and reuse them when nothing changed"
+        True, description="keep tokenized features on disk ($BERTKIT_CACHE/features) reused while nothing changes"
     )
     streaming: bool = Field(
         False, description="mlm-adapt only: read the training corpus lazily as training goes (needs train.max_steps)"
