@@ -32,23 +32,27 @@ def config(tiny_model, corpus, **more):
     return load_config(None, task="mlm-adapt", **sets)
 
 
-def test_the_stream_is_lazy_and_skips_the_held_out_texts(tiny_model, corpus):
-    import datasets
-
+def prepared(tiny_model, cfg):
+    """(raw splits, features, info) as a training run makes them."""
     from bertkit.run_info import RunInfo
     from bertkit.tasks import get_task
     from bertkit.tokenization import load_tokenizer
 
-    cfg = config(tiny_model, corpus)
     task = get_task("mlm-adapt")
     raw = task.load(cfg)
-    assert isinstance(raw["train"], datasets.IterableDataset)
-    assert raw["validation"]["text"][0].startswith("line 0 ") and len(raw["validation"]) == 20
-    assert next(iter(raw["train"]))["text"].startswith("line 20 ")  # training starts after them
     info = RunInfo(task.setup(raw, cfg))
     tokenizer = load_tokenizer(str(tiny_model), None, False)
     info = info.replace(**task.tokenizer_facts(tokenizer, info))
-    features = task.prepare(raw, tokenizer, info)
+    return raw, task.prepare(raw, tokenizer, info), info
+
+
+def test_the_stream_is_lazy_and_skips_the_held_out_texts(tiny_model, corpus):
+    import datasets
+
+    raw, features, info = prepared(tiny_model, config(tiny_model, corpus))
+    assert isinstance(raw["train"], datasets.IterableDataset)
+    assert raw["validation"]["text"][0].startswith("line 0 ") and len(raw["validation"]) == 20
+    assert next(iter(raw["train"]))["text"].startswith("line 20 ")  # training starts after them
     assert isinstance(features["train"], datasets.IterableDataset)
     blocks = list(features["train"].take(5))
     assert all(len(b["input_ids"]) == info["block_size"] for b in blocks)  # full blocks only
@@ -56,17 +60,8 @@ def test_the_stream_is_lazy_and_skips_the_held_out_texts(tiny_model, corpus):
 
 
 def test_lines_mode_streams_too(tiny_model, corpus):
-    from bertkit.run_info import RunInfo
-    from bertkit.tasks import get_task
-    from bertkit.tokenization import load_tokenizer
-
     cfg = config(tiny_model, corpus, **{"mlm.mode": "lines", "data.max_train_samples": 7, "data.sample": "first"})
-    task = get_task("mlm-adapt")
-    raw = task.load(cfg)
-    tokenizer = load_tokenizer(str(tiny_model), None, False)
-    info = RunInfo(task.setup(raw, cfg))
-    info = info.replace(**task.tokenizer_facts(tokenizer, info))
-    rows = list(task.prepare(raw, tokenizer, info)["train"])
+    rows = list(prepared(tiny_model, cfg)[1]["train"])
     assert len(rows) == 7  # one example a line, and only the first 7 lines
 
 
@@ -127,3 +122,24 @@ def test_streamed_training_runs_max_steps(tiny_model, corpus, tmp_path, cli):
     assert info["training"]["train_examples"] is None  # a stream has no length
     validation = info["metrics"]["validation"]
     assert validation["perplexity_after"] < validation["perplexity_before"]
+
+
+def test_only_what_training_asks_for_is_read(tiny_model, tmp_path, monkeypatch):
+    from bertkit.data import corpus as corpus_module
+
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"line {i} the hotel was lovely and the film was great\n" for i in range(20000)))
+    read = {"lines": 0}
+    real = corpus_module.read_lines
+
+    def counting(*args, **kwargs):
+        for text in real(*args, **kwargs):
+            read["lines"] += 1
+            yield text
+
+    monkeypatch.setattr(corpus_module, "read_lines", counting)
+    _, features, _ = prepared(tiny_model, config(tiny_model, big))
+    assert read["lines"] == 20  # the held-out validation texts, nothing more yet
+    next(iter(features["train"]))
+    # the first block waits for the shuffle buffer (1,000 blocks: ~3,000 of these lines), not for the file
+    assert read["lines"] < 5000
