@@ -10,12 +10,13 @@ vocabulary learnt from the corpus), so that the model's own memory is small and 
 enough to stream a whole corpus; what is measured is what the data costs.
 
   in memory   data.streaming: false, data.cache: false: the whole corpus read and tokenized
-              before training (the peak grows with the corpus)
-  streamed    data.streaming: true: one full pass over the small corpus and on into a second
-              (max_steps past one epoch), and a short run on the big corpus (the file is never
-              read whole)
+              before training (the peak grows with the corpus); --pass-mb, --small-mb / 4, --small-mb
+  streamed    data.streaming: true: one full pass over the --pass-mb corpus and on into a second
+              (max_steps past one epoch), and --big-steps on the --big-mb corpus (a file far
+              larger than the process ever holds; only what the steps need is read)
 
-Usage: python bench/mlm_streaming_memory.py [--small-mb 20] [--big-mb 2048]
+Usage: python bench/mlm_streaming_memory.py [--small-mb 40] [--pass-mb 2] [--big-mb 2048] [--big-steps 100]
+       python bench/mlm_streaming_memory.py --big-only --big-steps 600   (memory over a long stream)
 Writes bench/results/mlm_streaming_memory.json and prints a table.
 """
 
@@ -51,8 +52,8 @@ def make_corpus(path: Path, megabytes: float) -> Path:
 
 
 def watch(args: list[str]) -> dict:
-    """Run a command: its peak resident memory (VmHWM), and its resident memory at the first and
-    the last training log line (what training holds, after start-up and before the bundle)."""
+    """Run a command: its peak resident memory (VmHWM), and its resident memory at each training
+    log line (what training holds, after start-up and before the bundle is written)."""
     started = time.perf_counter()
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     status, peak, rss, logged, output = Path(f"/proc/{process.pid}/status"), 0, 0, [], []
@@ -76,7 +77,7 @@ def watch(args: list[str]) -> dict:
     reader.join()
     if process.returncode:
         sys.exit(f"{' '.join(args)} failed:\n{''.join(output)[-3000:]}")
-    training = [logged[0] // 1024, logged[-1] // 1024] if logged else None
+    training = [rss // 1024 for rss in logged] or None  # at each training log line (5 per run)
     wall = round(time.perf_counter() - started, 1)
     return {"peak_mb": peak // 1024, "training_rss_mb": training, "wall_seconds": wall}
 
@@ -101,7 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--small-mb", type=float, default=40, help="the larger in-memory corpus")
     parser.add_argument("--pass-mb", type=float, default=2, help="the corpus streamed whole, and on")
-    parser.add_argument("--big-mb", type=float, default=2048, help="the corpus streamed for a few steps")
+    parser.add_argument("--big-mb", type=float, default=2048, help="the corpus streamed for --big-steps")
+    parser.add_argument("--big-steps", type=int, default=100)
+    parser.add_argument("--big-only", action="store_true", help="only the streamed run on the big corpus")
     options = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bertkit-stream-bench-", dir="/tmp"))
     try:
@@ -119,17 +122,18 @@ def main() -> None:
             print(rows[-1], flush=True)
             return rows[-1]
 
-        whole = make_corpus(folder / "pass.txt", options.pass_mb)
-        blocks = run(whole, False, 20)["examples"]
-        run(whole, True, int(1.2 * blocks / BATCH) + 1)  # one pass and a fifth of the next
-        for megabytes in (options.small_mb / 4, options.small_mb):
-            run(make_corpus(folder / f"in-memory-{megabytes}.txt", megabytes), False, 20)
+        if not options.big_only:
+            whole = make_corpus(folder / "pass.txt", options.pass_mb)
+            blocks = run(whole, False, 20)["examples"]
+            run(whole, True, int(1.2 * blocks / BATCH) + 1)  # one pass and a fifth of the next
+            for megabytes in (options.small_mb / 4, options.small_mb):
+                run(make_corpus(folder / f"in-memory-{megabytes}.txt", megabytes), False, 20)
         big = make_corpus(folder / "big.txt", options.big_mb)
-        run(big, True, 100)
+        run(big, True, options.big_steps)
         big.unlink()
         columns = ["corpus_mb", "streaming", "steps", "examples", "peak_mb", "training_rss_mb", "wall_seconds"]
         print(table(rows, columns))
-        print("saved", save("mlm_streaming_memory", {"block": BLOCK, "batch": BATCH, "rows": rows}))
+        print("saved", save("mlm_streaming_memory" + ("_big" if options.big_only else ""), {"rows": rows}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
