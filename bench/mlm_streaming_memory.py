@@ -17,6 +17,7 @@ enough to stream a whole corpus; what is measured is what the data costs.
 
 Usage: python bench/mlm_streaming_memory.py [--small-mb 40] [--pass-mb 2] [--big-mb 2048] [--big-steps 100]
        python bench/mlm_streaming_memory.py --big-only --big-steps 600   (memory over a long stream)
+       python bench/mlm_streaming_memory.py --data-only 80000   (the stream alone, MiniLM's tokenizer, no model)
 Writes bench/results/mlm_streaming_memory.json and prints a table.
 """
 
@@ -98,6 +99,33 @@ def train(folder: Path, model: Path, corpus: Path, streaming: bool, steps: int) 
             "examples": training.get("train_examples")}  # fmt: skip
 
 
+def data_only(corpus: Path, blocks: int) -> dict:
+    """The streamed features alone, no model: this process' resident memory every 10,000 blocks."""
+    from bertkit.config import load_config
+    from bertkit.run_info import RunInfo
+    from bertkit.tasks import get_task
+    from bertkit.tokenization import load_tokenizer
+
+    def rss() -> int:
+        return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS")).split()[1]) // 1024
+
+    sets = {"model.name": minilm_path(), "model.max_length": BLOCK, "data.train": str(corpus),
+            "data.streaming": True, "train.max_steps": 1, "data.max_eval_samples": 100}  # fmt: skip
+    cfg = load_config(None, task="mlm-adapt", **sets)
+    task = get_task("mlm-adapt")
+    raw = task.load(cfg)
+    tokenizer = load_tokenizer(minilm_path(), None, False)
+    info = RunInfo(task.setup(raw, cfg))
+    info = info.replace(**task.tokenizer_facts(tokenizer, info))
+    series = []
+    for i, _ in enumerate(task.prepare(raw, tokenizer, info)["train"]):
+        if i % 10000 == 0:
+            series.append(rss())
+        if i >= blocks:
+            break
+    return {"corpus_mb": round(corpus.stat().st_size / 2**20), "blocks": blocks, "rss_every_10000_blocks_mb": series}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--small-mb", type=float, default=40, help="the larger in-memory corpus")
@@ -105,9 +133,15 @@ def main() -> None:
     parser.add_argument("--big-mb", type=float, default=2048, help="the corpus streamed for --big-steps")
     parser.add_argument("--big-steps", type=int, default=100)
     parser.add_argument("--big-only", action="store_true", help="only the streamed run on the big corpus")
+    parser.add_argument("--data-only", type=int, default=0, help="only stream this many blocks, no model")
     options = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bertkit-stream-bench-", dir="/tmp"))
     try:
+        if options.data_only:
+            row = data_only(make_corpus(folder / "data.txt", 60), options.data_only)
+            print(row)
+            save("mlm_streaming_memory_data", row)
+            return
         model = folder / "tiny"
         vocab = make_corpus(folder / "vocab.txt", 2)
         subprocess.run(
