@@ -61,7 +61,10 @@ def smoke_overrides(cfg, tiny: Path | None, folder: Path) -> list[str]:
         "train.report_to=[]",
         "train.dataloader_workers=0",
         f"output_dir={folder / 'bundle'}",
+        "data.cache=false",  # a smoke run leaves nothing behind, cached features included
     ]
+    if cfg.data.streaming:  # a stream's sample can only be its first texts
+        sets.append("data.sample=first")
     if tiny is not None:
         sets.append(f"model.name={tiny}")
     else:  # a model pre-trained from scratch: the same recipe, small
@@ -131,7 +134,10 @@ def _read(load, config: Path, folder: Path, state: dict) -> str:
         job.inspect_checks(whole, tokenizer, info, cfg)
     smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder), *_as_whole(cfg, info)])
     state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
-    sizes = ", ".join(f"{role} {len(split):,}" for role, split in whole.items())
+    # a streamed training split (data.streaming) is not read whole: it has no length to show
+    sizes = ", ".join(
+        f"{role} {len(split):,}" if hasattr(split, "__len__") else f"{role} streamed" for role, split in whole.items()
+    )
     origin = f"a tiny model of {cfg.model.name}" if tiny else "pre-trained from scratch, small"
     return f"{cfg.task}, {origin}; {sizes} read and checked"
 

@@ -49,6 +49,19 @@ def _training_needs_the_slow_marker():
     Trainer.train = real
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _feature_cache_in_a_temporary_folder(tmp_path_factory):
+    """Runs cache their tokenized features (data.cache, on by default): in a folder of the test
+    session's own, never the user's ~/.cache/bertkit."""
+    kept = os.environ.get("BERTKIT_CACHE")
+    os.environ["BERTKIT_CACHE"] = str(tmp_path_factory.mktemp("bertkit-cache"))
+    yield
+    if kept is None:
+        os.environ.pop("BERTKIT_CACHE", None)
+    else:
+        os.environ["BERTKIT_CACHE"] = kept
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     rng = random.Random(0)

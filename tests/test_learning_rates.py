@@ -45,7 +45,7 @@ def load(tmp_path, text: str):
 
 def test_auto_becomes_a_number_from_the_run_length(tmp_path):
     cfg = load(tmp_path, "task: classify\ntrain:\n  epochs: 1\n")
-    short, note = resolve_rates(cfg, 1000)  # 63 steps
+    short, note = resolve_rates(cfg, range(1000))  # 63 steps
     assert short.train.learning_rate == pytest.approx(5e-5 * math.sqrt(1000 / 63), rel=1e-2)
     assert note == {
         "auto": ["learning_rate"],
@@ -53,14 +53,14 @@ def test_auto_becomes_a_number_from_the_run_length(tmp_path):
         "factor": round(math.sqrt(1000 / 63), 3),
         "learning_rate": short.train.learning_rate,
     }
-    long, _ = resolve_rates(cfg, 40_000)
+    long, _ = resolve_rates(cfg, range(40_000))
     assert long.train.learning_rate == 5e-5
     assert cfg.train.learning_rate == "auto"  # the loaded config is left as it was
 
 
 def test_a_number_is_kept_as_written(tmp_path):
     cfg = load(tmp_path, "task: classify\ntrain:\n  learning_rate: 1.0e-5\n")
-    same, note = resolve_rates(cfg, 100)
+    same, note = resolve_rates(cfg, range(100))
     assert same is cfg and note == {}
 
 

@@ -273,6 +273,14 @@ class DataConfig(LayoutChecks):
         "random", description="how max_*_samples picks: a seeded random sample, or the first rows"
     )
     strip_html: bool = Field(False, description="replace HTML tags such as IMDb's <br /> with spaces")
+    # on by default: a second run on the same data skips tokenizing, and training reads memory-mapped
+    # features; the entries cost disk only (docs/data.md, "The feature cache")
+    cache: bool = Field(
+        True, description="keep tokenized features on disk ($BERTKIT_CACHE/features) reused while nothing changes"
+    )
+    streaming: bool = Field(
+        False, description="mlm-adapt only: read the training corpus lazily as training goes (needs train.max_steps)"
+    )
 
 
 PositiveRate = Annotated[float, Field(gt=0)]

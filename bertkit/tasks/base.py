@@ -41,6 +41,7 @@ class Task:
     name: str  # as in the registry
     auto_model: str = "AutoModel"  # the transformers Auto class that loads a trained bundle
     records_per_pass: int = 1024  # records `predict` takes from the input at a time (memory, not results)
+    can_stream: bool = False  # whether `load` honours data.streaming (a lazily read training split)
 
     # ------------------------------------------------------------ training: required
 

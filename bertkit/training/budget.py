@@ -6,14 +6,17 @@ import os
 
 from bertkit.config import Config
 from bertkit.learning_rates import AUTO, planned_steps
+from bertkit.training.run_dir import is_main_process
 
 
-def resolve_rates(cfg: Config, examples: int) -> tuple[Config, dict]:
-    """`cfg` with numbers for `auto` learning rates, and what was decided (for bertkit.json and
-    the log); `cfg` itself when the rates are numbers already."""
+def resolve_rates(cfg: Config, train) -> tuple[Config, dict]:
+    """`cfg` with numbers for `auto` learning rates, and what was decided (for bertkit.json, and
+    said in the log); `cfg` itself when the rates are numbers already. `train`: the training
+    features (a streamed set has no length: it runs train.max_steps)."""
     t = cfg.train
     if AUTO not in (t.learning_rate, t.head_learning_rate):
         return cfg, {}
+    examples = len(train) if hasattr(train, "__len__") else 0
     rule = cfg.rate_rule()  # the config's check makes sure there is one
     processes = int(os.environ.get("WORLD_SIZE", "1"))
     steps = planned_steps(examples, t.batch_size, t.gradient_accumulation_steps, t.epochs, t.max_steps, processes)
@@ -24,4 +27,10 @@ def resolve_rates(cfg: Config, examples: int) -> tuple[Config, dict]:
     if t.head_learning_rate == AUTO:
         rates["head_learning_rate"] = float(f"{rule.head * factor:.3g}") if rule.head else None
     resolved = cfg.model_copy(update={"train": t.model_copy(update=rates)})
-    return resolved, {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
+    note = {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
+    if is_main_process():
+        from bertkit.progress import console
+
+        chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in note["auto"] if rates[k] is not None)
+        console.print(f"{chosen} (auto: ×{note['factor']:g} for a {steps:,}-step run)")
+    return resolved, note

@@ -42,6 +42,11 @@ def train(
     task = get_task(cfg.task)
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
+    if cfg.data.streaming and not task.can_stream:
+        raise BertkitError(
+            f"data.streaming: the {task.name} task reads its training data whole; only plain-text training "
+            "(mlm-adapt) streams. Remove data.streaming"
+        )
     final = Path(cfg.output_dir)
     inputs = run_inputs(cfg, task, protect)
     lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
@@ -90,17 +95,11 @@ def _run(
     facts = task.tokenizer_facts(tokenizer, info)
     if facts:
         info = info.replace(**facts)
-    with status("tokenizing " + ", ".join(f"{len(v):,} {k}" for k, v in raw.items())):
-        features = task.prepare(raw, tokenizer, info)
-        for role in ("validation", "test"):
-            if role in features:
-                features[role] = longest_first(features[role])
-    cfg, rates = resolve_rates(cfg, len(features["train"]))
-    if rates and is_main_process():
-        from bertkit.progress import console
-
-        chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in rates["auto"] if rates[k] is not None)
-        console.print(f"{chosen} (auto: ×{rates['factor']:g} for a {rates['steps']:,}-step run)")
+    features = _features(cfg, task, raw, tokenizer, info)
+    for role in ("validation", "test"):
+        if role in features:
+            features[role] = longest_first(features[role])
+    cfg, rates = resolve_rates(cfg, features["train"])
     model = task.build_model(source, info, cfg)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
@@ -162,7 +161,7 @@ def _run(
             "train_seconds": round(train_seconds, 1),
             "train_samples_per_second": result.metrics.get("train_samples_per_second"),
             "train_steps": trainer.state.global_step,
-            "train_examples": len(features["train"]),
+            "train_examples": _count(features["train"]),
             "precision": precision,
         }
         if rates:
@@ -172,3 +171,31 @@ def _run(
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}
+
+
+def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
+    """`task.prepare` through the on-disk feature cache (training/feature_cache.py), unless
+    data.cache is off or the training split is streamed (tokenized as training reads it)."""
+    from bertkit.progress import console, status
+
+    counts = {role: _count(split) for role, split in raw.items()}
+    sizes = ", ".join(f"{role} (streamed)" if n is None else f"{n:,} {role}" for role, n in counts.items())
+
+    def build():
+        with status("tokenizing " + sizes):
+            return task.prepare(raw, tokenizer, info)
+
+    if not cfg.data.cache or None in counts.values():
+        return build()
+    from bertkit.training.feature_cache import cached_prepare
+
+    features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, task.inputs(cfg), say=console.print)
+    return features
+
+
+def _count(split) -> int | None:
+    """How many examples a split holds; None for a streamed one."""
+    try:
+        return len(split)
+    except TypeError:
+        return None

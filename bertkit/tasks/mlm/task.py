@@ -16,7 +16,7 @@ from bertkit.inference import chunks, empty_record, forward, softmax, to_numpy
 from bertkit.progress import console
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
-from bertkit.tasks.mlm import sentence_pairs
+from bertkit.tasks.mlm import sentence_pairs, streaming
 from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
@@ -28,8 +28,12 @@ class MlmTask(Task):
 
     # ------------------------------------------------------------ data
 
+    can_stream = True
+
     def load(self, cfg: Config):
         column = cfg.data.text_column
+        if cfg.data.streaming:
+            return streaming.load(cfg)
         if cfg.mlm.nsp:  # one row per document
             return data_mod.load_splits(cfg, read=lambda source, role: sentence_pairs.read_documents(source, column))
         return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, column))
@@ -92,6 +96,9 @@ class MlmTask(Task):
 
         prepared = {}
         for role, split in ds.items():
+            if isinstance(split, datasets.IterableDataset):  # data.streaming: tokenized as training reads it
+                prepared[role] = streaming.features(split, tokenizer, info, examples)
+                continue
             make = sentence_pairs.pair_examples if info.get("nsp") else examples
             rows = make(tokenizer, list(split["text"]), info, role)
             columns = {key: [row[key] for row in rows] for key in rows[0]}
@@ -100,7 +107,7 @@ class MlmTask(Task):
                     columns, tokenizer, info["mlm_probability"], info["whole_word_masking"], info["seed"]
                 )
             prepared[role] = datasets.Dataset.from_dict(columns)
-        return datasets.DatasetDict(prepared)
+        return prepared
 
     # ------------------------------------------------------------ model and training
 
@@ -245,9 +252,10 @@ FINE_TUNING_DROPOUT = 0.1  # BERT's, for a model pre-trained here
 # ---------------------------------------------------------------- examples
 
 
-def examples(tokenizer, texts: list[str], info: dict, where: str) -> list[dict]:
+def examples(tokenizer, texts: list[str], info: dict, where: str, partial: bool = False) -> list[dict]:
     """Model inputs from texts: blocks of block_size tokens cut from the joined text, or one
-    example a line (long lines cut or split into windows, as info says)."""
+    example a line (long lines cut or split into windows, as info says). `partial`: the texts
+    are one batch of a stream, which may give no example, and whose notes would repeat."""
     budget_block = info["block_size"] - tokenization.special_budget(tokenizer)
     budget_line = info["max_length"] - tokenization.special_budget(tokenizer)
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -257,7 +265,7 @@ def examples(tokenizer, texts: list[str], info: dict, where: str) -> list[dict]:
             if piece:
                 joined += [*piece, tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else piece
         full = len(joined) // budget_block
-        if where == "train" and full == 0:
+        if where == "train" and full == 0 and not partial:
             raise BertkitError(
                 f"the training text has {len(joined):,} tokens, too few for one block of {info['block_size']}: "
                 "add text, lower mlm.block_size, or use mlm.mode: lines"
@@ -273,12 +281,12 @@ def examples(tokenizer, texts: list[str], info: dict, where: str) -> list[dict]:
                 pieces += tokenization.windows(piece, budget_line, 0) if windows else [piece[:budget_line]]
             elif piece:
                 pieces.append(piece)
-        if long:
+        if long and not partial:
             what = "split into windows" if windows else "cut (mlm.long_lines: windows keeps all of them)"
             console.print(
                 f"[yellow]note:[/yellow] {where}: {long:,} lines longer than {budget_line} tokens were {what}"
             )
-    if not pieces:
+    if not pieces and not partial:
         raise BertkitError(f"{where}: no tokens in the text")
     return [tokenization.wrap(tokenizer, piece) for piece in pieces]
 
