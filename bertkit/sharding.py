@@ -124,7 +124,7 @@ def group(here: Place) -> Iterator[Place]:
             dist.init_process_group("gloo", timeout=timedelta(seconds=timeout()), rank=here.rank, world_size=here.size)
         except (RuntimeError, ValueError) as err:  # DistStoreError (a RuntimeError) when a process never came
             raise BertkitError(
-                f"{here.name()}: the {here.size} processes did not all join within {timeout()} s "
+                f"the {here.size} processes did not all join within {timeout()} s "
                 f"({_first_line(err)}); check that each one started ({TIMEOUT_VARIABLE} sets the wait)"
             ) from None
         made = True
@@ -151,14 +151,18 @@ def gather(here: Place, value, waiting_for: str) -> list:
         dist.all_gather_object(values, value)
     except RuntimeError as err:
         raise BertkitError(
-            f"{here.name()}: another process stopped (or went silent for {timeout()} s) {waiting_for} "
+            f"another process stopped (or went silent for {timeout()} s) {waiting_for} "
             f"({_first_line(err)}); its own message says why. Nothing was written."
         ) from None
     return values
 
 
 def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+    """What gloo or the store said, without its source location: "Connection closed by peer ..."."""
+    import re
+
+    line = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return re.sub(r"^\[[^\]]*\] ", "", line).split(". ")[0][:160]
 
 
 # ------------------------------------------------------------------------------ predict and embed
@@ -199,17 +203,17 @@ class Shards:
         """Every process's items, in input order (process 0, after `finish`)."""
         parts = [_units(self.folder / f"part-{rank}") for rank in range(self.here.size)]
         heads = [next(part, None) for part in parts]
-        unit = 0
-        while any(head is not None for head in heads):
+        unit = 0  # units are numbered without gaps, and unit u is in part u mod N
+        while True:
             owner = unit % self.here.size
             head = heads[owner]
-            if head is not None and head[0] == unit:
-                yield from head[1]
-                heads[owner] = next(parts[owner], None)
-            elif all(h is None or h[0] > unit for h in heads):
-                unit += 1
-            else:  # a unit out of order: the parts are not what this run wrote
-                raise RuntimeError(f"{self.folder}: unit {unit} missing from part-{owner}")
+            if head is None or head[0] != unit:
+                if any(h is not None for h in heads):  # the parts are not what this run wrote
+                    raise RuntimeError(f"{self.folder}: unit {unit} missing from part-{owner}")
+                return
+            yield from head[1]
+            heads[owner] = next(parts[owner], None)
+            unit += 1
 
 
 def _units(path: Path) -> Iterator[tuple[int, list]]:
@@ -245,20 +249,23 @@ def shards(here: Place, output: str) -> Iterator[Shards]:
     try:
         if not folder.is_dir():
             raise BertkitError(
-                f"{here.name()}: cannot see {folder}, made by process 0 beside {output}; on several machines, "
+                f"cannot see {folder}, made by process 0 beside {output}; on several machines, "
                 "write the output to a folder all of them share"
             )
         part = Shards(here, folder)
         yield part
+    except BaseException:
+        if part is not None and not here.main:  # a finished part stays for process 0 to read
+            with contextlib.suppress(OSError):
+                part.close()
+                part.path.unlink()
+        raise
     finally:
         if part is not None:
             with contextlib.suppress(OSError):
                 part.close()
         if here.main:
             shutil.rmtree(folder, ignore_errors=True)
-        elif part is not None:
-            with contextlib.suppress(OSError):
-                part.path.unlink()
 
 
 # ------------------------------------------------------------------------------ evaluate
