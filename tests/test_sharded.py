@@ -45,6 +45,23 @@ def bertkit(*args, launcher: str | None = None, **extra) -> subprocess.Completed
     return subprocess.run(command, capture_output=True, text=True, env=environment(**extra), timeout=300)
 
 
+@pytest.fixture
+def alone(cli):
+    """`bertkit ARGS` in this process, with one thread as each launched process has: the reference."""
+    import torch
+
+    def run(*args):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            code, out, err = cli(*args)
+        finally:
+            torch.set_num_threads(threads)
+        assert code == 0, err[-3000:]
+
+    return run
+
+
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -67,8 +84,8 @@ def texts(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(("launcher", "suffix"), [("torchrun", "jsonl"), ("accelerate", "csv")])
-def test_predict_classify_is_what_one_process_writes(launcher, suffix, classify_bundle, texts, tmp_path):
-    ok(bertkit("predict", "-m", classify_bundle, "-i", texts, "-o", tmp_path / f"one.{suffix}"))
+def test_predict_classify_is_what_one_process_writes(launcher, suffix, alone, classify_bundle, texts, tmp_path):
+    alone("predict", "-m", classify_bundle, "-i", texts, "-o", tmp_path / f"one.{suffix}")
     result = ok(
         bertkit("predict", "-m", classify_bundle, "-i", texts, "-o", tmp_path / f"two.{suffix}", launcher=launcher)
     )
@@ -78,34 +95,36 @@ def test_predict_classify_is_what_one_process_writes(launcher, suffix, classify_
     assert leftovers(tmp_path) == []
 
 
-def test_predict_ner_is_what_one_process_writes(head_models, tmp_path):
+def test_predict_ner_is_what_one_process_writes(alone, head_models, tmp_path):
     rng = random.Random(4)
     words = "Anna went to Paris and Berlin with Tom on Monday".split()
     lines = ["" if i % 50 == 7 else " ".join(rng.sample(words, 6)) for i in range(1100)]  # 3 units of 512
     source = tmp_path / "sentences.txt"
     source.write_text("\n".join(lines) + "\n")
-    ok(bertkit("predict", "-m", head_models["ner"], "-i", source, "-o", tmp_path / "one.jsonl"))
+    alone("predict", "-m", head_models["ner"], "-i", source, "-o", tmp_path / "one.jsonl")
     ok(bertkit("predict", "-m", head_models["ner"], "-i", source, "-o", tmp_path / "two.jsonl", launcher="torchrun"))
     one = (tmp_path / "one.jsonl").read_bytes()
     assert (tmp_path / "two.jsonl").read_bytes() == one and one.count(b"\n") == 1100
 
 
 @pytest.mark.parametrize(("launcher", "suffix"), [("torchrun", "npy"), ("accelerate", "jsonl")])
-def test_embed_is_what_one_process_writes(launcher, suffix, tiny_model, texts, tmp_path):
+def test_embed_is_what_one_process_writes(launcher, suffix, alone, tiny_model, texts, tmp_path):
     source = tmp_path / "more.txt"
     source.write_text(texts.read_text() * 2)  # 5,200 lines: two of embed's 4,096-line units
-    ok(bertkit("embed", "-m", tiny_model, "-i", source, "-o", tmp_path / f"one.{suffix}"))
+    alone("embed", "-m", tiny_model, "-i", source, "-o", tmp_path / f"one.{suffix}")
     ok(bertkit("embed", "-m", tiny_model, "-i", source, "-o", tmp_path / f"two.{suffix}", launcher=launcher))
     assert (tmp_path / f"two.{suffix}").read_bytes() == (tmp_path / f"one.{suffix}").read_bytes()
     assert leftovers(tmp_path) == []
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
-def test_evaluate_scores_the_whole_set_once(launcher, classify_bundle, head_models, ner_data, easy_data, tmp_path):
+def test_evaluate_scores_the_whole_set_once(
+    launcher, alone, classify_bundle, head_models, ner_data, easy_data, tmp_path
+):
     model, data = (
         (classify_bundle, easy_data["test"]) if launcher == "torchrun" else (head_models["ner"], ner_data["test"])
     )
-    ok(bertkit("evaluate", "-m", model, "-d", data, "-o", tmp_path / "one", "--batch-size", "8"))
+    alone("evaluate", "-m", model, "-d", data, "-o", tmp_path / "one", "--batch-size", "8")
     result = ok(
         bertkit("evaluate", "-m", model, "-d", data, "-o", tmp_path / "two", "--batch-size", "8", launcher=launcher)
     )
