@@ -71,7 +71,8 @@ def predict_file(
         layout, join = options.layout(), options.text_join(bundle.info)
         located = located_records(source, input_format, text_column, keep_blank=True, layout=layout, text_join=join)
         records = (placed(where, record) for where, record in located)
-        total = count_records(source, input_format, keep_blank=True, layout=layout) if source != "-" else None
+        counted = source != "-" and here is None  # under a launcher the bar counts this process's share
+        total = count_records(source, input_format, keep_blank=True, layout=layout) if counted else None
     else:
         records = list(records)
         total = len(records)
