@@ -136,7 +136,5 @@ def _fail(message: str, code: int) -> None:
     except BertkitError:
         here = None
     where = f" ({here.name()})" if here else ""
-    Console(stderr=True, highlight=False).print(
-        f"[bold red]error{where}:[/bold red] {escape(message)}", soft_wrap=True
-    )
+    Console(stderr=True, highlight=False).print(f"[bold red]error{where}:[/bold red] {escape(message)}", soft_wrap=True)
     sys.exit(code)
