@@ -6,9 +6,10 @@ output directory safe and writing the results are the same for every task.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
-from bertkit import outputs, reports
+from bertkit import outputs, reports, sharding
 from bertkit.bundle import open_bundle
 from bertkit.progress import status
 from bertkit.tasks import get_task
@@ -37,12 +38,20 @@ def evaluate_file(
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
     outputs.check_output_dir(target, overwrite, [data, model], "evaluation")
     task = get_task(bundle.task)
-    # staged first: an output that cannot be written fails before the scoring
-    with outputs.staged_dir(target, overwrite, "evaluation", [data, model]) as staged:
+    here = sharding.place()
+    with contextlib.ExitStack() as stack:
+        if here is not None:  # several processes: each runs its share of the batches, all score the whole
+            stack.enter_context(sharding.group(here))
+            stack.enter_context(sharding.split_forward(here))
+        staged = None
+        if here is None or here.main:
+            # staged first: an output that cannot be written fails before the scoring
+            staged = stack.enter_context(outputs.staged_dir(target, overwrite, "evaluation", [data, model]))
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device)
         with status(f"scoring {data}"):
             scores = task.evaluate(network, tokenizer, bundle.info, data, options)
-        outputs.write_json(staged / "metrics.json", {"data": data, "model": model, **scores})
-        reports.task_plots(scores, staged)
+        if staged is not None:
+            outputs.write_json(staged / "metrics.json", {"data": data, "model": model, **scores})
+            reports.task_plots(scores, staged)
     return scores, target

@@ -12,11 +12,17 @@ from itertools import islice
 
 import numpy as np
 
+from bertkit import sharding
+
 
 def pick_device(name: str | None = None):
     """The torch device `--device` names (checked to exist here), else a GPU if there is one."""
     import torch
 
+    return _own_gpu(_named_device(name, torch), torch)
+
+
+def _named_device(name: str | None, torch):
     from bertkit.errors import BertkitError
 
     if name:
@@ -34,6 +40,23 @@ def pick_device(name: str | None = None):
     if torch.cuda.is_available():
         return torch.device("cuda")
     return torch.device("cpu")
+
+
+def _own_gpu(device, torch):
+    """Under a launcher (torchrun, accelerate launch), a GPU named without its number ("cuda", or
+    none named) is this process's own: the machine's GPU number LOCAL_RANK."""
+    from bertkit.errors import BertkitError
+
+    local = sharding.local_rank()
+    if local is None or device.type != "cuda" or device.index is not None:
+        return device
+    count = torch.cuda.device_count()
+    if local >= count:
+        raise BertkitError(
+            f"process LOCAL_RANK={local} but this machine has {count} CUDA GPU(s): start at most {count} "
+            "processes per machine (--nproc_per_node / --num_processes), or give --device cpu"
+        )
+    return torch.device("cuda", local)
 
 
 def chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -64,8 +87,12 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
 
         device, context = next(model.parameters()).device, torch.inference_mode()
     multiple = 8 if device is not None and device.type == "cuda" else None
+    # evaluate under a launcher: this process runs every N-th batch, the others' rows are gathered
+    share = sharding.forward_share()
+    batches = list(chunks(order, batch_size))
+    mine = batches if share is None else batches[share.rank :: share.size]
     with context:
-        for batch in chunks(order, batch_size):
+        for batch in mine:
             padded = tokenizer.pad(
                 [{n: features[i][n] for n in names} for i in batch],
                 return_tensors="np" if onnx else "pt",
@@ -76,6 +103,11 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
             values = got if isinstance(got, list) else to_numpy(got)
             for row, index in enumerate(batch):
                 results[index] = values[row]
+    if share is not None:
+        rows = [(index, results[index]) for batch in mine for index in batch]
+        for theirs in sharding.gather(share, rows, "while scoring"):
+            for index, value in theirs:
+                results[index] = value
     return results
 
 

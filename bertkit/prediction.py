@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from bertkit import sharding
 from bertkit.bundle import open_bundle
 from bertkit.data.readers import Blank, count_records, located_records, placed
 from bertkit.errors import BertkitError
@@ -55,6 +56,9 @@ def predict_file(
     """Predict for every record of `source` (or of `records`, when given) and write the results."""
     from bertkit.data.formats import detect_format
 
+    here = sharding.place()
+    if here is not None:
+        sharding.refuse_streams(source if records is None else None, output, "predict")
     check_output_file(output, source, model)
     if records is None:
         input_format = detect_format(source, input_format)
@@ -67,12 +71,15 @@ def predict_file(
         layout, join = options.layout(), options.text_join(bundle.info)
         located = located_records(source, input_format, text_column, keep_blank=True, layout=layout, text_join=join)
         records = (placed(where, record) for where, record in located)
-        total = count_records(source, input_format, keep_blank=True, layout=layout) if source != "-" else None
+        counted = source != "-" and here is None  # under a launcher the bar counts this process's share
+        total = count_records(source, input_format, keep_blank=True, layout=layout) if counted else None
     else:
         records = list(records)
         total = len(records)
     written = empty = 0
     options = replace(options, text_column=text_column, output_format=chosen)
+    if here is not None:
+        return _predict_shared(here, task, bundle, device, records, options, output, source)
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device)
@@ -89,18 +96,57 @@ def predict_file(
     return written
 
 
+def _predict_shared(here, task, bundle, device, records, options: PredictOptions, output: str, source: str) -> int:
+    """predict as one of several processes: this one's units into its part, then (process 0) all
+    parts into the output, as one process alone would have written it."""
+    written = empty = 0
+    with sharding.group(here), sharding.shards(here, output) as shards:
+        tokenizer = bundle.load_tokenizer()
+        network = bundle.load_model(task.auto_model, device)
+        with bar(f"predicting ({here.name()})") as progress:
+            for unit, result in units(task, network, tokenizer, bundle.info, records, options, here.owns):
+                shards.add(unit, result)
+                progress.advance(progress.task_ids[0])
+        shards.finish()
+        if not here.main:
+            return 0
+        with atomic_text(output) as handle, RecordWriter(handle, options.output_format) as writer:
+            for record in shards.merged():
+                writer.write(record)
+                written += 1
+                empty += bool(record.get("empty"))
+            if written == 0:
+                raise BertkitError(f"{source}: no input records (the file is empty)")
+    if empty:
+        console.print(f'[dim]{empty:,} empty input(s) got empty results (marked "empty": true)[/dim]')
+    return written
+
+
 def aligned(task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions) -> Iterator[dict]:
     """The task's results for `records`, one per record in order; empty records get the task's
     empty result without reaching the model (the task sees only the others)."""
-    queue: deque = deque()  # (is empty, record) in input order, for records the task has taken
+    return (result for _, result in units(task, model, tokenizer, info, records, options))
+
+
+def units(task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions, keep=None):
+    """`aligned`'s results as (unit, result). Unit u holds the task's u-th chunk of records that
+    are not empty (`records_per_pass` of them, the chunks it predicts together) and the empty ones
+    just before them; with `keep(unit)` (one of several processes), the task sees only the kept
+    units' records, in the same chunks, and so runs the batches one process alone would run."""
+    queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line
 
     def feed() -> Iterator[dict]:
+        taken = 0  # records not empty so far
         for record in records:
             if not first and not isinstance(record, Blank):
                 first.append(record)
             hollow = is_empty(task, record, info, options)
-            queue.append((hollow, record))
+            unit = taken // task.records_per_pass
+            taken += not hollow
+            if keep is not None and not keep(unit):
+                continue
+            queue.append((hollow, record, unit))
             if not hollow:
                 yield record
 
@@ -114,14 +160,14 @@ def aligned(task, model, tokenizer, info: RunInfo, records: Iterable[dict], opti
 
     for result in task.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
-            yield empty(queue.popleft()[1])
-        queue.popleft()
-        yield result
+            _, record, unit = queue.popleft()
+            yield unit, empty(record)
+        yield queue.popleft()[2], result
     while queue:
-        hollow, record = queue.popleft()
+        hollow, record, unit = queue.popleft()
         if not hollow:  # a task must give one result per record: never pad silently
             raise RuntimeError(f"{task.name}: no prediction for a record ({record!r:.80})")
-        yield empty(record)
+        yield unit, empty(record)
 
 
 def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool:

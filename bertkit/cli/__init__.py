@@ -129,5 +129,12 @@ def _fail(message: str, code: int) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    Console(stderr=True, highlight=False).print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
+    from bertkit.sharding import place
+
+    try:  # under a launcher, say which process it was
+        here = place()
+    except BertkitError:
+        here = None
+    where = f" ({here.name()})" if here else ""
+    Console(stderr=True, highlight=False).print(f"[bold red]error{where}:[/bold red] {escape(message)}", soft_wrap=True)
     sys.exit(code)

@@ -41,6 +41,10 @@ def embed(
     check_output_file(output, input, model)
     encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code, runtime)
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
+    from bertkit.sharding import is_main
+
+    if not is_main():  # under a launcher, process 0 speaks for all
+        return
     s = encoder.settings
     console.print(
         f"[green]{count:,} vectors of {encoder.dimension} written to[/green] {output} "

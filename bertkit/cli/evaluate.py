@@ -64,6 +64,10 @@ def evaluate(
     )
     from rich.console import Console
 
+    from bertkit.sharding import is_main
+
+    if not is_main():  # under a launcher, process 0 speaks for all
+        return
     Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
     from bertkit.progress import console
 

@@ -106,7 +106,9 @@ def predict(
             encoding=encoding_name(encoding),
         ),
     )
-    if output:
+    from bertkit.sharding import is_main
+
+    if output and is_main():  # under a launcher, process 0 speaks for all
         from bertkit.progress import console
 
         console.print(f"[green]{count:,} predictions written to[/green] {output}")

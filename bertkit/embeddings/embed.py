@@ -5,6 +5,7 @@ an empty text keeps its row: a vector of zeros (marked `"empty": true` in JSON l
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -94,35 +95,73 @@ def embed_file(
     batch_size: int = 32,
     chunk_size: int = 4096,
 ) -> int:
-    """Encode every record of `source` and write the vectors to `output`; returns the count."""
+    """Encode every record of `source` and write the vectors to `output`; returns the count (0 on
+    a process other than the first of several, which writes nothing itself)."""
+    from bertkit import sharding
     from bertkit.data.formats import detect_format
-    from bertkit.data.readers import count_records, located_records, placed
-    from bertkit.inference import chunks
+    from bertkit.data.readers import count_records
     from bertkit.outputs import atomic_path
     from bertkit.progress import bar
 
     fmt = vector_format(output)
+    here = sharding.place()
+    if here is not None:
+        sharding.refuse_streams(source, output, "embed")
     input_format = detect_format(source, input_format)
-    total = count_records(source, input_format, keep_blank=True) if source != "-" else None
+    total = count_records(source, input_format, keep_blank=True) if source != "-" and here is None else None
+    encoded = _encoded(encoder, source, input_format, text_column, batch_size, chunk_size, here)
+    with contextlib.ExitStack() as stack:
+        if here is not None:  # several processes: this one's chunks into its part, then all into the output
+            stack.enter_context(sharding.group(here))
+            shards = stack.enter_context(sharding.shards(here, output))
+            with bar(f"embedding ({here.name()})") as progress:
+                for unit, chunk, vectors in encoded:
+                    shards.add(unit, (chunk, vectors))
+                    progress.advance(progress.task_ids[0], len(chunk))
+            encoder.truncated = sum(shards.finish(encoder.truncated))
+            if not here.main:
+                return 0
+            encoded = ((unit, chunk, vectors) for unit, (chunk, vectors) in enumerate(shards.merged()))
+        tmp = stack.enter_context(atomic_path(Path(output)))
+        label = "embedding" if here is None else "writing vectors"
+        written = _write(encoded, tmp, fmt, text_column, bar(label, total))
+        if written == 0:
+            raise BertkitError(f"{source}: no texts to embed (the file is empty)")
+    encoder.report_truncation()
+    return written
+
+
+def _encoded(encoder, source, input_format, text_column, batch_size, chunk_size, here):
+    """(unit, records, vectors) for each chunk of `chunk_size` records (one unit), or for this
+    process's units only (unit u is process u mod N's)."""
+    from bertkit.data.readers import located_records, placed
+    from bertkit.inference import chunks
+
     located = located_records(source, input_format, text_column=text_column, keep_blank=True)
+    for unit, chunk in enumerate(chunks((placed(w, r) for w, r in located), chunk_size)):
+        if here is not None and not here.owns(unit):
+            continue
+        before = unit * chunk_size
+        texts = [_checked_text(record, text_column, before + i + 1) for i, record in enumerate(chunk)]
+        vectors = np.zeros((len(chunk), encoder.dimension), dtype=np.float32)
+        filled = [i for i, text in enumerate(texts) if text.strip()]
+        if filled:
+            vectors[filled] = encoder.encode([texts[i] for i in filled], batch_size)
+        # what the writers read of a record: all a process's part needs to carry
+        yield unit, [{k: r[k] for k in ("id", text_column) if k in r} for r in chunk], vectors
+
+
+def _write(encoded, tmp: Path, fmt: str, text_column: str, progress) -> int:
     written = 0
-    with atomic_path(Path(output)) as tmp, bar("embedding", total) as progress:
+    with progress:
         writer = VectorWriter(tmp, fmt, text_column)
         try:
-            for chunk in chunks((placed(w, r) for w, r in located), chunk_size):
-                texts = [_checked_text(record, text_column, written + i + 1) for i, record in enumerate(chunk)]
-                vectors = np.zeros((len(chunk), encoder.dimension), dtype=np.float32)
-                filled = [i for i, text in enumerate(texts) if text.strip()]
-                if filled:
-                    vectors[filled] = encoder.encode([texts[i] for i in filled], batch_size)
+            for _, chunk, vectors in encoded:
                 writer.write(chunk, vectors)
                 written += len(chunk)
                 progress.update(progress.task_ids[0], completed=written)
         finally:
             writer.close()
-        if written == 0:
-            raise BertkitError(f"{source}: no texts to embed (the file is empty)")
-    encoder.report_truncation()
     return written
 
 
