@@ -41,6 +41,8 @@ def search(
     rerank: str | None = typer.Option(
         None, "--rerank", help="A cross-encoder (`bertkit train rerank` bundle) that re-orders each query's candidates."
     ),
+    # 50: the issue's proposal; the gold passage is nearly always among a bi-encoder's top 50, and the cost
+    # grows with it (bench/rerank_quality.py reports ms per query at its --top)
     rerank_top: int = typer.Option(50, "--rerank-top", min=1, help="--rerank: candidates re-scored per query."),
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
