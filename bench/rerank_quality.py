@@ -26,6 +26,7 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from common import DATA, ROOT, minilm_path, require, save, table
@@ -111,11 +112,6 @@ def main(argv: list[str]) -> None:
         result["mining_seconds"] = round(time.perf_counter() - started, 1)
         train_file = write_jsonl(OUT / "train.jsonl", rows[: args.queries])
         valid_file = write_jsonl(OUT / "validation.jsonl", rows[args.queries :])
-        tokenizer = load_tokenizer(minilm)
-        pairs = tokenizer([r["query"] for r in rows], [r["positive"] for r in rows])
-        lengths = [len(ids) for ids in pairs["input_ids"]]
-        result["pairs_within_max_length"] = float(np.mean(np.asarray(lengths) <= LENGTH))
-        result["pair_tokens_median"] = float(np.median(lengths))
         config = OUT / "rerank.yaml"
         config.write_text(
             f"task: rerank\nmodel:\n  name: {minilm}\n  max_length: {LENGTH}\n"
@@ -132,8 +128,8 @@ def main(argv: list[str]) -> None:
         )
         result["train_wall_seconds"] = round(time.perf_counter() - started, 1)
         bundle = str(OUT / "model")
-        info = json.loads((OUT / "model" / "bertkit.json").read_text())
-        result["training"], result["validation"] = info["training"], info["metrics"]["validation"]
+    info = json.loads((Path(bundle) / "bertkit.json").read_text())
+    result["training"], result["validation"] = info["training"], info["metrics"]["validation"]
 
     # -------- the test: bi-encoder, then + reranker
     dev_q, dev_p = squad(DATA / "en/squad/dev-v1.1.json")
@@ -141,6 +137,9 @@ def main(argv: list[str]) -> None:
     questions = [dev_q[i][0] for i in tested]
     gold = np.array([dev_q[i][1] for i in tested])
     corpus = unit_vectors(encoder, dev_p, 64)
+    lengths = [len(ids) for ids in load_tokenizer(minilm)(questions, [dev_p[i] for i in gold])["input_ids"]]
+    result["pairs_within_max_length"] = float(np.mean(np.asarray(lengths) <= LENGTH))
+    result["pair_tokens_median"] = float(np.median(lengths))
 
     started = time.perf_counter()
     asked = np.stack([unit_vectors(encoder, [q], 1)[0] for q in questions])  # one query at a time, as served

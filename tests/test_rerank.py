@@ -270,3 +270,23 @@ def test_train_rerank_on_labelled_pairs(tmp_path, tiny_model, cli):
     assert scores["recall_at_1"] >= 0.8 and scores["queries"] == 40  # chance is 1/3
     code, out, err = cli("evaluate", "-m", tmp_path / "reranker", "--data", dev, "-o", tmp_path / "eval")
     assert code == 0, err
+
+
+def test_evaluation_scores_survive_the_trainers_gathering():
+    """Each batch's scores are laid out per group before the Trainer gathers them (it cuts the last
+    batch to the dataset's rows, which would drop pairs of a flat list), and the places it pads
+    with -100 hold no pair."""
+    import torch
+    from transformers import EvalPrediction
+
+    from bertkit.tasks.rerank.task import TASK
+
+    info = {"kind": "grouped"}
+    labels = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, -100.0]])
+    per_group = TASK.reduce_logits(torch.tensor([[0.1], [0.5], [0.2], [0.9], [0.3]]), labels)
+    assert per_group.shape == (2, 3) and per_group[1, 2] == float("-inf")
+    gathered = np.array([[0.1, 0.5, 0.2, -100.0], [0.9, 0.3, -100.0, -100.0], [-101.0, -100.0, -100.0, -100.0]])
+    label_ids = np.array([[1, 0, 0, -100], [1, 0, -100, -100], [1, 0, -100, -100]], dtype=float)
+    scores = TASK.metric_fn(info, None, None)(EvalPrediction(predictions=gathered, label_ids=label_ids))
+    assert scores["recall_at_1"] == pytest.approx(1 / 3) and scores["queries"] == 3
+    assert scores["mrr"] == pytest.approx((1 / 3 + 1 + 1 / 2) / 3)
