@@ -38,14 +38,26 @@ def search(
     device: str | None = DeviceOption,
     trust_remote_code: bool = TrustOption,
     runtime: str = RuntimeOption,
+    rerank: str | None = typer.Option(
+        None, "--rerank", help="A cross-encoder (`bertkit train rerank` bundle) that re-orders each query's candidates."
+    ),
+    # 50: the issue's proposal; the gold passage is nearly always among a bi-encoder's top 50, and the cost
+    # grows with it (bench/rerank_quality.py reports ms per query at its --top)
+    rerank_top: int = typer.Option(50, "--rerank-top", min=1, help="--rerank: candidates re-scored per query."),
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
-    position in the corpus (blank lines counted); a blank query line gets no hits."""
+    position in the corpus (blank lines counted); a blank query line gets no hits. With --rerank,
+    the top --rerank-top candidates are re-scored by a cross-encoder and sorted by its score."""
     from functools import partial
 
     from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.search import default_cache_dir, search_file
 
+    reranker = None
+    if rerank:
+        from bertkit.embeddings.rerank import Reranker
+
+        reranker = Reranker(rerank, rerank_top, batch_size, device, trust_remote_code, runtime)
     cache = None if no_cache else (cache_dir or default_cache_dir())
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
-    search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size)
+    search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size, reranker)

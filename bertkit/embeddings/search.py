@@ -154,10 +154,12 @@ def search_file(
     text_column: str,
     cache_dir: Path | None,
     batch_size: int,
+    rerank=None,
 ) -> None:
     """Search `corpus` for each of `query` (or of the lines of the file `queries`) with the
     encoder `load()` returns, and write the hits as JSON lines to `output` (stdout when None).
-    `cache_dir` None keeps no embeddings. Every check that can fail is made before the model
+    `cache_dir` None keeps no embeddings. `rerank` (a `bertkit.embeddings.rerank.Reranker`)
+    re-orders each query's top candidates. Every check that can fail is made before the model
     loads."""
     if bool(query) == bool(queries):
         raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
@@ -168,6 +170,8 @@ def search_file(
     with atomic_text(output) as handle:
         encoder = load()
         with RecordWriter(handle, "jsonl") as writer:
-            for record in search(encoder, corpus, asked, top_k, text_column, cache_dir, batch_size):
+            depth = rerank.depth(top_k) if rerank else top_k
+            records = search(encoder, corpus, asked, depth, text_column, cache_dir, batch_size)
+            for record in rerank.apply(records, top_k) if rerank else records:
                 writer.write(record)
     encoder.report_truncation()

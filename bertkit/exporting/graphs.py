@@ -25,6 +25,7 @@ OUTPUTS = {
     "qa": ["start_logits", "end_logits"],
     "embed": ["sentence_embedding"],
     "mlm-adapt": ["logits"],
+    "rerank": ["logits"],  # one score per (query, passage) pair
 }
 GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PER_TOKEN = {"ner", "qa", "mlm-adapt"}  # outputs with a sequence axis
