@@ -12,6 +12,7 @@ negatives, at the same training budget (same pairs, batch size, epochs, so the s
   (recall@1 / @5, MRR), before and after training.
 
 Usage: python bench/hard_negatives.py [--pairs N] [--negatives K] [--batch-size B] [--epochs E]
+                                      [--pair-max-length L]
 Writes bench/results/hard_negatives.json and prints a table.
 """
 
@@ -75,9 +76,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--negatives", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--pair-max-length", type=int, default=256, help="paragraph tokens (and negatives')")
     args = parser.parse_args(argv)
     pairs, corpus = write_inputs(args.pairs)
-    common = ["data.max_train_samples=null", f"train.batch_size={args.batch_size}", f"train.epochs={args.epochs}"]
+    common = ["data.max_train_samples=null", f"train.batch_size={args.batch_size}", f"train.epochs={args.epochs}",
+              f"embed.pair_max_length={args.pair_max_length}"]
     info, wall = train_bundle("embed", CONFIG, "hn-in-batch", [f"data.train={pairs}", *common])
     rows = [row("in-batch only", info, wall, {})]
     mine_seconds = mine(pairs, corpus, args.negatives)
