@@ -66,7 +66,7 @@ def mine(pairs: str, corpus: str, k: int) -> float:
 def row(name: str, info: dict, wall: float, extra: dict) -> dict:
     scores, stats = info["metrics"]["validation"], info["training"]
     out = {"run": name, **{k: scores[k] for k in ("recall_at_1_before", "recall_at_1", "recall_at_5", "mrr")}}
-    return {**out, "steps": stats.get("steps") or stats.get("global_step"), "train_seconds": stats["train_seconds"],
+    return {**out, "steps": stats.get("train_steps"), "train_seconds": stats["train_seconds"],
             "wall_seconds": wall, **extra}
 
 
