@@ -21,6 +21,7 @@ from bertkit.cli import (
     export,
     info,
     inspect,
+    mine_negatives,
     model,
     predict,
     search,
@@ -54,6 +55,7 @@ app.command()(evaluate.evaluate)
 app.command()(embed.embed)
 app.command()(similarity.similarity)
 app.command()(search.search)
+app.command(name="mine-negatives")(mine_negatives.mine_negatives)
 app.command()(tokenize.tokenize)
 app.command()(info.info)
 app.command()(inspect.inspect)

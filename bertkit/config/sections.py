@@ -194,6 +194,11 @@ class DataConfig(LayoutChecks):
         None, description="column holding the second text of a pair (e.g. NLI hypothesis)"
     )
     label_column: str = Field("label", description="column holding the label")
+    negative_column: str | list[str] | None = Field(
+        None,
+        description="embed only: column(s) of hard negatives for each pair; a column may hold one text or a list "
+        "of texts (as `bertkit mine-negatives` writes them)",
+    )
     labels: list[str] | None = Field(
         None, description="label names in order; discovered from the training data when null"
     )
@@ -203,6 +208,14 @@ class DataConfig(LayoutChecks):
         description="distill only: unlabelled text file(s) (one text a line, or a table with text_column) that the "
         "teacher labels; soft targets only",
     )
+
+    @field_validator("negative_column")
+    @classmethod
+    def _negative_names(cls, value: str | list[str] | None) -> str | list[str] | None:
+        names = [value] if isinstance(value, str) else value
+        if names is not None and (not names or any(not n.strip() for n in names)):
+            raise ValueError("name the column(s) of negatives, e.g. negatives or [neg1, neg2], or leave it out")
+        return value
 
     @field_validator("unlabeled", mode="before")
     @classmethod

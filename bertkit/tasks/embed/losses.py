@@ -1,5 +1,6 @@
-"""The contrastive losses and the pair metrics: in-batch negatives (MultipleNegativesRanking) for
-plain pairs, CoSENT for scored pairs, and retrieval / correlation scores for validation.
+"""The contrastive losses and the pair metrics: in-batch negatives (MultipleNegativesRanking, with
+the batch's hard negatives when the data has them) for plain pairs, CoSENT for scored pairs, and
+retrieval / correlation scores for validation.
 """
 
 from __future__ import annotations
@@ -11,26 +12,30 @@ from bertkit.embeddings.pooling import l2_normalize, unit_rows
 from bertkit.tasks.scored import Correlated, Scored
 
 
-def pair_loss(name: str, first, second, labels, groups, scale: float):
+def pair_loss(name: str, first, second, labels, groups, scale: float, negatives=None, negative_groups=None):
     import torch
 
     if name == "in_batch":
-        return in_batch_loss(first, second, groups, scale)
+        return in_batch_loss(first, second, groups, scale, negatives, negative_groups)
     cosine = (l2_normalize(first) * l2_normalize(second)).sum(-1)
     if name == "cosine":
         return torch.nn.functional.mse_loss(cosine, labels.to(cosine.dtype))
     return cosent_loss(cosine, labels, scale)
 
 
-def in_batch_loss(first, second, groups, scale: float):
-    """Cross-entropy of each anchor's own positive against every other positive in the batch;
-    other copies of the same positive text are left out rather than counted as negatives."""
+def in_batch_loss(first, second, groups, scale: float, negatives=None, negative_groups=None):
+    """Cross-entropy of each anchor's own positive against every other positive in the batch and
+    every hard negative in the batch (MultipleNegativesRanking); other copies of the anchor's
+    positive text, among the positives or the negatives, are left out rather than counted as
+    negatives."""
     import torch
 
-    logits = scale * (l2_normalize(first) @ l2_normalize(second).T)
+    candidates = second if negatives is None else torch.cat([second, negatives])
+    logits = scale * (l2_normalize(first) @ l2_normalize(candidates).T)
     if groups is not None:
-        same = groups[:, None] == groups[None, :]
-        same.fill_diagonal_(False)
+        their = groups if negatives is None else torch.cat([groups, negative_groups])
+        same = groups[:, None] == their[None, :]
+        same[:, : len(second)].fill_diagonal_(False)
         logits = logits.masked_fill(same, float("-inf"))
     return torch.nn.functional.cross_entropy(logits, torch.arange(len(first), device=first.device))
 

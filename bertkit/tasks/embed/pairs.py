@@ -1,5 +1,6 @@
-"""Text pairs as training features: both texts tokenized side by side, batches padded per side, and
-one trainable module that encodes both with shared weights.
+"""Text pairs as training features: both texts tokenized side by side (and each pair's hard
+negatives, when there are some), batches padded per side, and one trainable module that encodes
+them all with shared weights.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from bertkit import data as data_mod
 from bertkit.embeddings.pooling import pool
 from bertkit.tasks.embed.losses import pair_loss
+from bertkit.tasks.embed.negatives import NEGATIVE, negative_texts
 
 PAIR = "pair_"  # prefix of the second text's model inputs
 
@@ -23,13 +25,36 @@ def pair_features(tokenizer, split, info: dict, role: str) -> dict:
         columns["labels"] = [s / info["score_max"] for s in scores_of(split[info["label_column"]], places)]
     else:
         columns["labels"] = [1.0] * len(seconds)
-    columns["pair_group"] = group_ids(seconds)
+    seen: dict[str, int] = {}
+    columns["pair_group"] = group_ids(seconds, seen)
+    if info.get("negative_columns") and role == "train":  # validation ranks the positives only
+        negatives = negative_texts(split, info["negative_columns"], data_mod.places(split, role))
+        columns.update(negative_features(tokenizer, negatives, info["pair_max_length"], seen))
     return columns
 
 
-def group_ids(texts: list[str]) -> list[int]:
-    """The same number for equal texts (in order of first appearance)."""
-    seen: dict[str, int] = {}
+def negative_features(tokenizer, negatives: list[list[str]], max_length: int, seen: dict[str, int]) -> dict:
+    """Each row's negatives tokenized (a list per row) with their group numbers, shared with the
+    positives' (`seen`), so that a negative equal to a positive text is known as such."""
+    flat = [t for row in negatives for t in row]
+    encoded = tokenizer(flat, truncation=True, max_length=max_length) if flat else {}
+    groups = group_ids(flat, seen)
+    columns: dict[str, list] = {NEGATIVE + k: [] for k in encoded}
+    columns[NEGATIVE + "group"] = []
+    start = 0
+    for row in negatives:
+        end = start + len(row)
+        for key, values in encoded.items():
+            columns[NEGATIVE + key].append(values[start:end])
+        columns[NEGATIVE + "group"].append(groups[start:end])
+        start = end
+    return columns
+
+
+def group_ids(texts: list[str], seen: dict[str, int] | None = None) -> list[int]:
+    """The same number for equal texts (in order of first appearance; `seen` carries the numbers
+    given so far from one call to the next)."""
+    seen = {} if seen is None else seen
     return [seen.setdefault(t, len(seen)) for t in texts]
 
 
@@ -53,6 +78,15 @@ class PairCollator:
         batch["labels"] = torch.tensor([float(f["labels"]) for f in features])
         if "pair_group" in features[0]:
             batch["pair_group"] = torch.tensor([int(f["pair_group"]) for f in features])
+        negatives = [
+            {n: f[NEGATIVE + n][j] for n in names}
+            for f in features
+            if NEGATIVE + "input_ids" in f
+            for j in range(len(f[NEGATIVE + "input_ids"]))
+        ]
+        if negatives:  # every row's negatives in one batch of their own
+            batch.update({NEGATIVE + k: v for k, v in self._pad(negatives).items()})
+            batch[NEGATIVE + "group"] = torch.tensor([int(g) for f in features for g in f[NEGATIVE + "group"]])
         return batch
 
     def _pad(self, rows: list[dict]):
@@ -92,10 +126,19 @@ def pair_encoder_class():
             pair_token_type_ids=None,
             labels=None,
             pair_group=None,
+            negative_input_ids=None,
+            negative_attention_mask=None,
+            negative_token_type_ids=None,
+            negative_group=None,
         ):
             first = self.embed(input_ids, attention_mask, token_type_ids)
             second = self.embed(pair_input_ids, pair_attention_mask, pair_token_type_ids)
-            loss = pair_loss(self.loss_name, first, second, labels, pair_group, self.scale)
+            negatives = None
+            if negative_input_ids is not None:
+                negatives = self.embed(negative_input_ids, negative_attention_mask, negative_token_type_ids)
+            loss = pair_loss(
+                self.loss_name, first, second, labels, pair_group, self.scale, negatives, negative_group
+            )
             return (loss, first, second)
 
     return PairEncoder

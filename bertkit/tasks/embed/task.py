@@ -15,6 +15,7 @@ from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.embed.losses import pair_metrics, pair_results
+from bertkit.tasks.embed.negatives import negative_columns
 from bertkit.tasks.embed.pairs import PairCollator, group_ids, pair_encoder_class, pair_features, plain_text, scores_of
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.scored import Scored
@@ -37,6 +38,8 @@ class EmbedTask(Task):
         def read(source, role):
             ds = data_mod.load_source(source, cfg.data.text_column, cfg.data.label_column, cfg.data.text_join)
             data_mod.require_columns(ds, columns, f"{source.describe()} ({role} data)")
+            for name in negative_columns(cfg.data.negative_column) if role == "train" else []:
+                data_mod.require_columns(ds, {"negative_column": name}, f"{source.describe()} ({role} data)")
             return ds
 
         return data_mod.load_splits(cfg, read=read)
@@ -45,6 +48,13 @@ class EmbedTask(Task):
         e, d = cfg.embed, cfg.data
         scored = d.label_column in ds["train"].column_names
         loss = e.loss if e.loss != "auto" else ("cosent" if scored else "in_batch")
+        negatives = negative_columns(d.negative_column)
+        if negatives and loss != "in_batch":
+            raise BertkitError(
+                f"data.negative_column: hard negatives go with embed.loss in_batch, not {loss}"
+                + (f" (the training data has a '{d.label_column}' score column)" if scored else "")
+                + "; drop data.negative_column, or train on unscored pairs with embed.loss: in_batch"
+            )
         if loss != "in_batch" and not scored:
             raise BertkitError(
                 f"embed.loss {loss} needs a score for each pair: the training data has no '{d.label_column}' column "
@@ -69,6 +79,7 @@ class EmbedTask(Task):
             "text_column": d.text_column,
             "text_pair_column": d.text_pair_column,
             "label_column": d.label_column if scored else None,
+            "negative_columns": negatives,
         }
 
     def prepare(self, ds, tokenizer, info: dict):
