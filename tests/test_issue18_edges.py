@@ -56,6 +56,8 @@ class _FakeTask:
     """A task whose fp32 and int8 "models" (the strings) give the predictions and scores a test
     sets, for the export's int8 check."""
 
+    records_per_pass = 1024  # as bertkit.tasks.base.Task
+
     def __init__(self, name, metric, scores, predict):
         self.name, self.metric, self.scores, self._predict = name, metric, scores, predict
 
