@@ -218,6 +218,7 @@ def main() -> None:
 
     from bertkit.embeddings.search import top_hits
 
+    print(f"load average at start: {os.getloadavg()}")
     base, queries, encode_s = real_vectors(args.base, args.queries, args.cache)
     corpus = grow(base, args.n, args.noise)
     started = time.perf_counter()
@@ -245,7 +246,8 @@ def main() -> None:
                 })  # fmt: skip
     print(table(rows, ["index", "build_s", "peak_rss_mb", "disk_mb", "ef_search", "recall@10", "qps", "x_exact"]))
     print(f"exact: {exact_qps:.0f} queries/s (threads {args.threads})")
-    settings = {k: getattr(args, k) for k in ("n", "base", "queries", "noise", "threads", "build_threads")}
+    settings = {"load_average_at_end": os.getloadavg()}
+    settings |= {k: getattr(args, k) for k in ("n", "base", "queries", "noise", "threads", "build_threads")}
     path = save("ann_index", {
         "settings": settings, "encode_real_s": round(encode_s, 1), "exact_s": round(exact_s, 3),
         "exact_qps": round(exact_qps, 1), "indexes": results,

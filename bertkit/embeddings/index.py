@@ -193,9 +193,10 @@ def add_to_index(
     from bertkit.outputs import OutputLock, staged_dir
 
     ann.require()
-    info = read_index(folder)
+    read_index(folder)
     texts = _corpus_texts(corpus, text_column)
     with OutputLock(Path(folder)):
+        info = read_index(folder)  # as it is now that no other `index add` can change it
         encoder = index_encoder(info, device, trust_remote_code, runtime)
         index = ann.load(Path(folder) / ann.FILE, info["dimension"])
         keys, vectors = _embed(encoder, texts, info["lines"], batch_size)
