@@ -37,7 +37,7 @@ def build(
     ),
     ef_construction: int = typer.Option(200, "--ef-construction", min=8, help="HNSW breadth while building."),
     ef_search: int = typer.Option(
-        128, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
+        256, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
     ),
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
