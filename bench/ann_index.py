@@ -114,7 +114,7 @@ CONFIGS = {
     "faiss-hnsw32": {"library": "faiss", "m": 32, "ef_construction": 200},
     "usearch-hnsw32": {"library": "usearch", "m": 32, "ef_construction": 200},
 }
-SEARCH_BREADTHS = (16, 32, 64, 128, 256)
+SEARCH_BREADTHS = (16, 32, 64, 128, 160, 192, 256)
 
 
 def memory_mb(field: str) -> float:
