@@ -19,6 +19,7 @@ from bertkit.cli import (
     evaluate,
     explain,
     export,
+    index,
     info,
     inspect,
     mine_negatives,
@@ -49,6 +50,7 @@ app.add_typer(train.train_app, name="train")
 app.add_typer(config.config_app, name="config")
 app.add_typer(tokenizer.tokenizer_app, name="tokenizer")
 app.add_typer(model.model_app, name="model")
+app.add_typer(index.index_app, name="index")
 # in the order `bertkit --help` lists them
 app.command()(predict.predict)
 app.command()(evaluate.evaluate)

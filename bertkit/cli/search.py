@@ -10,7 +10,6 @@ from bertkit.cli.options import (
     BatchOption,
     DeviceOption,
     MaxLengthOption,
-    ModelOption,
     PoolingOption,
     RuntimeOption,
     TextColumnOption,
@@ -19,9 +18,14 @@ from bertkit.cli.options import (
 
 
 def search(
-    model: str = ModelOption,
-    corpus: str = typer.Option(
-        ..., "--corpus", help="The texts to search: a text file (one a line), a folder or glob of them, or JSONL/CSV."
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Any BERT-family model: a bertkit bundle, a HF model folder or a hub id."
+    ),
+    corpus: str | None = typer.Option(
+        None, "--corpus", help="The texts to search: a text file (one a line), a folder or glob of them, or JSONL/CSV."
+    ),
+    index: str | None = typer.Option(
+        None, "--index", help="Search an index made by `bertkit index build` instead (no --model or --corpus)."
     ),
     query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
     queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
@@ -46,18 +50,45 @@ def search(
     rerank_top: int = typer.Option(50, "--rerank-top", min=1, help="--rerank: candidates re-scored per query."),
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
-    position in the corpus (blank lines counted); a blank query line gets no hits. With --rerank,
-    the top --rerank-top candidates are re-scored by a cross-encoder and sorted by its score."""
-    from functools import partial
-
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.search import default_cache_dir, search_file
-
+    position in the corpus (blank lines counted); a blank query line gets no hits. With --index,
+    approximate search in an index, which knows its model and corpus. With --rerank, the top
+    --rerank-top candidates are re-scored by a cross-encoder and sorted by its score."""
     reranker = None
     if rerank:
         from bertkit.embeddings.rerank import Reranker
 
         reranker = Reranker(rerank, rerank_top, batch_size, device, trust_remote_code, runtime)
+    if index is not None:
+        given = {"--model": model, "--corpus": corpus, "--pooling": pooling, "--max-length": max_length}
+        _search_index(
+            index, given, query, queries, output, top_k, text_column, batch_size, device, trust_remote_code, runtime,
+            reranker,
+        )  # fmt: skip
+        return
+    if model is None or corpus is None:
+        from bertkit.errors import BertkitError
+
+        raise BertkitError("give --model and --corpus for exact search, or --index for an index's")
+    from functools import partial
+
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.search import default_cache_dir, search_file
+
     cache = None if no_cache else (cache_dir or default_cache_dir())
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
     search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size, reranker)
+
+
+def _search_index(index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank):
+    from bertkit.embeddings.index import search_index_file
+    from bertkit.errors import BertkitError
+
+    clashing = [option for option, value in given.items() if value is not None]
+    if clashing:
+        raise BertkitError(
+            f"--index {index}: drop {', '.join(clashing)}; the index holds its corpus and the model and settings "
+            "it was encoded with (add texts with `bertkit index add`)"
+        )
+    search_index_file(
+        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank=rerank
+    )

@@ -133,12 +133,20 @@ def search(encoder, corpus: str, queries: list[str], top_k: int, text_column: st
     texts, vectors, _ = corpus_vectors(encoder, corpus, text_column, cache_dir, batch_size)
     asked = unit_vectors(encoder, queries, batch_size)
     index, score = top_hits(asked, vectors, top_k, skip=np.array([not t for t in texts]))
+    yield from hit_records(queries, texts, index, score)
+
+
+def hit_records(queries: list[str], texts: list[str], index: np.ndarray, score: np.ndarray):
+    """The hits JSON lines of exact and of indexed search (`embeddings/index.py`) alike: one per
+    query, its rows of `index` (corpus positions; negative ones are no hit) with their scores."""
     for query, rows, values in zip(queries, index, score, strict=True):
         if not query.strip():
             yield {"query": query, "hits": [], "empty": True}
             continue
         hits = [
-            {"index": int(i), "score": round(float(s), 6), "text": texts[i]} for i, s in zip(rows, values, strict=True)
+            {"index": int(i), "score": round(float(s), 6), "text": texts[i]}
+            for i, s in zip(rows, values, strict=True)
+            if i >= 0
         ]
         yield {"query": query, "hits": hits}
 
@@ -161,12 +169,8 @@ def search_file(
     `cache_dir` None keeps no embeddings. `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates. Every check that can fail is made before the model
     loads."""
-    if bool(query) == bool(queries):
-        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
     check_output_file(output, queries, corpus, model)
-    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
-    if not asked:
-        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
+    asked = asked_queries(query, queries, text_column)
     with atomic_text(output) as handle:
         encoder = load()
         with RecordWriter(handle, "jsonl") as writer:
@@ -175,3 +179,13 @@ def search_file(
             for record in rerank.apply(records, top_k) if rerank else records:
                 writer.write(record)
     encoder.report_truncation()
+
+
+def asked_queries(query: list[str], queries: str | None, text_column: str) -> list[str]:
+    """The queries of `--query` (repeatable) or of the file `--queries`, blank lines kept."""
+    if bool(query) == bool(queries):
+        raise BertkitError("give --query TEXT (repeatable) or --queries FILE, one of the two")
+    asked = list(query) if query else list(read_lines(queries, text_column, keep_blank=True, option="--text-column"))
+    if not asked:
+        raise BertkitError(f"{queries}: no queries in it (the file is empty)")
+    return asked

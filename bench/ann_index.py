@@ -1,0 +1,259 @@
+"""Approximate nearest-neighbour search against bertkit's exact search, FAISS against USearch, in one run.
+
+The corpus: N vectors (default 200,000) of 384 dimensions, unit length, built from real sentence vectors
+because encoding 200,000 texts with all-MiniLM-L6-v2 does not fit in minutes on 2 shared CPU cores:
+  - B real vectors (default 10,000): the packaged all-MiniLM-L6-v2 (mean pooling, normalised) on the
+    first B distinct SST-2 training phrases of 4 words or more;
+  - N - B synthetic ones, each a random mix of two of the real ones plus noise:
+    unit(w * a + (1 - w) * b + s * g), w uniform in [0.5, 1], a and b real vectors drawn at random,
+    g a standard normal vector scaled to unit expected length, s = --noise (default 0.15).
+    So the corpus lies around the real vectors' manifold (the neighbour structure of real text: a
+    query's neighbours are close in a low-dimensional way), blurred by full-rank noise that makes it
+    harder for a graph index than real text alone.
+The queries: Q (default 1,000) real vectors of SST-2 dev sentences, then further training phrases
+not in the corpus, encoded the same way.
+
+What is measured, all in this one run and on the same queries:
+  - exact: bertkit's own `top_hits` (embeddings/search.py, the code `bertkit search` runs), all
+    queries at once; it gives the true top 10;
+  - each index: build time, peak resident memory of the process that builds and queries it (in its
+    own process, the vectors it was handed included, so the number is the whole cost), size on disk,
+    then for each search breadth (efSearch / expansion_search): recall@10 against exact and queries/s
+    over the whole query batch.
+Searches, exact and indexed, run on --threads threads (default 1, so queries/s compare like with like);
+the builds on --build-threads (default 2, the cores of the machine this was measured on).
+
+Usage: python bench/ann_index.py [--n 200000] [--base 10000] [--queries 1000] [--threads 1] [--build-threads 2]
+Real vectors are kept in --cache (default ~/.cache/bertkit/bench-ann) so a second run skips encoding.
+Writes bench/results/ann_index.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DIM, K = 384, 10
+
+
+def limit_threads(threads: int) -> None:
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(threads)
+
+
+def real_texts(base: int, queries: int) -> tuple[list[str], list[str]]:
+    from common import DATA, require
+
+    def lines(path):
+        with open(require(path), encoding="utf-8") as handle:
+            next(handle)  # the header
+            for line in handle:
+                text = line.rsplit("\t", 1)[0].strip()
+                if len(text.split()) >= 4:
+                    yield text
+
+    seen, corpus, rest = set(), [], []
+    for text in lines(DATA / "en/sst2/train.tsv"):
+        if text in seen:
+            continue
+        seen.add(text)
+        (corpus if len(corpus) < base else rest).append(text)
+        if len(rest) >= queries:
+            break
+    asked = [t for t in lines(DATA / "en/sst2/dev.tsv") if t not in seen]
+    return corpus, (asked + rest)[:queries]
+
+
+def real_vectors(base: int, queries: int, cache: Path):
+    import numpy as np
+
+    path = cache / f"sst2-minilm-{base}-{queries}.npz"
+    if path.is_file():
+        kept = np.load(path)
+        return kept["corpus"], kept["queries"], 0.0
+    from common import minilm_path
+
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.pooling import unit_vectors
+
+    corpus, asked = real_texts(base, queries)
+    encoder = load_encoder(minilm_path())
+    started = time.perf_counter()
+    vectors = unit_vectors(encoder, corpus + asked, 64)
+    took = time.perf_counter() - started
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, corpus=vectors[: len(corpus)], queries=vectors[len(corpus) :])
+    return vectors[: len(corpus)], vectors[len(corpus) :], took
+
+
+def grow(base, n: int, noise: float, seed: int = 0):
+    """`base` plus n - len(base) noisy mixes of two of its rows, all unit length, float32."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    extra = n - len(base)
+    a, b = rng.integers(len(base), size=extra), rng.integers(len(base), size=extra)
+    w = rng.uniform(0.5, 1.0, size=(extra, 1)).astype(np.float32)
+    mixed = w * base[a] + (1 - w) * base[b]
+    mixed += noise * rng.standard_normal((extra, base.shape[1]), dtype=np.float32) / np.sqrt(base.shape[1])
+    mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+    return np.concatenate([base, mixed]).astype(np.float32)
+
+
+# ---------------------------------------------------------------- one library, in its own process
+
+# HNSW graphs in both: M / connectivity 32 and efConstruction / expansion_add 200 for both libraries
+# (the same graph, so the comparison is of the implementations); f32 keeps the scores exact
+CONFIGS = {
+    "faiss-hnsw32": {"library": "faiss", "m": 32, "ef_construction": 200},
+    "usearch-hnsw32": {"library": "usearch", "m": 32, "ef_construction": 200},
+}
+SEARCH_BREADTHS = (16, 32, 64, 128, 160, 192, 256)
+
+
+def memory_mb(field: str) -> float:
+    """VmRSS (now) or VmHWM (peak) of this process from /proc: unlike getrusage's maxrss, the
+    peak is this program's own, not the parent's it was forked from."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
+    import numpy as np
+
+    config = CONFIGS[name]
+    corpus, queries = np.load(folder / "corpus.npy"), np.load(folder / "queries.npy")
+    truth = np.load(folder / "truth.npy")
+    loaded = memory_mb("VmRSS")
+    started = time.perf_counter()
+    if config["library"] == "faiss":
+        import faiss
+
+        faiss.omp_set_num_threads(build_threads)
+        index = faiss.IndexHNSWFlat(corpus.shape[1], config["m"], faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = config["ef_construction"]
+        index.add(corpus)
+        faiss.omp_set_num_threads(threads)
+        version = faiss.__version__
+    else:
+        import usearch
+        from usearch.index import Index
+
+        index = Index(
+            ndim=corpus.shape[1], metric="ip", dtype="f32",
+            connectivity=config["m"], expansion_add=config["ef_construction"],
+        )  # fmt: skip
+        index.add(np.arange(len(corpus)), corpus, threads=build_threads)
+        version = usearch.__version__
+    build = time.perf_counter() - started
+    saved = folder / f"{name}.index"
+    if config["library"] == "faiss":
+        faiss.write_index(index, str(saved))
+    else:
+        index.save(str(saved))
+    rows = []
+    for breadth in SEARCH_BREADTHS:
+        started = time.perf_counter()
+        if config["library"] == "faiss":
+            index.hnsw.efSearch = max(breadth, K)
+            _, found = index.search(queries, K)
+        else:
+            index.expansion_search = max(breadth, K)
+            found = index.search(queries, K, threads=threads).keys
+        took = time.perf_counter() - started
+        recall = np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth, strict=True)])
+        rows.append({"ef_search": breadth, "recall@10": round(float(recall), 4), "qps": round(len(queries) / took, 1)})
+    peak = memory_mb("VmHWM")
+    return {
+        "name": name, "library": config["library"], "version": version, **config,
+        "build_s": round(build, 1), "peak_rss_mb": round(peak), "rss_before_build_mb": round(loaded),
+        "build_threads": build_threads,
+        "disk_mb": round(saved.stat().st_size / 2**20, 1), "searches": rows,
+    }  # fmt: skip
+
+
+def run_worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
+    command = [sys.executable, __file__, "--worker", name, "--folder", str(folder), "--threads", str(threads)]
+    done = subprocess.run(
+        [*command, "--build-threads", str(build_threads)],
+        capture_output=True, text=True, env=os.environ,
+    )  # fmt: skip
+    if done.returncode:
+        return {"name": name, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=200_000)
+    parser.add_argument("--base", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=1_000)
+    parser.add_argument("--noise", type=float, default=0.15)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--build-threads", type=int, default=2)
+    parser.add_argument("--only", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "bertkit" / "bench-ann")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    limit_threads(args.threads)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.folder, args.threads, args.build_threads)))
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import numpy as np
+    from common import save, table
+
+    from bertkit.embeddings.search import top_hits
+
+    print(f"load average at start: {os.getloadavg()}")
+    base, queries, encode_s = real_vectors(args.base, args.queries, args.cache)
+    corpus = grow(base, args.n, args.noise)
+    started = time.perf_counter()
+    truth, _ = top_hits(queries, corpus, K)
+    exact_s = time.perf_counter() - started
+    exact_qps = len(queries) / exact_s
+    print(f"exact search (bertkit top_hits): {len(queries)} queries over {len(corpus):,} vectors in {exact_s:.2f} s")
+    rows, results = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        np.save(folder / "corpus.npy", corpus)
+        np.save(folder / "queries.npy", queries)
+        np.save(folder / "truth.npy", truth)
+        del corpus
+        for name in args.only:
+            result = run_worker(name, folder, args.threads, args.build_threads)
+            results.append(result)
+            if "error" in result:
+                print(f"{name}: failed: {result['error']}")
+                continue
+            for search in result["searches"]:
+                rows.append({
+                    "index": name, "build_s": result["build_s"], "peak_rss_mb": result["peak_rss_mb"],
+                    "disk_mb": result["disk_mb"], **search, "x_exact": round(search["qps"] / exact_qps, 1),
+                })  # fmt: skip
+    print(table(rows, ["index", "build_s", "peak_rss_mb", "disk_mb", "ef_search", "recall@10", "qps", "x_exact"]))
+    print(f"exact: {exact_qps:.0f} queries/s (threads {args.threads})")
+    settings = {"load_average_at_end": os.getloadavg()}
+    settings |= {k: getattr(args, k) for k in ("n", "base", "queries", "noise", "threads", "build_threads")}
+    path = save("ann_index", {
+        "settings": settings, "encode_real_s": round(encode_s, 1), "exact_s": round(exact_s, 3),
+        "exact_qps": round(exact_qps, 1), "indexes": results,
+    })  # fmt: skip
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

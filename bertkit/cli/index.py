@@ -1,0 +1,83 @@
+"""`bertkit index build` and `bertkit index add`: an approximate nearest-neighbour index of a corpus
+for `bertkit search --index` (the `index` extra)."""
+
+from __future__ import annotations
+
+import typer
+
+from bertkit.cli.options import (
+    BatchOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    PoolingOption,
+    RuntimeOption,
+    TextColumnOption,
+    TrustOption,
+)
+
+index_app = typer.Typer(
+    help="Approximate nearest-neighbour indexes for `bertkit search --index` (large corpora).", no_args_is_help=True
+)
+CorpusOption = typer.Option(
+    ..., "--corpus", help="The texts: a text file (one a line), a folder or glob of them, or JSONL/CSV."
+)
+
+
+@index_app.command("build")
+def build(
+    model: str = ModelOption,
+    corpus: str = CorpusOption,
+    output: str = typer.Option(..., "--output", "-o", help="The index folder to write."),
+    text_column: str = TextColumnOption,
+    pooling: str | None = PoolingOption,
+    max_length: int | None = MaxLengthOption,
+    links: int = typer.Option(
+        32, "--links", min=4, help="HNSW M: links per vector (more: better recall, more memory)."
+    ),
+    ef_construction: int = typer.Option(200, "--ef-construction", min=8, help="HNSW breadth while building."),
+    ef_search: int = typer.Option(
+        256, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
+    ),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an index bertkit wrote there before."),
+) -> None:
+    """Embed a corpus and index its vectors, with the model and its encoding settings, so that
+    `bertkit search --index` encodes queries the same way. Hits are numbered by corpus line."""
+    from functools import partial
+
+    from bertkit.embeddings.ann import Params
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.index import build_index
+    from bertkit.progress import console
+
+    load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
+    params = Params(m=links, ef_construction=ef_construction, ef_search=ef_search)
+    info = build_index(load, model, corpus, output, text_column, batch_size, overwrite, params)
+    console.print(f"indexed {info['count']:,} texts ({info['lines']:,} lines) in {output}")
+
+
+@index_app.command("add")
+def add(
+    index: str = typer.Option(..., "--index", help="An index folder made by `bertkit index build`."),
+    corpus: str = CorpusOption,
+    text_column: str = TextColumnOption,
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
+    trust_remote_code: bool = TrustOption,
+    runtime: str = RuntimeOption,
+) -> None:
+    """Add a corpus's texts to an index, encoded by the index's own model and settings; their
+    lines are numbered on after the lines already indexed."""
+    from bertkit.embeddings.index import add_to_index
+    from bertkit.progress import console
+
+    info = add_to_index(index, corpus, text_column, batch_size, device, trust_remote_code, runtime)
+    added = info["corpora"][-1]
+    console.print(
+        f"added {added['texts']:,} texts (lines {added['first']:,} to {info['lines'] - 1:,}); "
+        f"{info['count']:,} texts in {index}"
+    )

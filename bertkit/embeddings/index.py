@@ -1,0 +1,263 @@
+"""`bertkit index build`, `bertkit index add` and `bertkit search --index`: an approximate
+nearest-neighbour index (an HNSW graph, `ann.py`) of a corpus's sentence vectors, kept in a folder
+with the corpus texts and everything needed to encode queries as the corpus was encoded (the
+model's path and its pooling, normalisation and length), so a search needs only the folder.
+
+The folder (a bertkit output: written whole and renamed into place, `--overwrite` only over an
+index bertkit wrote):
+  index.json    what the index is: model, encoding settings, library and graph parameters, the
+                corpora in the order they were added with the position of their first line
+  texts.jsonl   every corpus line, blank ones included, one JSON string a line: a hit's `index` is
+                its line here, so the position in the corpus and, after `index add`, in the corpora
+                one after the other
+  vectors.usearch  the graph with the unit vectors of the non-blank lines, keyed by that position
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from bertkit.embeddings import ann
+from bertkit.errors import BertkitError
+
+INFO, TEXTS = "index.json", "texts.jsonl"
+FORMAT = 1  # index.json's layout; a later bertkit reading another one says so
+KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
+
+
+# ---------------------------------------------------------------- reading an index
+
+
+def read_index(folder: str) -> dict:
+    """index.json of the index at `folder`, checked: a missing or foreign folder, a damaged file
+    or a missing part is an error naming it."""
+    root = Path(folder)
+    if not root.is_dir():
+        what = "is a file" if root.exists() else "does not exist"
+        raise BertkitError(f"--index {folder} {what}; give a folder made by `bertkit index build`")
+    path = root / INFO
+    if not path.is_file():
+        raise BertkitError(f"--index {folder} holds no {INFO}: it is not an index made by `bertkit index build`")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise BertkitError(f"{path} cannot be read ({err}); build the index again") from None
+    keys = ("format", "model", "settings", "dimension", "count", "lines", "ann", "corpora")
+    if not isinstance(info, dict) or any(key not in info for key in keys):
+        raise BertkitError(f"{path} is not an index description bertkit wrote; build the index again")
+    if info["format"] != FORMAT:
+        raise BertkitError(
+            f"{path}: index format {info['format']!r}, which this bertkit does not read (it reads {FORMAT}); "
+            "build the index again with this version"
+        )
+    for name in (TEXTS, ann.FILE):
+        if not (root / name).is_file():
+            raise BertkitError(f"--index {folder} lacks {name}; the index is damaged, build it again")
+    return info
+
+
+def read_texts(folder: str, lines: int) -> list[str]:
+    path = Path(folder) / TEXTS
+    with open(path, encoding="utf-8") as handle:
+        texts = [json.loads(line) for line in handle]
+    if len(texts) != lines:
+        raise BertkitError(
+            f"{path} holds {len(texts):,} lines, not the {lines:,} its {INFO} counts; build the index again"
+        )
+    return texts
+
+
+def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runtime: str | None):
+    """The encoder the index was built with, set up as it was; a model that has changed since
+    (other weights, other settings, another width) would put queries in another space, so it is
+    an error rather than quietly worse hits."""
+    from bertkit.embeddings.encoder import load_encoder
+
+    stored = info["settings"]
+    encoder = load_encoder(
+        info["model"], stored["pooling"], stored["normalize"], stored["max_length"], device, trust_remote_code, runtime
+    )
+    if encoder.dimension != info["dimension"]:
+        raise BertkitError(
+            f"{info['model']} now gives vectors of {encoder.dimension} dimensions, the index holds "
+            f"{info['dimension']}: the model was replaced since the index was built. Build the index again."
+        )
+    changed = {k: v for k, v in _settings(encoder).items() if stored.get(k, v) != v}
+    if changed or info.get("identity") not in (None, encoder.identity()):
+        what = ", ".join(f"{k} {stored[k]} -> {v}" for k, v in changed.items()) or "its weight files"
+        raise BertkitError(
+            f"{info['model']} changed since the index was built ({what}): its query vectors would not match "
+            "the corpus vectors. Build the index again, or restore the model."
+        )
+    return encoder
+
+
+def _settings(encoder) -> dict:
+    settings = asdict(encoder.settings)
+    settings.pop("origin", None)
+    return settings
+
+
+# ---------------------------------------------------------------- building and adding
+
+
+def _corpus_texts(corpus: str, text_column: str) -> list[str]:
+    from bertkit.data.corpus import read_lines
+
+    texts = list(read_lines(corpus, text_column, keep_blank=True, option="--text-column"))
+    if not any(t.strip() for t in texts):
+        raise BertkitError(f"{corpus}: the corpus has no text")
+    return texts
+
+
+def _embed(encoder, texts: list[str], first: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, unit vectors) of the non-blank texts; a key is the text's position counted from `first`."""
+    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.progress import status
+
+    filled = [i for i, t in enumerate(texts) if t.strip()]
+    with status(f"embedding {len(filled):,} corpus texts"):
+        vectors = unit_vectors(encoder, [texts[i] for i in filled], batch_size)
+    encoder.report_truncation()
+    return np.asarray(filled, dtype=np.uint64) + np.uint64(first), vectors
+
+
+def _write(staged: Path, info: dict, index, old_texts: Path | None, texts: list[str]) -> None:
+    from bertkit.outputs import write_json
+
+    ann.save(index, staged / ann.FILE)
+    with open(staged / TEXTS, "w", encoding="utf-8") as out:
+        if old_texts is not None:
+            with open(old_texts, encoding="utf-8") as old:
+                for block in iter(lambda: old.read(1 << 20), ""):
+                    out.write(block)
+        for text in texts:
+            out.write(json.dumps(text, ensure_ascii=False) + "\n")
+    write_json(staged / INFO, info)
+
+
+def _corpus_record(corpus: str, first: int, texts: list[str]) -> dict:
+    return {
+        "path": os.path.abspath(corpus),
+        "first": first,
+        "lines": len(texts),
+        "texts": sum(1 for t in texts if t.strip()),
+    }
+
+
+def build_index(
+    load: Callable, model: str, corpus: str, output: str, text_column: str, batch_size: int, overwrite: bool,
+    params: ann.Params,
+) -> dict:  # fmt: skip
+    """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
+    index.json. Every check that can fail is made before the model loads."""
+    from bertkit.outputs import check_output_dir, staged_dir
+
+    ann.require()
+    check_output_dir(Path(output), overwrite, [corpus, model], KIND)
+    texts = _corpus_texts(corpus, text_column)
+    encoder = load()
+    keys, vectors = _embed(encoder, texts, 0, batch_size)
+    index = ann.new(encoder.dimension, params)
+    ann.add(index, keys, vectors)
+    info = {
+        "format": FORMAT,
+        "model": os.path.abspath(model) if Path(model).exists() else model,
+        "settings": _settings(encoder),
+        "identity": encoder.identity(),
+        "dimension": encoder.dimension,
+        "metric": "cosine",
+        "count": len(keys),
+        "lines": len(texts),
+        "ann": ann.describe(params),
+        "corpora": [_corpus_record(corpus, 0, texts)],
+        "text_column": text_column,
+    }
+    with staged_dir(Path(output), overwrite, KIND, [corpus, model]) as staged:
+        _write(staged, info, index, None, texts)
+    return info
+
+
+def add_to_index(
+    folder: str, corpus: str, text_column: str, batch_size: int, device, trust_remote_code: bool, runtime
+) -> dict:
+    """Append `corpus` to the index at `folder`: its lines are numbered on from the last line of
+    the corpora already there. The index is rewritten whole beside the old one and swapped in, so a
+    failure leaves the old one as it was; one `index add` at a time holds the folder's lock."""
+    from bertkit.outputs import OutputLock, staged_dir
+
+    ann.require()
+    read_index(folder)
+    texts = _corpus_texts(corpus, text_column)
+    with OutputLock(Path(folder)):
+        info = read_index(folder)  # as it is now that no other `index add` can change it
+        encoder = index_encoder(info, device, trust_remote_code, runtime)
+        index = ann.load(Path(folder) / ann.FILE, info["dimension"])
+        keys, vectors = _embed(encoder, texts, info["lines"], batch_size)
+        ann.add(index, keys, vectors)
+        info = {
+            **info,
+            "count": info["count"] + len(keys),
+            "lines": info["lines"] + len(texts),
+            "corpora": [*info["corpora"], _corpus_record(corpus, info["lines"], texts)],
+        }
+        with staged_dir(Path(folder), True, KIND, [corpus]) as staged:
+            _write(staged, info, index, Path(folder) / TEXTS, texts)
+    return info
+
+
+# ---------------------------------------------------------------- searching
+
+
+def search_index(
+    folder: str, queries: list[str], top_k: int, batch_size: int, device, trust_remote_code: bool, runtime,
+    ef_search: int | None = None,
+) -> Iterator[dict]:  # fmt: skip
+    """The same records as exact search (`embeddings.search.search`), from the index."""
+    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.embeddings.search import hit_records
+
+    ann.require()
+    info = read_index(folder)
+    texts = read_texts(folder, info["lines"])
+    encoder = index_encoder(info, device, trust_remote_code, runtime)
+    index = ann.load(Path(folder) / ann.FILE, info["dimension"])
+    asked = unit_vectors(encoder, queries, batch_size)
+    filled = [i for i, q in enumerate(queries) if q.strip()]
+    keys = np.zeros((len(queries), 0), dtype=np.int64)
+    scores = np.zeros((len(queries), 0), dtype=np.float32)
+    if filled:
+        found, values = ann.search(
+            index, asked[filled], min(top_k, info["count"]), ef_search or info["ann"]["ef_search"]
+        )
+        keys = np.zeros((len(queries), found.shape[1]), dtype=np.int64)
+        scores = np.zeros((len(queries), found.shape[1]), dtype=np.float32)
+        keys[filled], scores[filled] = found, values
+    yield from hit_records(queries, texts, keys, scores)
+    encoder.report_truncation()
+
+
+def search_index_file(
+    folder: str, query: list[str], queries: str | None, output: str | None, top_k: int, text_column: str,
+    batch_size: int, device, trust_remote_code: bool, runtime, ef_search: int | None = None, rerank=None,
+) -> None:  # fmt: skip
+    """`bertkit search --index`: the hits of each query as JSON lines, written as exact search writes them;
+    `rerank` (a `bertkit.embeddings.rerank.Reranker`) re-orders each query's top candidates."""
+    from bertkit.embeddings.search import asked_queries
+    from bertkit.outputs import RecordWriter, atomic_text, check_output_file
+
+    ann.require()
+    read_index(folder)
+    check_output_file(output, queries, folder)
+    asked = asked_queries(query, queries, text_column)
+    with atomic_text(output) as handle, RecordWriter(handle, "jsonl") as writer:
+        depth = rerank.depth(top_k) if rerank else top_k
+        records = search_index(folder, asked, depth, batch_size, device, trust_remote_code, runtime, ef_search)
+        for record in rerank.apply(records, top_k) if rerank else records:
+            writer.write(record)

@@ -1,0 +1,214 @@
+"""`bertkit index build / add` and `bertkit search --index`: the HNSW index against exact search,
+what the index folder keeps, numbering across `index add`, and the errors a user can cause."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+
+WORDS = "the a film book meal room phone game show song hotel trip great awful quite very and but".split()
+
+
+@pytest.fixture(scope="module")
+def corpus_texts():
+    rng = random.Random(7)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 12))) for _ in range(120)]
+
+
+@pytest.fixture
+def model_copy(tmp_path, tiny_model):
+    """A model of its own, to change under an index."""
+    return shutil.copytree(tiny_model, tmp_path / "model")
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def hits_of(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+# ---------------------------------------------------------------- the library alone
+
+
+def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path):
+    from bertkit.embeddings import ann
+    from bertkit.embeddings.pooling import unit_rows
+    from bertkit.embeddings.search import top_hits
+
+    rng = np.random.default_rng(0)
+    corpus = unit_rows(rng.normal(size=(400, 16))).astype(np.float32)
+    queries = unit_rows(rng.normal(size=(30, 16))).astype(np.float32)
+    keys = np.arange(400, dtype=np.uint64) * 3 + 5  # keys are corpus positions, not row numbers
+    index = ann.new(16, ann.Params(ef_search=400))
+    ann.add(index, keys, corpus)
+    ann.save(index, tmp_path / ann.FILE)
+    again = ann.load(tmp_path / ann.FILE, 16)
+    expected, scores = top_hits(queries, corpus, 5)
+    for graph in (index, again):
+        found, values = ann.search(graph, queries, 5, 400)
+        assert np.array_equal(found, expected * 3 + 5)
+        assert np.allclose(values, scores, atol=1e-5)
+    found, _ = ann.search(again, queries[:2], 500, 16)  # more asked than held: -1 pads
+    assert (found[:, :400] >= 0).all() and (found[:, 400:] == -1).all()
+    with pytest.raises(Exception, match="holds vectors of 16 dimensions, its index.json says 8"):
+        ann.load(tmp_path / ann.FILE, 8)
+    (tmp_path / "bad").write_bytes(b"not an index")
+    with pytest.raises(Exception, match="cannot be read as a FAISS index"):
+        ann.load(tmp_path / "bad", 16)
+
+
+def test_missing_extra_names_the_install(monkeypatch, tmp_path, tiny_model, cli):
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss fails as if not installed
+    corpus = write_lines(tmp_path / "c.txt", ["the film"])
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
+    assert code == 2 and "pip install 'bertkit[index]'" in err and not (tmp_path / "idx").exists()
+    code, _, err = cli("search", "--index", tmp_path / "idx", "-q", "film")
+    assert code == 2 and "pip install 'bertkit[index]'" in err
+
+
+# ---------------------------------------------------------------- build, search, add
+
+
+def test_index_search_matches_exact_search(tmp_path, tiny_model, corpus_texts, cli):
+    lines = corpus_texts[:60] + [""] + corpus_texts[60:]  # a blank line keeps its place
+    corpus = write_lines(tmp_path / "docs.txt", lines)
+    queries = write_lines(tmp_path / "q.txt", [corpus_texts[3], "", "great hotel", corpus_texts[90]])
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
+    assert code == 0, err and "indexed 120 texts (121 lines)" in " ".join(err.split())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert stored["model"] == str(tiny_model.resolve()) and stored["dimension"] == 64
+    assert stored["settings"] == {"pooling": "mean", "normalize": False, "max_length": 128}
+    assert (stored["count"], stored["lines"], stored["ann"]["library"]) == (120, 121, "faiss")
+    assert stored["corpora"] == [{"path": str(corpus), "first": 0, "lines": 121, "texts": 120}]
+    # the same hits JSONL as exact search, with no --model and no --corpus
+    code, out, err = cli("search", "--index", tmp_path / "idx", "--queries", queries, "-k", "5")
+    assert code == 0, err
+    code, exact_out, err = cli(
+        "search", "-m", tiny_model, "--corpus", corpus, "--queries", queries, "-k", "5", "--no-cache"
+    )
+    assert code == 0, err
+    indexed, exact = hits_of(out), hits_of(exact_out)
+    assert [r["query"] for r in indexed] == [r["query"] for r in exact] and indexed[1] == exact[1] == {
+        "query": "",
+        "hits": [],
+        "empty": True,
+    }
+    for mine, theirs in zip(indexed, exact, strict=True):
+        assert [(h["index"], h["text"]) for h in mine["hits"]] == [(h["index"], h["text"]) for h in theirs["hits"]]
+        assert [h["score"] for h in mine["hits"]] == pytest.approx([h["score"] for h in theirs["hits"]], abs=1e-5)
+        assert all(set(h) == {"index", "score", "text"} for h in mine["hits"])
+    assert indexed[3]["hits"][0]["index"] == 91 and indexed[3]["hits"][0]["text"] == corpus_texts[90]
+    # written atomically to a file, as exact search writes it
+    code, _, err = cli(
+        "search", "--index", tmp_path / "idx", "--queries", queries, "-k", "5", "-o", tmp_path / "h.jsonl"
+    )
+    assert code == 0 and hits_of((tmp_path / "h.jsonl").read_text()) == indexed
+
+
+def test_stored_settings_encode_the_queries(tmp_path, tiny_model, corpus_texts, cli):
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts)
+    built = ("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
+    code, _, err = cli(*built, "--pooling", "cls", "--max-length", "8", "--ef-search", "300")
+    assert code == 0, err
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert stored["settings"]["pooling"] == "cls" and stored["settings"]["max_length"] == 8
+    assert stored["ann"]["ef_search"] == 300
+    asked = ("-q", corpus_texts[10], "-q", "very awful meal and the phone", "-k", "4")
+    code, out, err = cli("search", "--index", tmp_path / "idx", *asked)
+    assert code == 0, err
+    exact = ("search", "-m", tiny_model, "--corpus", corpus, "--no-cache", "--pooling", "cls", "--max-length", "8")
+    code, exact_out, err = cli(*exact, *asked)
+    assert code == 0, err
+    assert [[h["index"] for h in r["hits"]] for r in hits_of(out)] == [
+        [h["index"] for h in r["hits"]] for r in hits_of(exact_out)
+    ]
+
+
+def test_index_add_numbers_on_and_keeps_the_old_index_on_failure(tmp_path, tiny_model, corpus_texts, cli):
+    first = write_lines(tmp_path / "a.txt", corpus_texts[:50])
+    more = tmp_path / "b.jsonl"
+    more.write_text("".join(json.dumps({"body": t}) + "\n" for t in ["", *corpus_texts[50:80]]), encoding="utf-8")
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", first, "-o", tmp_path / "idx")
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
+    code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more)  # no 'text' field
+    assert code == 2 and "--text-column" in err
+    blank = write_lines(tmp_path / "blank.txt", ["", " "])
+    code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", blank)
+    assert code == 2 and "has no text" in err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
+    code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more, "--text-column", "body")
+    assert code == 0, err and "added 30 texts (lines 50 to 80)" in " ".join(err.split())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert (stored["count"], stored["lines"]) == (80, 81)
+    assert [(c["first"], c["lines"]) for c in stored["corpora"]] == [(0, 50), (50, 31)]
+    code, out, err = cli(
+        "search", "--index", tmp_path / "idx", "-q", corpus_texts[70], "-q", corpus_texts[5], "-k", "3"
+    )
+    assert code == 0, err
+    found = hits_of(out)
+    assert (found[0]["hits"][0]["index"], found[0]["hits"][0]["text"]) == (71, corpus_texts[70])  # 50 + blank + 20
+    assert (found[1]["hits"][0]["index"], found[1]["hits"][0]["text"]) == (5, corpus_texts[5])
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging or lock left
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_errors_a_user_can_make(tmp_path, tiny_model, corpus_texts, cli):
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts[:20])
+    idx = tmp_path / "idx"
+    code, _, err = cli("search", "--index", tmp_path / "nowhere", "-q", "film")
+    assert code == 2 and "does not exist" in err
+    code, _, err = cli("search", "--index", tmp_path, "-q", "film")
+    assert code == 2 and "not an index made by `bertkit index build`" in err
+    code, _, err = cli("index", "add", "--index", tmp_path / "nowhere", "--corpus", corpus)
+    assert code == 2 and "does not exist" in err
+    code, _, err = cli("search", "-q", "film")
+    assert code == 2 and "--index" in err
+    assert cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", idx)[0] == 0
+    code, _, err = cli("search", "--index", idx, "-m", tiny_model, "--corpus", corpus, "-q", "film")
+    assert code == 2 and "drop --model, --corpus" in err
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", idx)
+    assert code == 2 and "--overwrite" in err
+    assert cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", idx, "--overwrite")[0] == 0
+    (tmp_path / "mine").mkdir()
+    write_lines(tmp_path / "mine" / "notes.txt", ["mine"])
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "mine", "--overwrite")
+    assert code == 2 and "not written by bertkit" in err and (tmp_path / "mine" / "notes.txt").is_file()
+    (idx / "vectors.faiss").unlink()
+    code, _, err = cli("search", "--index", idx, "-q", "film")
+    assert code == 2 and "lacks vectors.faiss" in err
+    (idx / "index.json").write_text("{not json")
+    code, _, err = cli("search", "--index", idx, "-q", "film")
+    assert code == 2 and "cannot be read" in err
+
+
+def test_a_changed_model_is_refused(tmp_path, model_copy, corpus_texts, cli):
+    import os
+
+    from transformers import BertConfig, BertModel
+
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts[:20])
+    idx = tmp_path / "idx"
+    assert cli("index", "build", "-m", model_copy, "--corpus", corpus, "-o", idx)[0] == 0
+    weights = model_copy / "model.safetensors"
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))  # retrained in place
+    code, _, err = cli("search", "--index", idx, "-q", "film")
+    assert code == 2 and "changed since the index was built (its weight files)" in " ".join(err.split())
+    config = BertConfig.from_pretrained(model_copy)
+    config.hidden_size, config.intermediate_size = 32, 64
+    BertModel(config).save_pretrained(model_copy)  # another width at the same path
+    for args in (("search", "--index", idx, "-q", "film"), ("index", "add", "--index", idx, "--corpus", corpus)):
+        code, _, err = cli(*args)
+        assert code == 2 and "vectors of 32 dimensions, the index holds 64" in " ".join(err.split())
