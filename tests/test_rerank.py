@@ -257,6 +257,16 @@ def test_train_rerank_then_search_reorders_as_the_reranker_says(tmp_path, tiny_m
 
     assert right(reranked) >= 0.8 and right(reranked) > right(plain) + 0.3
 
+    # the same through an ANN index: the index's candidates, re-ordered by the same reranker
+    pytest.importorskip("faiss")
+    code, out, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
+    assert code == 0, err
+    code, out, err = cli("search", "--index", tmp_path / "idx", "--queries", queries, "-k", "5", "--rerank", bundle,
+                         "--rerank-top", "20")  # fmt: skip
+    assert code == 0, err
+    indexed = [json.loads(line) for line in out.splitlines()]
+    assert [[h["index"] for h in r["hits"]] for r in indexed] == [[h["index"] for h in r["hits"]] for r in reranked]
+
 
 @pytest.mark.slow
 def test_train_rerank_on_labelled_pairs(tmp_path, tiny_model, cli):
