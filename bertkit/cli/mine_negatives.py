@@ -6,7 +6,16 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import BatchOption, DeviceOption, MaxLengthOption, ModelOption, RuntimeOption, TrustOption
+from bertkit.cli.options import (
+    BatchOption,
+    CacheDirOption,
+    DeviceOption,
+    MaxLengthOption,
+    ModelOption,
+    NoCacheOption,
+    RuntimeOption,
+    TrustOption,
+)
 
 
 def mine_negatives(
@@ -31,10 +40,8 @@ def mine_negatives(
     text_pair_column: str = typer.Option("text_pair", "--text-pair-column", help="The positive's field."),
     corpus_column: str = typer.Option("text", "--corpus-column", help="The corpus's text field (JSONL/CSV)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing."),
+    cache_dir: Path | None = CacheDirOption,
+    no_cache: bool = NoCacheOption,
     max_length: int | None = MaxLengthOption,
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,

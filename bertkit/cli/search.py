@@ -8,8 +8,10 @@ import typer
 
 from bertkit.cli.options import (
     BatchOption,
+    CacheDirOption,
     DeviceOption,
     MaxLengthOption,
+    NoCacheOption,
     PoolingOption,
     RuntimeOption,
     TextColumnOption,
@@ -32,10 +34,8 @@ def search(
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
     output: str | None = typer.Option(None, "--output", "-o", help="hits.jsonl (stdout when absent)."),
     text_column: str = TextColumnOption,
-    cache_dir: Path | None = typer.Option(
-        None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing."),
+    cache_dir: Path | None = CacheDirOption,
+    no_cache: bool = NoCacheOption,
     pooling: str | None = PoolingOption,
     max_length: int | None = MaxLengthOption,
     batch_size: int = BatchOption,
