@@ -40,7 +40,8 @@ def hits_of(out: str) -> list[dict]:
 # ---------------------------------------------------------------- the library alone
 
 
-def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path):
+@pytest.mark.parametrize("quantized", [True, False])
+def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path, quantized):
     from bertkit.embeddings import ann
     from bertkit.embeddings.pooling import unit_rows
     from bertkit.embeddings.search import top_hits
@@ -49,15 +50,17 @@ def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path):
     corpus = unit_rows(rng.normal(size=(400, 16))).astype(np.float32)
     queries = unit_rows(rng.normal(size=(30, 16))).astype(np.float32)
     keys = np.arange(400, dtype=np.uint64) * 3 + 5  # keys are corpus positions, not row numbers
-    index = ann.new(16, ann.Params(ef_search=400))
-    ann.add(index, keys, corpus)
+    index = ann.new(16, ann.Params(ef_search=400, quantized=quantized))
+    ann.add(index, keys[:100], corpus[:100])  # the 8-bit ranges come from these first ones
+    ann.add(index, keys[100:], corpus[100:])
     ann.save(index, tmp_path / ann.FILE)
     again = ann.load(tmp_path / ann.FILE, 16)
     expected, scores = top_hits(queries, corpus, 5)
     for graph in (index, again):
         found, values = ann.search(graph, queries, 5, 400)
         assert np.array_equal(found, expected * 3 + 5)
-        assert np.allclose(values, scores, atol=1e-5)
+        assert np.allclose(values, scores, atol=1e-5)  # exact scores, re-scored when the walk was 8-bit
+    assert ann.describe(ann.Params(quantized=quantized))["kind"] == ("HNSW-SQ8" if quantized else "HNSW")
     found, _ = ann.search(again, queries[:2], 500, 16)  # more asked than held: -1 pads
     assert (found[:, :400] >= 0).all() and (found[:, 400:] == -1).all()
     with pytest.raises(Exception, match="holds vectors of 16 dimensions, its index.json says 8"):
@@ -122,7 +125,7 @@ def test_stored_settings_encode_the_queries(tmp_path, tiny_model, corpus_texts, 
     assert code == 0, err
     stored = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert stored["settings"]["pooling"] == "cls" and stored["settings"]["max_length"] == 8
-    assert stored["ann"]["ef_search"] == 300
+    assert stored["ann"]["ef_search"] == 300 and stored["ann"]["kind"] == "HNSW-SQ8"
     asked = ("-q", corpus_texts[10], "-q", "very awful meal and the phone", "-k", "4")
     code, out, err = cli("search", "--index", tmp_path / "idx", *asked)
     assert code == 0, err
@@ -132,6 +135,24 @@ def test_stored_settings_encode_the_queries(tmp_path, tiny_model, corpus_texts, 
     assert [[h["index"] for h in r["hits"]] for r in hits_of(out)] == [
         [h["index"] for h in r["hits"]] for r in hits_of(exact_out)
     ]
+
+
+def test_unquantized_graph_and_a_breadth_per_search(tmp_path, tiny_model, corpus_texts, cli):
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts)
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx", "--no-quantize")
+    assert code == 0, err
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())["ann"]
+    assert (stored["kind"], stored["quantized"], stored["ef_search"], stored["m"]) == ("HNSW", False, 96, 48)
+    asked = ("-q", corpus_texts[10], "-q", "great hotel and the song", "-k", "4")
+    code, out, err = cli("search", "--index", tmp_path / "idx", "--ef-search", "4", *asked)
+    assert code == 0, err
+    code, exact_out, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--no-cache", *asked)
+    assert code == 0, err
+    assert [[h["index"] for h in r["hits"]] for r in hits_of(out)] == [
+        [h["index"] for h in r["hits"]] for r in hits_of(exact_out)
+    ]  # a breadth below k is raised to k: HNSW returns no fewer hits than asked
+    code, _, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--ef-search", "64", *asked)
+    assert code == 2 and "give it with --index" in err
 
 
 def test_index_add_numbers_on_and_keeps_the_old_index_on_failure(tmp_path, tiny_model, corpus_texts, cli):

@@ -15,6 +15,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
+from bertkit.embeddings.ann import Params
 
 index_app = typer.Typer(
     help="Approximate nearest-neighbour indexes for `bertkit search --index` (large corpora).", no_args_is_help=True
@@ -33,11 +34,19 @@ def build(
     pooling: str | None = PoolingOption,
     max_length: int | None = MaxLengthOption,
     links: int = typer.Option(
-        32, "--links", min=4, help="HNSW M: links per vector (more: better recall, more memory)."
+        Params.m, "--links", min=4, help="HNSW M: links per vector (more: better recall, more memory)."
     ),
-    ef_construction: int = typer.Option(200, "--ef-construction", min=8, help="HNSW breadth while building."),
+    ef_construction: int = typer.Option(
+        Params.ef_construction, "--ef-construction", min=8, help="HNSW breadth while building."
+    ),
     ef_search: int = typer.Option(
-        256, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
+        Params.ef_search, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
+    ),
+    quantize: bool = typer.Option(
+        Params.quantized,
+        "--quantize/--no-quantize",
+        help="Walk the graph over 8-bit copies of the vectors and re-score the best exactly (about 2x the "
+        "queries/s at the same recall; 25% more memory). --no-quantize: a graph over the floats alone.",
     ),
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
@@ -49,13 +58,12 @@ def build(
     `bertkit search --index` encodes queries the same way. Hits are numbered by corpus line."""
     from functools import partial
 
-    from bertkit.embeddings.ann import Params
     from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.index import build_index
     from bertkit.progress import console
 
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
-    params = Params(m=links, ef_construction=ef_construction, ef_search=ef_search)
+    params = Params(m=links, ef_construction=ef_construction, ef_search=ef_search, quantized=quantize)
     info = build_index(load, model, corpus, output, text_column, batch_size, overwrite, params)
     console.print(f"indexed {info['count']:,} texts ({info['lines']:,} lines) in {output}")
 

@@ -29,6 +29,9 @@ def search(
     index: str | None = typer.Option(
         None, "--index", help="Search an index made by `bertkit index build` instead (no --model or --corpus)."
     ),
+    ef_search: int | None = typer.Option(
+        None, "--ef-search", min=1, help="--index: the graph's search breadth for this search (default: the index's)."
+    ),
     query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
     queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
@@ -62,9 +65,13 @@ def search(
         given = {"--model": model, "--corpus": corpus, "--pooling": pooling, "--max-length": max_length}
         _search_index(
             index, given, query, queries, output, top_k, text_column, batch_size, device, trust_remote_code, runtime,
-            reranker,
+            reranker, ef_search,
         )  # fmt: skip
         return
+    if ef_search is not None:
+        from bertkit.errors import BertkitError
+
+        raise BertkitError("--ef-search is the breadth of an index's search: give it with --index, or leave it out")
     if model is None or corpus is None:
         from bertkit.errors import BertkitError
 
@@ -79,7 +86,9 @@ def search(
     search_file(model, load, corpus, query or [], queries, output, top_k, text_column, cache, batch_size, reranker)
 
 
-def _search_index(index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank):
+def _search_index(
+    index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank, ef_search
+):
     from bertkit.embeddings.index import search_index_file
     from bertkit.errors import BertkitError
 
@@ -90,5 +99,5 @@ def _search_index(index, given, query, queries, output, top_k, text_column, batc
             "it was encoded with (add texts with `bertkit index add`)"
         )
     search_index_file(
-        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank=rerank
+        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, ef_search, rerank
     )

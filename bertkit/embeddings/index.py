@@ -10,7 +10,7 @@ index bertkit wrote):
   texts.jsonl   every corpus line, blank ones included, one JSON string a line: a hit's `index` is
                 its line here, so the position in the corpus and, after `index add`, in the corpora
                 one after the other
-  vectors.usearch  the graph with the unit vectors of the non-blank lines, keyed by that position
+  vectors.faiss the graph with the unit vectors of the non-blank lines, keyed by that position
 """
 
 from __future__ import annotations
