@@ -233,3 +233,26 @@ def test_a_changed_model_is_refused(tmp_path, model_copy, corpus_texts, cli):
     for args in (("search", "--index", idx, "-q", "film"), ("index", "add", "--index", idx, "--corpus", corpus)):
         code, _, err = cli(*args)
         assert code == 2 and "vectors of 32 dimensions, the index holds 64" in " ".join(err.split())
+
+
+def test_a_model_given_by_relative_path_is_found_again_from_anywhere(
+    tmp_path, model_copy, corpus_texts, cli, monkeypatch
+):
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts[:30])
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("index", "build", "-m", "model", "--corpus", "docs.txt", "-o", "idx")
+    assert code == 0, err
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
+    assert stored["model"] == str(model_copy) and stored["identity"].startswith(str(model_copy) + "|")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the search must not read "model" against this folder
+    code, out, err = cli("search", "--index", tmp_path / "idx", "-q", corpus_texts[4], "-k", "1")
+    assert code == 0, err
+    assert hits_of(out)[0]["hits"][0]["index"] == 4
+    # an index written by an older bertkit stored the path as given: the weights decide, not the spelling
+    stored["identity"] = "model|" + stored["identity"].split("|", 1)[1]
+    (tmp_path / "idx" / "index.json").write_text(json.dumps(stored))
+    code, _, err = cli("search", "--index", tmp_path / "idx", "-q", corpus_texts[4], "-k", "1")
+    assert code == 0, err
+    assert corpus.exists()

@@ -5,6 +5,7 @@ batched, length-sorted encoding in input order. Shared by `bertkit embed`, `simi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,7 +134,8 @@ class Encoder:
 
     def identity(self) -> str:
         """A string that changes when the model's weights or the encoding settings change."""
-        parts = [self.path, self.settings.pooling, str(self.settings.normalize), str(self.settings.max_length)]
+        where = os.path.abspath(self.path) if Path(self.path).exists() else self.path  # ./model and /x/model: one model
+        parts = [where, self.settings.pooling, str(self.settings.normalize), str(self.settings.max_length)]
         files = [sorted(Path(self.path).glob(f"*.{kind}")) for kind in ("safetensors", "bin", "onnx")]
         for weights in [f for group in files for f in group]:
             stat = weights.stat()
