@@ -45,7 +45,7 @@ def build(
     quantize: bool = typer.Option(
         Params.quantized,
         "--quantize/--no-quantize",
-        help="Walk the graph over 8-bit copies of the vectors and re-score the best exactly (about 2x the "
+        help="Walk the graph over 8-bit copies of the vectors and re-score the best exactly (about 1.5x the "
         "queries/s at the same recall; 25% more memory). --no-quantize: a graph over the floats alone.",
     ),
     batch_size: int = BatchOption,
