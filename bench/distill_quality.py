@@ -4,9 +4,10 @@
   teacher:   MiniLM (6 layers) fine-tuned on N training sentences (default 4,000), max_length 64,
              1 epoch, batch 16, lr 5e-5 (classify's default; --lr for another, the same for every run).
   distilled: `bertkit train distill`, layers [0, 2, 4] of the teacher, temperature / alpha as given.
+             Students train with train.eval_strategy no: each is scored once, as it ends, on dev.
   direct:    the same student start, the same data and steps, labels only (distill.alpha: 1, which
              is exactly fine-tuning: the teacher's outputs are not used).
-  *_pre:     (with --pretrained-start) the same two, starting from the pretrained MiniLM's layers
+  *_pre:     (--start pretrained or both) the same two, starting from the pretrained MiniLM's layers
              [0, 2, 4] instead of the fine-tuned teacher's.
   Optionally U more training sentences, labels removed, as data.unlabeled (--unlabeled U).
 
@@ -14,8 +15,8 @@ Dev accuracy (872 sentences) of each, and `bertkit predict` texts/s of teacher a
 dev sentences x4 (--speed-copies), in this process, alternating, median of 3.
 
 Usage: python bench/distill_quality.py [--train N] [--lr LR] [--speed-copies K] [--unlabeled U]
-       [--temperature T] [--alpha A] [--pretrained-start] [--parallel] [--skip-teacher]
-       [--student-steps S] [--name NAME]
+       [--temperature T] [--alpha A] [--start teacher|pretrained|both] [--parallel] [--skip-teacher]
+       [--student-steps S] [--seed SEED] [--name NAME]
 Writes bench/results/distill_quality[-NAME].json and prints a table.
 """
 
@@ -50,19 +51,19 @@ def write_splits(n_train: int, n_unlabeled: int) -> dict:
     return out
 
 
-def config(name: str, body: str, lr: float) -> str:
+def config(name: str, body: str, lr: float, seed: int = 42) -> str:
     path = WORK / f"{name}.yaml"
     dev = require(DATA / "en/sst2/dev.tsv")
     path.write_text(
         body + f"data:\n  train: {WORK / 'train.tsv'}\n  validation: {dev}\n"
-        f"train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: {lr}\n  logging_steps: 50\n  seed: 42\n"
+        f"train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: {lr}\n  logging_steps: 50\n  seed: {seed}\n"
     )
     return str(path)
 
 
-def run(name: str, task: str, body: str, sets: list[str], lr: float) -> dict:
+def run(name: str, task: str, body: str, sets: list[str], lr: float, seed: int = 42) -> dict:
     print(f"== {name}", flush=True)
-    info, wall = train_bundle(task, config(name, body, lr), f"distill-{name}", sets)
+    info, wall = train_bundle(task, config(name, body, lr, seed), f"distill-{name}", sets)
     return {
         "model": name,
         "dev_accuracy": info["metrics"]["validation"]["accuracy"],
@@ -71,6 +72,7 @@ def run(name: str, task: str, body: str, sets: list[str], lr: float) -> dict:
         "train_examples": info["training"]["train_examples"],
         "train_seconds": info["training"]["train_seconds"],
         "wall_seconds": wall,
+        "seed": seed,
     }
 
 
@@ -99,10 +101,14 @@ def main() -> None:
     parser.add_argument("--unlabeled", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=2.0)
     parser.add_argument("--alpha", type=float, default=0.5)
-    parser.add_argument("--pretrained-start", action="store_true")
+    parser.add_argument(
+        "--start", choices=("teacher", "pretrained", "both"), default="teacher",
+        help="the students' layers [0, 2, 4]: the fine-tuned teacher's, pretrained MiniLM's (as DistilBERT), or both",
+    )  # fmt: skip
     parser.add_argument("--skip-teacher", action="store_true", help="reuse outputs/bench-distill-teacher")
     parser.add_argument("--parallel", action="store_true", help="train the students at the same time")
     parser.add_argument("--student-steps", type=int, default=None, help="train.max_steps of both students")
+    parser.add_argument("--seed", type=int, default=42, help="train.seed of the students")
     parser.add_argument("--name", default="")
     args = parser.parse_args()
     files = write_splits(args.train, args.unlabeled)
@@ -128,7 +134,8 @@ def main() -> None:
     else:
         rows.append(run("teacher", "classify", body, [], args.lr))
     unlabeled = f"  unlabeled: {files['unlabeled']}\n" if files["unlabeled"] else ""
-    starts = [("", None)] + ([("_pre", minilm)] if args.pretrained_start else [])
+    starts = [("", None)] if args.start != "pretrained" else []
+    starts += [("_pre", minilm)] if args.start != "teacher" else []
     jobs = []
     for suffix, start in starts:
         model = f"model:\n  name: {start}\n" if start else ""
@@ -137,9 +144,12 @@ def main() -> None:
                 f"task: distill\n{model}distill:\n  teacher: {teacher}\n  student_layers: [0, 2, 4]\n"
                 f"  temperature: {args.temperature}\n  alpha: {alpha}\n"
             )
-            sets = [f"data.unlabeled={files['unlabeled']}"] if extra else []
+            # no evaluation during training: the model scored is the last one, never a checkpoint picked
+            # on the dev set the table reports (a student with more epochs would get more picks)
+            sets = ["train.eval_strategy=no"]
+            sets += [f"data.unlabeled={files['unlabeled']}"] if extra else []
             sets += [f"train.max_steps={args.student_steps}"] if args.student_steps else []
-            jobs.append((name + suffix, "distill", body, sets, args.lr))
+            jobs.append((name + suffix, "distill", body, sets, args.lr, args.seed))
     if args.parallel:  # the students at once (their quality does not depend on it; their times do)
         from concurrent.futures import ThreadPoolExecutor
 
@@ -147,7 +157,7 @@ def main() -> None:
             rows += list(pool.map(lambda job: run(*job), jobs))
     else:
         rows += [run(*job) for job in jobs]
-    student = ROOT / "outputs" / "bench-distill-distilled"
+    student = ROOT / "outputs" / f"bench-distill-distilled{starts[0][0]}"
     rates = speed({"teacher": str(teacher), "student": str(student)}, args.speed_copies)
     for row in rows:
         row["texts_per_s"] = rates["teacher"] if row["model"] == "teacher" else rates["student"]
