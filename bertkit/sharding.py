@@ -145,6 +145,21 @@ def group(here: Place) -> Iterator[Place]:
             dist.destroy_process_group()
 
 
+def leave_if_launched(code: int) -> None:
+    """Under a launcher, end the process now with `code`, past the interpreter's teardown. A
+    sharded run's gloo threads, torn down at exit while a peer is gone, frozen or still leaving,
+    can abort the process (SIGABRT, "terminate called without an active exception") and lose the
+    exit code after all the work was done and said. The CLI calls this last: everything of
+    bertkit's is written, renamed and cleaned up by then."""
+    import sys
+
+    if "torch.distributed" not in sys.modules or os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def gather(here: Place, value, waiting_for: str) -> list:
     """Every process's `value`, in rank order. A process that stopped (or did not answer within
     the timeout) ends the run here with an error instead of a wait without end."""

@@ -35,6 +35,7 @@ from bertkit.cli import (
     tune,
 )
 from bertkit.errors import BertkitError
+from bertkit.sharding import leave_if_launched
 
 __all__ = ["app", "main"]
 
@@ -97,8 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     def stop(number, frame):
         raise Interrupted(number)
 
-    # Ctrl-C too: click turns a KeyboardInterrupt into a silent exit 130. A signal the caller
-    # ignores (`nohup` ignores SIGHUP) stays ignored.
+    # Ctrl-C too (click turns it into a silent exit 130); a signal ignored (`nohup`) stays ignored.
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     train.sync_train_commands()
     try:
         app(args=argv, prog_name="bertkit")
+    except SystemExit as done:  # how a command that did its work ends (click exits)
+        leave_if_launched(0) if done.code in (0, None) else None
+        raise
     except BertkitError as err:
         _fail(str(err), err.exit_code)
     except (KeyboardInterrupt, Interrupted) as err:
@@ -141,4 +144,6 @@ def _fail(message: str, code: int) -> None:
         here = None
     where = f" ({here.name()})" if here else ""
     Console(stderr=True, highlight=False).print(f"[bold red]error{where}:[/bold red] {escape(message)}", soft_wrap=True)
+    leave_if_launched(code)
     sys.exit(code)
+
