@@ -145,7 +145,7 @@ def group(here: Place) -> Iterator[Place]:
             dist.destroy_process_group()
 
 
-def leave_if_launched(code: int) -> None:
+def leave_if_launched(code: int | str | None) -> None:
     """Under a launcher, end the process now with `code`, past the interpreter's teardown. A
     sharded run's gloo threads, torn down at exit while a peer is gone, frozen or still leaving,
     can abort the process (SIGABRT, "terminate called without an active exception") and lose the
@@ -155,9 +155,11 @@ def leave_if_launched(code: int) -> None:
 
     if "torch.distributed" not in sys.modules or os.environ.get("WORLD_SIZE", "1").strip() in ("", "0", "1"):
         return
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): Python prints it
+        return
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    os._exit(code or 0)
 
 
 def gather(here: Place, value, waiting_for: str) -> list:

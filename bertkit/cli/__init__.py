@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     train.sync_train_commands()
     try:
         app(args=argv, prog_name="bertkit")
-    except SystemExit as done:  # how a command that did its work ends (click exits)
-        leave_if_launched(0) if done.code in (0, None) else None
+    except SystemExit as done:  # how a command ends (click exits), done or refused by click
+        leave_if_launched(done.code)
         raise
     except BertkitError as err:
         _fail(str(err), err.exit_code)
@@ -146,4 +146,3 @@ def _fail(message: str, code: int) -> None:
     Console(stderr=True, highlight=False).print(f"[bold red]error{where}:[/bold red] {escape(message)}", soft_wrap=True)
     leave_if_launched(code)
     sys.exit(code)
-

@@ -17,6 +17,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
+from bertkit.errors import BertkitError
 
 
 def search(
@@ -69,12 +70,8 @@ def search(
         )  # fmt: skip
         return
     if ef_search is not None:
-        from bertkit.errors import BertkitError
-
         raise BertkitError("--ef-search is the breadth of an index's search: give it with --index, or leave it out")
     if model is None or corpus is None:
-        from bertkit.errors import BertkitError
-
         raise BertkitError("give --model and --corpus for exact search, or --index for an index's")
     from functools import partial
 
@@ -90,7 +87,6 @@ def _search_index(
     index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank, ef_search
 ):
     from bertkit.embeddings.index import search_index_file
-    from bertkit.errors import BertkitError
 
     clashing = [option for option, value in given.items() if value is not None]
     if clashing:

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bertkit.errors import BertkitError
 
 FILE = "vectors.faiss"
 INSTALL = "pip install 'bertkit[index]'"
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `bertkit --help` reads Params without it
+    import numpy as np
 
 
 RANGE_MARGIN = 0.2  # each 8-bit range: the first vectors' min to max, widened by this share of it on both sides
@@ -77,6 +79,8 @@ def new(dimension: int, params: Params):
 
 
 def add(index, keys: np.ndarray, vectors: np.ndarray) -> None:
+    import numpy as np
+
     if len(keys):
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if not index.is_trained:  # a quantized graph's first vectors set its 8-bit ranges
@@ -117,6 +121,8 @@ def search(index, vectors: np.ndarray, k: int, ef_search: int) -> tuple[np.ndarr
     graph found fewer than k). A quantized graph's walk keeps its `ef_search` best candidates by
     their 8-bit scores, and all of them are re-scored exactly (at least RESCORE x k): a few hundred
     dot products against the thousands the walk computed, and no near-tie lost to rounding."""
+    import numpy as np
+
     graph, rescoring = _graph(index)
     if rescoring is not None:
         rescoring.k_factor = max(RESCORE, ef_search / k)

@@ -89,7 +89,7 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
             f"{info['dimension']}: the model was replaced since the index was built. Build the index again."
         )
     changed = {k: v for k, v in _settings(encoder).items() if stored.get(k, v) != v}
-    if changed or info.get("identity") not in (None, encoder.identity()) and not _same_weights(info, encoder):
+    if changed or info.get("identity") is not None and not _same_weights(info, encoder):
         what = ", ".join(f"{k} {stored[k]} -> {v}" for k, v in changed.items()) or "its weight files"
         raise BertkitError(
             f"{info['model']} changed since the index was built ({what}): its query vectors would not match "
@@ -99,10 +99,10 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
 
 
 def _same_weights(info: dict, encoder) -> bool:
-    """Whether the stored identity and the encoder's differ only in how the model's path was
-    written. The model is always loaded from the index's absolute `model`, so the path adds
-    nothing to the check; an index built by an older bertkit from a relative path (`-m ./model`)
-    stored it as given."""
+    """Whether the stored identity and the encoder's agree on everything after the model's path.
+    The model is always loaded from the index's absolute `model`, so the path adds nothing to the
+    check, and an index built by an older bertkit from a relative path (`-m ./model`) stored it as
+    given."""
     stored, now = info["identity"].split("|", 1), encoder.identity().split("|", 1)
     return len(stored) == len(now) == 2 and stored[1] == now[1]
 
