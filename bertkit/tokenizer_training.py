@@ -61,7 +61,7 @@ def train_wordpiece(
             f"{found:,}, lower the minimum frequency, or add text."
         )
     if japanese:
-        return _japanese_tokenizer(tok, max_length)
+        return japanese_tokenizer(tok, max_length)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
@@ -69,7 +69,7 @@ def train_wordpiece(
     return BertTokenizerFast(tokenizer_object=tok, model_max_length=max_length, do_lower_case=lowercase)
 
 
-def _japanese_tokenizer(tok, max_length: int):
+def japanese_tokenizer(tok, max_length: int):
     """A BertJapaneseTokenizer (MeCab with unidic-lite, then WordPiece) over the learnt pieces."""
     import tempfile
 

@@ -285,7 +285,8 @@ def test_train_on_scored_pairs_improves_correlation(tmp_path, tiny_model, cli):
     assert info["loss"] == "cosent" and info["score_max"] == 5.0
     scores = json.loads((tmp_path / "embedder" / "metrics.json").read_text())["validation"]
     before = untrained(tiny_model, dev, scored=True)["spearman"]
-    assert scores["spearman"] > 0.6 and scores["spearman"] > before + 0.2
+    # learned: at least half of the way from the untrained model's correlation to a perfect one
+    assert scores["spearman"] > 0.6 and 1 - scores["spearman"] < (1 - before) / 2, (before, scores)
     assert scores["spearman_before"] == pytest.approx(before, abs=1e-4)
 
 

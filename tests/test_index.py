@@ -37,6 +37,13 @@ def hits_of(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def ranking(out: str) -> list[list[tuple[float, int]]]:
+    """Each query's hits as (score to 5 places, line), best first and ties by line: the index
+    re-scores exactly, but a random tiny model gives texts scores equal to 6 places, which the two
+    searches may list in either order."""
+    return [sorted((-round(h["score"], 5), h["index"]) for h in r["hits"]) for r in hits_of(out)]
+
+
 # ---------------------------------------------------------------- the library alone
 
 
@@ -132,9 +139,7 @@ def test_stored_settings_encode_the_queries(tmp_path, tiny_model, corpus_texts, 
     exact = ("search", "-m", tiny_model, "--corpus", corpus, "--no-cache", "--pooling", "cls", "--max-length", "8")
     code, exact_out, err = cli(*exact, *asked)
     assert code == 0, err
-    assert [[h["index"] for h in r["hits"]] for r in hits_of(out)] == [
-        [h["index"] for h in r["hits"]] for r in hits_of(exact_out)
-    ]
+    assert ranking(out) == ranking(exact_out)
 
 
 def test_unquantized_graph_and_a_breadth_per_search(tmp_path, tiny_model, corpus_texts, cli):
@@ -148,9 +153,7 @@ def test_unquantized_graph_and_a_breadth_per_search(tmp_path, tiny_model, corpus
     assert code == 0, err
     code, exact_out, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--no-cache", *asked)
     assert code == 0, err
-    assert [[h["index"] for h in r["hits"]] for r in hits_of(out)] == [
-        [h["index"] for h in r["hits"]] for r in hits_of(exact_out)
-    ]  # a breadth below k is raised to k: HNSW returns no fewer hits than asked
+    assert ranking(out) == ranking(exact_out)  # a breadth below k is raised to k: no fewer hits than asked
     code, _, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--ef-search", "64", *asked)
     assert code == 2 and "give it with --index" in err
 

@@ -33,17 +33,55 @@ def write_easy_csv(path: Path, n: int, seed: int) -> Path:
     return path
 
 
+def wordpiece_vocab(words: list[str], size: int, specials: list[str]) -> dict[str, int]:
+    """A WordPiece vocabulary learnt as tokenizers' WordPieceTrainer learns one (BPE merges of the
+    most frequent adjacent pieces, "##" marking a piece inside a word), but the same on every run:
+    ties go to the alphabetically first pair. (The trainer breaks ties in hash-map order, which
+    changes from one process to the next: a tiny model built on it differed on every run, and so
+    did the tests' numbers.)"""
+    from collections import Counter
+
+    counts = Counter(words)
+    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
+    # as the trainer does: every character on its own, then the ## form of each that continues a word
+    tokens = specials + sorted({c for word in counts for c in word})
+    tokens += sorted({piece for parts in splits.values() for piece in parts[1:]})
+    known = set(tokens)
+    while len(tokens) < size:
+        pairs: Counter = Counter()
+        for word, parts in splits.items():
+            for pair in zip(parts, parts[1:], strict=False):
+                pairs[pair] += counts[word]
+        if not pairs:
+            break
+        (left, right), _ = min(pairs.items(), key=lambda item: (-item[1], item[0]))
+        merged = left + right[2:]
+        for parts in splits.values():
+            i = 0
+            while i < len(parts) - 1:
+                if parts[i] == left and parts[i + 1] == right:
+                    parts[i : i + 2] = [merged]
+                i += 1
+        if merged not in known:
+            tokens.append(merged)
+            known.add(merged)
+    return {token: i for i, token in enumerate(tokens)}
+
+
 def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Path:
-    """A 2-layer, 64-wide random BERT with a WordPiece vocab trained on `texts`."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    """A 2-layer, 64-wide random BERT with a WordPiece vocab learnt from `texts` (the same on every
+    run, as is the model)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    splitter = pre_tokenizers.BertPreTokenizer()
+    words = [w for text in texts for w, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text))]
+    tok = Tokenizer(models.WordPiece(wordpiece_vocab(words, vocab_size, specials), unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = splitter
     tok.decoder = decoders.WordPiece()
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
@@ -68,13 +106,17 @@ def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Pa
 
 def build_tiny_japanese_bert(folder: Path, texts: list[str], vocab_size: int = 600) -> Path:
     """A 2-layer, 64-wide random BERT with a MeCab + WordPiece vocabulary (BertJapaneseTokenizer)
-    learnt from `texts`, the layout of the Tohoku Japanese models."""
+    of `texts`' MeCab words (the same on every run), the layout of the Tohoku Japanese models."""
     import torch
+    from tokenizers import Tokenizer, models
     from transformers import BertConfig, BertModel
 
-    from bertkit.tokenizer_training import train_wordpiece
+    from bertkit.japanese import split_words
+    from bertkit.tokenizer_training import SPECIAL_TOKENS, japanese_tokenizer
 
-    tokenizer = train_wordpiece(texts, vocab_size, min_frequency=1, max_length=128, japanese=True)
+    words = [w for text in texts if text.strip() for w in split_words(text)]
+    pieces = Tokenizer(models.WordPiece(wordpiece_vocab(words, vocab_size, SPECIAL_TOKENS), unk_token="[UNK]"))
+    tokenizer = japanese_tokenizer(pieces, 128)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(folder)
     config = BertConfig(
