@@ -3,7 +3,8 @@
 
   teacher:   MiniLM (6 layers) fine-tuned on N training sentences (default 4,000), max_length 64,
              --teacher-epochs (default 3: a teacher trained 1 epoch was beaten by the labels-only
-             student, see docs/distill.md), batch 16, lr 5e-5 (classify's default; --lr for another, the same for every run).
+             student, see docs/distill.md), batch 16, lr 5e-5 (classify's default; --lr for
+             another, the same for every run).
   distilled: `bertkit train distill`, layers [0, 2, 4] of the teacher, temperature / alpha as given.
              Students train with train.eval_strategy no: each is scored once, as it ends, on dev.
   direct:    the same student start, the same data and steps, labels only (distill.alpha: 1, which

@@ -102,7 +102,8 @@ def main() -> None:
         started = time.perf_counter()
         predict_file(bundle, str(texts), str(WORK / "predictions.jsonl"))
         times.append(time.perf_counter() - started)
-    predicted = {"texts": len(dev) * args.copies, "texts_per_s": round(len(dev) * args.copies / statistics.median(times))}
+    count = len(dev) * args.copies
+    predicted = {"texts": count, "texts_per_s": round(count / statistics.median(times))}
     result = {
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,

@@ -211,7 +211,7 @@ def attention_file(
         )
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     models.quiet_transformers()
-    network = models.from_pretrained(transformers.AutoModel, source, trust_remote_code).eval()
+    network = models.weights_from_pretrained(transformers.AutoModel, source, trust_remote_code).eval()
     attention, groups = attention_of(network, tokenizer, text, pair)
     if words:
         attention = merge_words(attention, groups)

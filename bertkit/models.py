@@ -83,7 +83,7 @@ def load_weights(auto_class, source: str, cfg, **kwargs):
     trusted = cfg.model.trust_remote_code
     common = {"revision": cfg.model.revision}
     if not cfg.model.random_init:
-        return from_pretrained(auto_class, source, trusted, **common, **kwargs)
+        return weights_from_pretrained(auto_class, source, trusted, **common, **kwargs)
     from transformers import AutoConfig
 
     wants_info = kwargs.pop("output_loading_info", False)
@@ -152,6 +152,18 @@ def from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
         if explained is None:
             raise
         raise explained from None
+
+
+def weights_from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
+    """A model (`from_pretrained` above) in float32, whatever dtype its files hold. transformers 5
+    loads a checkpoint in the dtype it was saved in, so a model published in fp16 or bf16 would
+    otherwise train with half-precision weights (AdamW's small updates rounded away; the fp16
+    grad scaler refuses them outright) and run in half precision on a CPU. Mixed precision on a
+    GPU is the Trainer's autocast over these float32 weights (train.precision)."""
+    import torch
+
+    kwargs.setdefault("dtype", torch.float32)
+    return from_pretrained(loader, source, trusted, **kwargs)
 
 
 def explain_load_error(source: str, err: BaseException) -> BertkitError | None:

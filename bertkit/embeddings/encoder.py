@@ -180,7 +180,7 @@ def load_encoder(
     settings = (
         model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
     )
-    model, loading = models.from_pretrained(AutoModel, path, trust_remote_code, output_loading_info=True)
+    model, loading = models.weights_from_pretrained(AutoModel, path, trust_remote_code, output_loading_info=True)
     if pooling is not None:
         settings.pooling = pooling
     if settings.pooling == "pooler" and any(k.startswith("pooler.") for k in loading.get("missing_keys", [])):
