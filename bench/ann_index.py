@@ -18,7 +18,8 @@ What is measured, all in this one run and on the same queries:
     queries at once; it gives the true top 10;
   - each index: build time, peak resident memory of the process that builds and queries it (in its
     own process, the vectors it was handed included, so the number is the whole cost), size on disk,
-    then for each search breadth (efSearch / expansion_search): recall@10 against exact and queries/s
+    then for each search breadth (efSearch / expansion_search; nprobe, the lists scanned, for the IVF
+    index): recall@10 against exact and queries/s
     over the whole query batch.
 Every timing, exact and indexed, is the median of 3 passes over all the queries.
 Searches, exact and indexed, run on --threads threads (default 1, so queries/s compare like with like);
@@ -165,8 +166,13 @@ CONFIGS = {
     "bertkit-default": {"library": "bertkit"},  # ann.Params() as `bertkit index build` uses it
     "faiss-hnsw32": {"library": "faiss", "m": 32, "ef_construction": 200},
     "usearch-hnsw32": {"library": "usearch", "m": 32, "ef_construction": 200},
+    # not a graph: 2,048 k-means lists of 4-bit PQ codes (96 sub-vectors of 4 dimensions) scanned with
+    # FAISS's SIMD fast-scan, the k_factor x k best re-scored with the exact vectors; its search breadth
+    # is nprobe, the lists scanned per query (docs/index-search.md: a candidate for the next default)
+    "faiss-ivf2048-pq96fs": {"library": "faiss-ivf", "nlist": 2048, "pq": 96, "k_factor": 30},
 }
 SEARCH_BREADTHS = (16, 32, 64, 96, 128, 160, 192, 256)
+IVF_PROBES = (128, 256, 384, 512, 768)  # lists scanned per query, for the IVF configs
 REPEATS = 3  # every timing, exact and indexed, is the median of this many passes over all queries
 
 
@@ -209,6 +215,17 @@ def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
         index.add(corpus)
         faiss.omp_set_num_threads(threads)
         version = faiss.__version__
+    elif config["library"] == "faiss-ivf":
+        import faiss
+
+        faiss.omp_set_num_threads(build_threads)
+        factory = f"IVF{config['nlist']},PQ{config['pq']}x4fs,RFlat"
+        index = faiss.index_factory(corpus.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+        index.train(corpus)
+        index.add(corpus)
+        index.k_factor = config["k_factor"]
+        faiss.omp_set_num_threads(threads)
+        version = faiss.__version__
     else:
         import usearch
         from usearch.index import Index
@@ -221,12 +238,12 @@ def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
         version = usearch.__version__
     build = time.perf_counter() - started
     saved = folder / f"{name}.index"
-    if config["library"] in ("faiss", "bertkit"):
+    if config["library"] in ("faiss", "bertkit", "faiss-ivf"):
         faiss.write_index(index, str(saved))
     else:
         index.save(str(saved))
     rows = []
-    for breadth in SEARCH_BREADTHS:
+    for breadth in IVF_PROBES if config["library"] == "faiss-ivf" else SEARCH_BREADTHS:
         timings = []
         for _ in range(REPEATS):
             started = time.perf_counter()
@@ -235,13 +252,16 @@ def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
             elif config["library"] == "faiss":
                 index.hnsw.efSearch = max(breadth, K)
                 _, found = index.search(queries, K)
+            elif config["library"] == "faiss-ivf":
+                faiss.extract_index_ivf(index).nprobe = breadth
+                _, found = index.search(queries, K)
             else:
                 index.expansion_search = max(breadth, K)
                 found = index.search(queries, K, threads=threads).keys
             timings.append(time.perf_counter() - started)
         took = statistics.median(timings)
         recall = np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth, strict=True)])
-        rows.append({"ef_search": breadth, "recall@10": round(float(recall), 4), "qps": round(len(queries) / took, 1)})
+        rows.append({"breadth": breadth, "recall@10": round(float(recall), 4), "qps": round(len(queries) / took, 1)})
     peak = memory_mb("VmHWM")
     return {
         "name": name, "library": config["library"], "version": version, **config,
@@ -320,7 +340,7 @@ def main() -> None:
                     "index": name, "build_s": result["build_s"], "peak_rss_mb": result["peak_rss_mb"],
                     "disk_mb": result["disk_mb"], **search, "x_exact": round(search["qps"] / exact_qps, 1),
                 })  # fmt: skip
-    print(table(rows, ["index", "build_s", "peak_rss_mb", "disk_mb", "ef_search", "recall@10", "qps", "x_exact"]))
+    print(table(rows, ["index", "build_s", "peak_rss_mb", "disk_mb", "breadth", "recall@10", "qps", "x_exact"]))
     print(f"exact: {exact_qps:.0f} queries/s (threads {args.threads})")
     settings = {"load_average_at_end": os.getloadavg()}
     settings |= {k: getattr(args, k) for k in ("corpus", "n", "base", "queries", "noise", "threads", "build_threads")}
