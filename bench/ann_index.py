@@ -161,14 +161,16 @@ def grow(base, n: int, noise: float, seed: int = 0):
 # HNSW graphs in both: M / connectivity 32 and efConstruction / expansion_add 200 for both libraries
 # (the same graph, so the comparison is of the implementations); f32 keeps the scores exact
 CONFIGS = {
-    # what `bertkit index` builds by default: bertkit/embeddings/ann.py itself (FAISS HNSW over 8-bit
-    # codes, the walk's candidates re-scored with the exact vectors)
+    # what `bertkit index build` builds by default: bertkit/embeddings/ann.py itself (from 50,000 vectors
+    # an IVF index of 4-bit fast-scan codes, the best re-scored with the exact vectors), and its graph
+    # (`--kind hnsw`, the default below 50,000: HNSW over 8-bit codes, candidates re-scored exactly)
     "bertkit-default": {"library": "bertkit"},  # ann.Params() as `bertkit index build` uses it
+    "bertkit-hnsw": {"library": "bertkit", "kind": "hnsw"},
     "faiss-hnsw32": {"library": "faiss", "m": 32, "ef_construction": 200},
     "usearch-hnsw32": {"library": "usearch", "m": 32, "ef_construction": 200},
     # not a graph: 2,048 k-means lists of 4-bit PQ codes (96 sub-vectors of 4 dimensions) scanned with
     # FAISS's SIMD fast-scan, the k_factor x k best re-scored with the exact vectors; its search breadth
-    # is nprobe, the lists scanned per query (docs/index-search.md: a candidate for the next default)
+    # is nprobe, the lists scanned per query (built with FAISS alone: what bertkit-default became)
     "faiss-ivf2048-pq96fs": {"library": "faiss-ivf", "nlist": 2048, "pq": 96, "k_factor": 30},
 }
 SEARCH_BREADTHS = (16, 32, 64, 96, 128, 160, 192, 256)
@@ -200,8 +202,9 @@ def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
         from bertkit.embeddings import ann
 
         faiss.omp_set_num_threads(build_threads)
-        params = ann.Params()
-        config.update(m=params.m, ef_construction=params.ef_construction, quantized=params.quantized)
+        asked = ann.Params(kind=config.get("kind", "auto"))
+        params = ann.resolve(asked, corpus.shape[1], len(corpus))  # as `bertkit index build` settles them
+        config.update({k: v for k, v in ann.describe(params).items() if k != "library"})
         index = ann.new(corpus.shape[1], params)
         ann.add(index, np.arange(len(corpus)), corpus)
         faiss.omp_set_num_threads(threads)
@@ -243,7 +246,8 @@ def worker(name: str, folder: Path, threads: int, build_threads: int) -> dict:
     else:
         index.save(str(saved))
     rows = []
-    for breadth in IVF_PROBES if config["library"] == "faiss-ivf" else SEARCH_BREADTHS:
+    ivf = config["library"] == "faiss-ivf" or str(config.get("kind", "")).startswith("IVF")
+    for breadth in IVF_PROBES if ivf else SEARCH_BREADTHS:
         timings = []
         for _ in range(REPEATS):
             started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`bertkit index build / add` and `bertkit search --index`: the HNSW index against exact search,
+"""`bertkit index build / add` and `bertkit search --index`: the HNSW and IVF indexes against exact search,
 what the index folder keeps, numbering across `index add`, and the errors a user can cause."""
 
 from __future__ import annotations
@@ -75,6 +75,106 @@ def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path, quant
     (tmp_path / "bad").write_bytes(b"not an index")
     with pytest.raises(Exception, match="cannot be read as a FAISS index"):
         ann.load(tmp_path / "bad", 16)
+
+
+def recall(found, expected) -> float:
+    return float(np.mean([len(set(f) & set(e)) / len(e) for f, e in zip(found, expected, strict=True)]))
+
+
+def test_ivf_index_finds_what_exact_search_finds_and_survives_saving(tmp_path):
+    from bertkit.embeddings import ann
+    from bertkit.embeddings.pooling import unit_rows
+    from bertkit.embeddings.search import top_hits
+
+    rng = np.random.default_rng(1)
+    centres = rng.normal(size=(20, 16))
+    corpus = unit_rows(centres[rng.integers(0, 20, 3000)] + 0.5 * rng.normal(size=(3000, 16))).astype(np.float32)
+    queries = unit_rows(centres[rng.integers(0, 20, 40)] + 0.5 * rng.normal(size=(40, 16))).astype(np.float32)
+    params = ann.resolve(ann.Params(kind="ivf", lists=16), 16, 3000)
+    assert (params.kind, params.lists, params.probes) == ("ivf", 16, 4)  # a quarter of the lists by default
+    assert ann.describe(params) == {
+        "library": "faiss", "version": ann.require().__version__, "kind": "IVF-PQ4FS", "rescore": ann.IVF_RESCORE,
+        "lists": 16, "probes": 4,
+    }  # fmt: skip
+    index = ann.new(16, params)
+    keys = np.arange(3000, dtype=np.uint64) * 2 + 1  # keys are corpus positions, not row numbers
+    ann.add(index, keys[:2000], corpus[:2000])  # the lists are learnt from these first ones
+    ann.add(index, keys[2000:], corpus[2000:])
+    ann.save(index, tmp_path / ann.FILE)
+    again = ann.load(tmp_path / ann.FILE, 16)
+    expected, _ = top_hits(queries, corpus, 5)
+    for loaded in (index, again):
+        found, values = ann.search(loaded, queries, 5, 16)  # every list scanned
+        assert recall(found, expected * 2 + 1) >= 0.98
+        exact = np.einsum("qd,qkd->qk", queries, corpus[(found - 1) // 2])
+        assert np.allclose(values, exact, atol=1e-5)  # the hits' scores are exact: re-scored with the floats
+    # the breadth is the lists scanned: on vectors without clusters one list of 16 finds far less
+    scattered = unit_rows(rng.normal(size=(3000, 16))).astype(np.float32)
+    index = ann.new(16, params)
+    ann.add(index, np.arange(3000, dtype=np.uint64), scattered)
+    expected, _ = top_hits(queries, scattered, 5)
+    wide, narrow = (recall(ann.search(index, queries, 5, breadth)[0], expected) for breadth in (16, 1))
+    assert wide > 0.85 and narrow < wide - 0.3, (wide, narrow)
+
+
+def test_the_kind_and_the_lists_follow_the_corpus():
+    from bertkit.embeddings import ann
+    from bertkit.errors import BertkitError
+
+    auto = ann.Params()
+    assert ann.resolve(auto, 384, ann.IVF_MIN - 1).kind == "hnsw"  # small corpora keep the graph
+    big = ann.resolve(auto, 384, 200_000)
+    assert (big.kind, big.lists, big.probes) == ("ivf", 2048, 512)  # the benchmark's measured setting
+    assert ann.ivf_lists(50_000) == 1024 and ann.ivf_lists(1_000_000) == 4096
+    assert ann.resolve(auto, 300, 200_000).kind == "hnsw"  # 4-bit codes of 4 dimensions need a multiple of 8
+    assert ann.resolve(ann.Params(kind="hnsw"), 384, 200_000).kind == "hnsw"
+    assert ann.resolve(ann.Params(kind="ivf", probes=5000), 384, 200_000).probes == 2048  # at most every list
+    assert ann.default_breadth(ann.describe(big)) == 512
+    assert ann.default_breadth(ann.describe(ann.resolve(auto, 384, 10))) == auto.ef_search
+    for params, dimension, count, match in (
+        (ann.Params(kind="ivf"), 300, 200_000, "multiple of 8"),
+        (ann.Params(kind="ivf", lists=64), 384, 50, "needs at least 64 texts"),
+        (ann.Params(kind="ivf"), 384, 10, "needs at least 16 texts"),
+        (ann.Params(kind="flat"), 384, 10, "give one of auto, ivf, hnsw"),
+        # a setting of the other kind is refused, not dropped
+        (ann.Params(probes=8), 384, 1000, "auto picks it for 1,000 texts; IVF from 50,000 texts"),
+        (ann.Params(kind="hnsw", lists=64), 384, 200_000, "--lists and --probes set an IVF index"),
+        (ann.Params(m=16, quantized=False), 384, 200_000, "--links, --no-quantize set a graph"),
+        (ann.Params(kind="ivf", ef_search=200), 384, 1000, r"--ef-search set a graph \(HNSW\), and this index is IVF"),
+    ):
+        with pytest.raises(BertkitError, match=match):
+            ann.resolve(params, dimension, count)
+
+
+def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli):
+    corpus = write_lines(tmp_path / "docs.txt", corpus_texts)
+    built = ("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx", "--kind", "ivf")
+    code, _, err = cli(*built, "--lists", "4")
+    assert code == 0 and "IVF-PQ4FS" in err, err
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())["ann"]
+    assert (stored["kind"], stored["lists"], stored["probes"]) == ("IVF-PQ4FS", 4, 1)
+    asked = ("-q", corpus_texts[10], "-q", "great hotel and the song", "-k", "4")
+    code, out, err = cli("search", "--index", tmp_path / "idx", "--probes", "4", *asked)
+    assert code == 0, err
+    code, exact_out, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--no-cache", *asked)
+    assert code == 0, err
+    assert ranking(out) == ranking(exact_out)  # every list scanned, every kept code re-scored: exact
+    code, _, err = cli("search", "--index", tmp_path / "idx", "--ef-search", "64", *asked)
+    assert code == 2 and "is an IVF index" in err and "--probes" in err
+    code, _, err = cli("search", "-m", tiny_model, "--corpus", corpus, "--probes", "2", *asked)
+    assert code == 2 and "give it with --index" in err
+    more = write_lines(tmp_path / "more.txt", ["a brand new text about zebras and tapirs"])
+    code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more)
+    assert code == 0, err
+    code, out, err = cli("search", "--index", tmp_path / "idx", "--probes", "4", "-q", "a brand new text about zebras "
+                         "and tapirs", "-k", "1")  # fmt: skip
+    assert code == 0 and hits_of(out)[0]["hits"][0]["index"] == len(corpus_texts), out
+    code, _, err = cli(*built, "--overwrite", "--lists", "500")
+    assert code == 2 and "needs at least 500 texts" in err and "--kind hnsw" in err
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "g")
+    assert code == 0 and "HNSW-SQ8" in err  # auto: a corpus this small keeps the graph
+    code, _, err = cli("search", "--index", tmp_path / "g", "--probes", "2", *asked)
+    assert code == 2 and "is a graph (HNSW)" in err and "--ef-search" in err
 
 
 def test_missing_extra_names_the_install(monkeypatch, tmp_path, tiny_model, cli):

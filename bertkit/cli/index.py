@@ -15,7 +15,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
-from bertkit.embeddings.ann import Params
+from bertkit.embeddings.ann import IVF_MIN, Params
 
 index_app = typer.Typer(
     help="Approximate nearest-neighbour indexes for `bertkit search --index` (large corpora).", no_args_is_help=True
@@ -33,6 +33,17 @@ def build(
     text_column: str = TextColumnOption,
     pooling: str | None = PoolingOption,
     max_length: int | None = MaxLengthOption,
+    kind: str = typer.Option(
+        Params.kind, "--kind", help="auto: an IVF index (k-means lists of 4-bit codes, re-scored exactly) from "
+        f"{IVF_MIN:,} texts, an HNSW graph below; ivf or hnsw to choose.",
+    ),
+    lists: int | None = typer.Option(
+        None, "--lists", min=1, help="IVF: k-means lists (default: the power of two nearest 4.6 x sqrt(texts))."
+    ),
+    probes: int | None = typer.Option(
+        None, "--probes", min=1, help="IVF: lists scanned per query, kept as the index's default (default: a "
+        "quarter of the lists).",
+    ),
     links: int = typer.Option(
         Params.m, "--links", min=4, help="HNSW M: links per vector (more: better recall, more memory)."
     ),
@@ -63,9 +74,12 @@ def build(
     from bertkit.progress import console
 
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
-    params = Params(m=links, ef_construction=ef_construction, ef_search=ef_search, quantized=quantize)
+    params = Params(
+        m=links, ef_construction=ef_construction, ef_search=ef_search, quantized=quantize, kind=kind, lists=lists,
+        probes=probes,
+    )  # fmt: skip
     info = build_index(load, model, corpus, output, text_column, batch_size, overwrite, params)
-    console.print(f"indexed {info['count']:,} texts ({info['lines']:,} lines) in {output}")
+    console.print(f"indexed {info['count']:,} texts ({info['lines']:,} lines) in {output}: {info['ann']['kind']}")
 
 
 @index_app.command("add")

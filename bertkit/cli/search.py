@@ -33,6 +33,10 @@ def search(
     ef_search: int | None = typer.Option(
         None, "--ef-search", min=1, help="--index: the graph's search breadth for this search (default: the index's)."
     ),
+    probes: int | None = typer.Option(
+        None, "--probes", min=1, help="--index of kind IVF: lists scanned per query in this search (default: the "
+        "index's).",
+    ),
     query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
     queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
@@ -66,11 +70,12 @@ def search(
         given = {"--model": model, "--corpus": corpus, "--pooling": pooling, "--max-length": max_length}
         _search_index(
             index, given, query, queries, output, top_k, text_column, batch_size, device, trust_remote_code, runtime,
-            reranker, ef_search,
+            reranker, ef_search, probes,
         )  # fmt: skip
         return
-    if ef_search is not None:
-        raise BertkitError("--ef-search is the breadth of an index's search: give it with --index, or leave it out")
+    for option, value in (("--ef-search", ef_search), ("--probes", probes)):
+        if value is not None:
+            raise BertkitError(f"{option} is the breadth of an index's search: give it with --index, or leave it out")
     if model is None or corpus is None:
         raise BertkitError("give --model and --corpus for exact search, or --index for an index's")
     from functools import partial
@@ -84,9 +89,11 @@ def search(
 
 
 def _search_index(
-    index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank, ef_search
-):
-    from bertkit.embeddings.index import search_index_file
+    index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank, ef_search,
+    probes,
+):  # fmt: skip
+    from bertkit.embeddings import ann
+    from bertkit.embeddings.index import read_index, search_index_file
 
     clashing = [option for option, value in given.items() if value is not None]
     if clashing:
@@ -94,6 +101,13 @@ def _search_index(
             f"--index {index}: drop {', '.join(clashing)}; the index holds its corpus and the model and settings "
             "it was encoded with (add texts with `bertkit index add`)"
         )
+    ann.require()  # a missing extra is said first: nothing else can be done without it
+    ivf = ann.is_ivf(read_index(index)["ann"])
+    wrong, right = ("--ef-search", "--probes") if ivf else ("--probes", "--ef-search")
+    if (ef_search if ivf else probes) is not None:
+        kind = "an IVF index (lists of codes, no graph)" if ivf else "a graph (HNSW)"
+        raise BertkitError(f"--index {index} is {kind}: {wrong} does not apply; its search breadth is {right}")
+    breadth = probes if ivf else ef_search
     search_index_file(
-        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, ef_search, rerank
+        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, breadth, rerank
     )

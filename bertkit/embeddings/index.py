@@ -172,6 +172,7 @@ def build_index(
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)
     texts = _corpus_texts(corpus, text_column)
     encoder = load()
+    params = ann.resolve(params, encoder.dimension, sum(1 for t in texts if t.strip()))  # before the encoding
     keys, vectors = _embed(encoder, texts, 0, batch_size)
     index = ann.new(encoder.dimension, params)
     ann.add(index, keys, vectors)
@@ -226,9 +227,10 @@ def add_to_index(
 
 def search_index(
     folder: str, queries: list[str], top_k: int, batch_size: int, device, trust_remote_code: bool, runtime,
-    ef_search: int | None = None,
+    breadth: int | None = None,
 ) -> Iterator[dict]:  # fmt: skip
-    """The same records as exact search (`embeddings.search.search`), from the index."""
+    """The same records as exact search (`embeddings.search.search`), from the index; `breadth`
+    overrides the index's own search breadth (efSearch of a graph, probes of an IVF index)."""
     from bertkit.embeddings.pooling import unit_vectors
     from bertkit.embeddings.search import hit_records
 
@@ -243,7 +245,7 @@ def search_index(
     scores = np.zeros((len(queries), 0), dtype=np.float32)
     if filled:
         found, values = ann.search(
-            index, asked[filled], min(top_k, info["count"]), ef_search or info["ann"]["ef_search"]
+            index, asked[filled], min(top_k, info["count"]), breadth or ann.default_breadth(info["ann"])
         )
         keys = np.zeros((len(queries), found.shape[1]), dtype=np.int64)
         scores = np.zeros((len(queries), found.shape[1]), dtype=np.float32)
@@ -254,7 +256,7 @@ def search_index(
 
 def search_index_file(
     folder: str, query: list[str], queries: str | None, output: str | None, top_k: int, text_column: str,
-    batch_size: int, device, trust_remote_code: bool, runtime, ef_search: int | None = None, rerank=None,
+    batch_size: int, device, trust_remote_code: bool, runtime, breadth: int | None = None, rerank=None,
 ) -> None:  # fmt: skip
     """`bertkit search --index`: the hits of each query as JSON lines, written as exact search writes them;
     `rerank` (a `bertkit.embeddings.rerank.Reranker`) re-orders each query's top candidates."""
@@ -267,6 +269,6 @@ def search_index_file(
     asked = asked_queries(query, queries, text_column)
     with atomic_text(output) as handle, RecordWriter(handle, "jsonl") as writer:
         depth = rerank.depth(top_k) if rerank else top_k
-        records = search_index(folder, asked, depth, batch_size, device, trust_remote_code, runtime, ef_search)
+        records = search_index(folder, asked, depth, batch_size, device, trust_remote_code, runtime, breadth)
         for record in rerank.apply(records, top_k) if rerank else records:
             writer.write(record)
