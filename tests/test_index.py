@@ -128,7 +128,6 @@ def test_the_kind_and_the_lists_follow_the_corpus():
     assert ann.ivf_lists(50_000) == 1024 and ann.ivf_lists(1_000_000) == 4096
     assert ann.resolve(auto, 300, 200_000).kind == "hnsw"  # 4-bit codes of 4 dimensions need a multiple of 8
     assert ann.resolve(ann.Params(kind="hnsw"), 384, 200_000).kind == "hnsw"
-    assert ann.resolve(ann.Params(kind="ivf", probes=5000), 384, 200_000).probes == 2048  # at most every list
     assert ann.default_breadth(ann.describe(big)) == 512
     assert ann.default_breadth(ann.describe(ann.resolve(auto, 384, 10))) == auto.ef_search
     for params, dimension, count, match in (
@@ -136,6 +135,8 @@ def test_the_kind_and_the_lists_follow_the_corpus():
         (ann.Params(kind="ivf", lists=64), 384, 50, "needs at least 64 texts"),
         (ann.Params(kind="ivf"), 384, 10, "needs at least 16 texts"),
         (ann.Params(kind="flat"), 384, 10, "give one of auto, ivf, hnsw"),
+        (ann.Params(kind="ivf", probes=5000), 384, 200_000, "can scan at most 2,048"),
+        (ann.Params(kind="ivf", lists=64), None, 50, "needs at least 64 texts"),  # before the model loads
         # a setting of the other kind is refused, not dropped
         (ann.Params(probes=8), 384, 1000, "auto picks it for 1,000 texts; IVF from 50,000 texts"),
         (ann.Params(kind="hnsw", lists=64), 384, 200_000, "--lists and --probes set an IVF index"),
@@ -146,13 +147,17 @@ def test_the_kind_and_the_lists_follow_the_corpus():
             ann.resolve(params, dimension, count)
 
 
-def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli):
+def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli, monkeypatch):
     corpus = write_lines(tmp_path / "docs.txt", corpus_texts)
     built = ("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx", "--kind", "ivf")
     code, _, err = cli(*built, "--lists", "4")
     assert code == 0 and "IVF-PQ4FS" in err, err
     stored = json.loads((tmp_path / "idx" / "index.json").read_text())["ann"]
     assert (stored["kind"], stored["lists"], stored["probes"]) == ("IVF-PQ4FS", 4, 1)
+    # the build checks itself: this random model's vectors are crowded, and the note says what was found
+    assert stored["check_recall"] < 0.95 and "the IVF index found" in " ".join(err.split()), stored
+    code, out, err = cli("search", "--index", tmp_path / "idx", "-q", corpus_texts[3], "-k", "100")
+    assert code == 0 and len(hits_of(out)[0]["hits"]) == 100, err  # 1 list scanned, yet k hits: the rest scanned
     asked = ("-q", corpus_texts[10], "-q", "great hotel and the song", "-k", "4")
     code, out, err = cli("search", "--index", tmp_path / "idx", "--probes", "4", *asked)
     assert code == 0, err
@@ -173,6 +178,13 @@ def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli):
     assert code == 2 and "needs at least 500 texts" in err and "--kind hnsw" in err
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "g")
     assert code == 0 and "HNSW-SQ8" in err  # auto: a corpus this small keeps the graph
+    from bertkit.embeddings import ann
+
+    monkeypatch.setattr(ann, "IVF_MIN", 100)  # auto would make this corpus an IVF index...
+    monkeypatch.setattr(ann, "CHECK_RECALL", 0.99)  # ...that fails its check, so it builds the graph
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "a")
+    assert code == 0 and "building an HNSW graph instead" in " ".join(err.split()), err
+    assert json.loads((tmp_path / "a" / "index.json").read_text())["ann"]["kind"] == "HNSW-SQ8"
     code, _, err = cli("search", "--index", tmp_path / "g", "--probes", "2", *asked)
     assert code == 2 and "is a graph (HNSW)" in err and "--ef-search" in err
 

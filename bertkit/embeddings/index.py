@@ -171,11 +171,18 @@ def build_index(
     ann.require()
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)
     texts = _corpus_texts(corpus, text_column)
+    count = sum(1 for t in texts if t.strip())
+    ann.resolve(params, None, count)  # what does not need the model's width is refused before it loads
     encoder = load()
-    params = ann.resolve(params, encoder.dimension, sum(1 for t in texts if t.strip()))  # before the encoding
+    asked, params = params, ann.resolve(params, encoder.dimension, count)
     keys, vectors = _embed(encoder, texts, 0, batch_size)
     index = ann.new(encoder.dimension, params)
     ann.add(index, keys, vectors)
+    check = None
+    if params.kind == "ivf":
+        check = ann.check_recall(index, keys, vectors, params.probes)
+        if check < ann.CHECK_RECALL:
+            index, params = _crowded(asked, params, check, index, encoder.dimension, count, keys, vectors)
     info = {
         "format": FORMAT,
         "model": os.path.abspath(model) if Path(model).exists() else model,
@@ -185,13 +192,35 @@ def build_index(
         "metric": "cosine",
         "count": len(keys),
         "lines": len(texts),
-        "ann": ann.describe(params),
+        "ann": {**ann.describe(params), **({"check_recall": round(check, 4)} if check is not None else {})},
         "corpora": [_corpus_record(corpus, 0, texts)],
         "text_column": text_column,
     }
     with staged_dir(Path(output), overwrite, KIND, [corpus, model]) as staged:
         _write(staged, info, index, None, texts)
     return info
+
+
+def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimension: int, count: int, keys, vectors):
+    """An IVF index that failed its recall check: `auto` builds the graph instead; an IVF index
+    asked for is kept, with a note of what it found."""
+    from dataclasses import replace
+
+    from bertkit.progress import console
+
+    found = (
+        f"[yellow]note:[/yellow] the IVF index found {check:.0%} of exact search's top 10 for "
+        f"{min(ann.CHECK_QUERIES, count)} of the corpus's own texts (its vectors are crowded together, as an "
+        "untuned model's can be)"
+    )
+    if asked.kind == "ivf":
+        console.print(f"{found}; --kind hnsw builds a graph, which copes better with such vectors")
+        return index, params
+    console.print(f"{found}: building an HNSW graph instead")
+    graph = ann.resolve(replace(asked, kind="hnsw"), dimension, count)
+    index = ann.new(dimension, graph)
+    ann.add(index, keys, vectors)
+    return index, graph
 
 
 def add_to_index(
