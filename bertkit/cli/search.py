@@ -92,8 +92,7 @@ def _search_index(
     index, given, query, queries, output, top_k, text_column, batch_size, device, trust, runtime, rerank, ef_search,
     probes,
 ):  # fmt: skip
-    from bertkit.embeddings import ann
-    from bertkit.embeddings.index import read_index, search_index_file
+    from bertkit.embeddings.index import search_index_file
 
     clashing = [option for option, value in given.items() if value is not None]
     if clashing:
@@ -101,13 +100,7 @@ def _search_index(
             f"--index {index}: drop {', '.join(clashing)}; the index holds its corpus and the model and settings "
             "it was encoded with (add texts with `bertkit index add`)"
         )
-    ann.require()  # a missing extra is said first: nothing else can be done without it
-    ivf = ann.is_ivf(read_index(index)["ann"])
-    wrong, right = ("--ef-search", "--probes") if ivf else ("--probes", "--ef-search")
-    if (ef_search if ivf else probes) is not None:
-        kind = "an IVF index (lists of codes, no graph)" if ivf else "a graph (HNSW)"
-        raise BertkitError(f"--index {index} is {kind}: {wrong} does not apply; its search breadth is {right}")
-    breadth = probes if ivf else ef_search
     search_index_file(
-        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime, breadth, rerank
-    )
+        index, query or [], queries, output, top_k, text_column, batch_size, device, trust, runtime,
+        {"--ef-search": ef_search, "--probes": probes}, rerank,
+    )  # fmt: skip

@@ -20,7 +20,7 @@ but an inverted file: k-means cuts the first vectors into lists, every vector is
 product-quantisation code (one 4-bit code per 4 dimensions) that FAISS scans with SIMD
 ("fast-scan"), a query scans its `probes` nearest lists, and the IVF_RESCORE x k best codes are
 re-scored with the exact vectors. On the 200,000-vector benchmark it reached recall@10 0.972 at
-10x exact search's queries/s (the graph: 0.979 at 5.8x in the same run), built in a sixth of the
+10.2x exact search's queries/s (the graph: 0.979 at 6.3x in the same run), built in a sixth of the
 time, and took less memory. Small corpora keep the graph: k-means needs tens of vectors a list.
 Texts added later go to the lists of the first ones; an index grown far past its first corpus
 scans longer lists, and is best built again."""

@@ -254,6 +254,16 @@ def add_to_index(
 # ---------------------------------------------------------------- searching
 
 
+def _breadth(folder: str, described: dict, breadths: dict) -> int | None:
+    """The breadth option given for this index's kind (None: the index's own); the other kind's is refused."""
+    ivf = ann.is_ivf(described)
+    right, wrong = ("--probes", "--ef-search") if ivf else ("--ef-search", "--probes")
+    if breadths.get(wrong) is not None:
+        kind = "an IVF index (lists of codes, no graph)" if ivf else "a graph (HNSW)"
+        raise BertkitError(f"--index {folder} is {kind}: {wrong} does not apply; its search breadth is {right}")
+    return breadths.get(right)
+
+
 def search_index(
     folder: str, queries: list[str], top_k: int, batch_size: int, device, trust_remote_code: bool, runtime,
     breadth: int | None = None,
@@ -285,15 +295,17 @@ def search_index(
 
 def search_index_file(
     folder: str, query: list[str], queries: str | None, output: str | None, top_k: int, text_column: str,
-    batch_size: int, device, trust_remote_code: bool, runtime, breadth: int | None = None, rerank=None,
+    batch_size: int, device, trust_remote_code: bool, runtime, breadths: dict | None = None, rerank=None,
 ) -> None:  # fmt: skip
     """`bertkit search --index`: the hits of each query as JSON lines, written as exact search writes them;
-    `rerank` (a `bertkit.embeddings.rerank.Reranker`) re-orders each query's top candidates."""
+    `breadths` the search-breadth options given ({"--ef-search": N or None, "--probes": N or None}), of
+    which only the index's kind's may be set; `rerank` (a `bertkit.embeddings.rerank.Reranker`)
+    re-orders each query's top candidates."""
     from bertkit.embeddings.search import asked_queries
     from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
     ann.require()
-    read_index(folder)
+    breadth = _breadth(folder, read_index(folder)["ann"], breadths or {})
     check_output_file(output, queries, folder)
     asked = asked_queries(query, queries, text_column)
     with atomic_text(output) as handle, RecordWriter(handle, "jsonl") as writer:
