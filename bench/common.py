@@ -60,9 +60,12 @@ def save(name: str, result: dict) -> Path:
     return path
 
 
-def train_bundle(task: str, config: str, name: str, sets: list[str]) -> tuple[dict, float]:
-    """`bertkit train TASK -c CONFIG --set ...` in its own process, into outputs/bench-NAME.
-    Returns the bundle's bertkit.json and the wall time of the whole command."""
+def train_bundle(task: str, config: str, name: str, sets: list[str], threads: int | None = None) -> tuple[dict, float]:
+    """`bertkit train TASK -c CONFIG --set ...` in its own process, into outputs/bench-NAME, with
+    `threads` torch threads when given (runs side by side must split the cores: two processes of
+    two threads each on two cores ran about three times slower). Returns the bundle's
+    bertkit.json and the wall time of the whole command."""
+    import os
     import subprocess
 
     out = ROOT / "outputs" / f"bench-{name}"
@@ -72,6 +75,7 @@ def train_bundle(task: str, config: str, name: str, sets: list[str]) -> tuple[di
         [sys.executable, "-m", "bertkit", "train", task, "-c", config, "-o", str(out), "--overwrite", *args],
         cwd=ROOT,
         check=True,
+        env={**os.environ, "OMP_NUM_THREADS": str(threads)} if threads else None,
     )
     wall = time.perf_counter() - started
     return json.loads((out / "bertkit.json").read_text()), round(wall, 1)

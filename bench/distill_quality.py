@@ -63,9 +63,9 @@ def config(name: str, body: str, lr: float, seed: int = 42) -> str:
     return str(path)
 
 
-def run(name: str, task: str, body: str, sets: list[str], lr: float, seed: int = 42) -> dict:
+def run(name: str, task: str, body: str, sets: list[str], lr: float, seed: int = 42, threads=None) -> dict:
     print(f"== {name}", flush=True)
-    info, wall = train_bundle(task, config(name, body, lr, seed), f"distill-{name}", sets)
+    info, wall = train_bundle(task, config(name, body, lr, seed), f"distill-{name}", sets, threads)
     return {
         "model": name,
         "dev_accuracy": info["metrics"]["validation"]["accuracy"],
@@ -154,10 +154,12 @@ def main() -> None:
             sets += [f"train.max_steps={args.student_steps}"] if args.student_steps else []
             jobs.append((name + suffix, "distill", body, sets, args.lr, args.seed))
     if args.parallel:  # the students at once (their quality does not depend on it; their times do)
+        import os
         from concurrent.futures import ThreadPoolExecutor
 
+        threads = max(1, (os.cpu_count() or 1) // len(jobs))  # the cores split between the runs
         with ThreadPoolExecutor(len(jobs)) as pool:
-            rows += list(pool.map(lambda job: run(*job), jobs))
+            rows += list(pool.map(lambda job: run(*job, threads=threads), jobs))
     else:
         rows += [run(*job) for job in jobs]
     student = ROOT / "outputs" / f"bench-distill-distilled{starts[0][0]}"
