@@ -102,7 +102,7 @@ def _finished_trials(study_dir) -> int:
     path = study_dir / "trials.json"
     if not path.exists():
         return 0
-    return sum(t["state"] != "running" for t in json.loads(path.read_text())["trials"])
+    return sum(t["state"] in ("complete", "pruned", "fail") for t in json.loads(path.read_text())["trials"])
 
 
 def run(name: str, args) -> list[dict]:
