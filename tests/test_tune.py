@@ -205,3 +205,27 @@ def test_a_study_continued_under_another_metric_is_refused():
     check_same_study(study, "s", "f1", "maximize")
     with pytest.raises(BertkitError, match="study 's' optimises f1 .maximize., this config accuracy"):
         check_same_study(study, "s", "accuracy", "maximize")
+
+
+def test_an_interrupted_trial_is_marked_failed_not_left_running(tmp_path, monkeypatch, easy_data, tiny_model):
+    """Ctrl-C or SIGTERM mid-trial: the trial ends as failed in the storage (Optuna leaves it
+    running, for good, when the interruption is not an Exception), and the reports are written."""
+    import json
+
+    import optuna
+
+    from bertkit.cli import Interrupted
+    from bertkit.tuning import TuneOptions, study
+
+    def interrupted(*args, **kwargs):
+        raise Interrupted(15)
+
+    monkeypatch.setattr("bertkit.training.train", interrupted)
+    path = tmp_path / "run.yaml"
+    path.write_text(f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\n")
+    cfg = load_config(path, output_dir=str(tmp_path / "out"))
+    with pytest.raises(Interrupted):
+        study.tune(cfg, TuneOptions(trials=2, study="run"))
+    stored = optuna.load_study(study_name="run", storage=f"sqlite:///{tmp_path / 'out' / 'study.db'}")
+    assert [t.state.name for t in stored.trials] == ["FAIL"]
+    assert [t["state"] for t in json.loads((tmp_path / "out" / "trials.json").read_text())["trials"]] == ["fail"]

@@ -74,7 +74,8 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     check_same_study(study, name, metric, direction)
     result = TuneResult(final, name, url, metric, direction)
     _announce(study, result, space, options)
-    objective = _objective(cfg, space, metric, direction, final)
+    current: dict = {}  # the number of the trial this process is running
+    objective = _objective(cfg, space, metric, direction, final, current)
     try:
         study.optimize(
             objective,
@@ -84,11 +85,23 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
             catch=_out_of_memory(),
             gc_after_trial=True,
         )
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
+        _fail_unfinished(study, optuna, current.get("trial"))
+        raise
     finally:  # interrupted too: what finished is reported
         best = report.write(study, cfg, result, space)
     if options.retrain_best and best is not None:
         result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
     return result
+
+
+def _fail_unfinished(study, optuna, number: int | None) -> None:
+    """Mark the trial of this process that an interruption cut short as failed. Left running, it
+    would stay so in the storage for good: counted as under way by every process sharing the
+    study, and never finished by a continued one."""
+    running = optuna.trial.TrialState.RUNNING
+    if any(t.number == number for t in study.get_trials(deepcopy=False, states=(running,))):
+        study.tell(number, state=optuna.trial.TrialState.FAIL)
 
 
 def metric_of(cfg: Config) -> str:
@@ -160,7 +173,7 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
     console.print(f"running {' and '.join(limit) or 'until interrupted'} in this process")
 
 
-def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path):
+def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path, current: dict):
     from transformers.utils import logging as hf_logging
 
     from bertkit.metrics import scalars
@@ -171,6 +184,7 @@ def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Pat
     override = {"train.metric_for_best_model": metric} if cfg.tune.metric else {}
 
     def objective(trial) -> float:
+        current["trial"] = trial.number  # the trial an interruption would cut short
         values = suggest(trial, space)
         # the test data is never looked at while searching: --retrain-best scores it
         # in the study's folder, as `.trial.tmp-PID-*`: a process killed mid-trial (kill -9) leaves
