@@ -53,6 +53,9 @@ def test_auto_becomes_a_number_from_the_run_length(tmp_path):
         "factor": round(math.sqrt(1000 / 63), 3),
         "learning_rate": short.train.learning_rate,
     }
+    # 19 steps: still the √ law (3.6e-4), under the 8x cap; the old 4x cap (2e-4) left SST-2 at chance
+    shorter, _ = resolve_rates(cfg, range(300))
+    assert shorter.train.learning_rate == pytest.approx(5e-5 * math.sqrt(1000 / 19), rel=1e-2)
     long, _ = resolve_rates(cfg, range(40_000))
     assert long.train.learning_rate == 5e-5
     assert cfg.train.learning_rate == "auto"  # the loaded config is left as it was
@@ -95,11 +98,11 @@ def test_a_short_run_trains_at_the_raised_rate_and_the_bundle_says_so(tiny_model
     code, _, err = cli("train", "classify", "-c", str(path))
     assert code == 0, err
     info = json.loads((out / "bertkit.json").read_text())
-    assert info["config"]["train"]["learning_rate"] == 2e-4  # 5e-5 x 4 (4 steps: the most it is raised)
+    assert info["config"]["train"]["learning_rate"] == 4e-4  # 5e-5 x 8 (4 steps: the most it is raised)
     assert info["training"]["learning_rate"] == {
         "auto": ["learning_rate"],
         "steps": 4,
-        "factor": 4.0,
-        "learning_rate": 2e-4,
+        "factor": 8.0,
+        "learning_rate": 4e-4,
     }
-    assert "×4 for a 4-step run" in " ".join(err.split())
+    assert "×8 for a 4-step run" in " ".join(err.split())
