@@ -4,9 +4,10 @@
          sentences that the study optimises (validation f1_macro), and the official dev set (872)
          as the test that both models are scored on once at the end. MiniLM, max length 64,
          --epochs E as the run's own epochs, evaluation every 10 steps (what the pruner reads).
-         `default`: `bertkit train` with that config as it is (classify's defaults: lr 5e-5,
-         batch 16, 6% warmup, weight decay 0.01). `tuned`: `bertkit tune --trials T
-         --retrain-best` with the task's default space around the same values.
+         `default`: `bertkit train` with that config as it is (classify's defaults: learning
+         rate auto, 5e-5 raised for short runs, batch 16, 6% warmup, weight decay 0.01).
+         `tuned`: `bertkit tune --trials T` with the task's default space around the same
+         values, its best.yaml then trained by `bertkit train` and scored on the test.
   squad: the budget of bench/qa_quality.py `defaults` (the first 2,000 questions of
          train-v1.1.json, length 384, 1 epoch) with --trials trials; the study optimises F1 on
          whole articles from the end of train-v1.1.json (at least --validation questions, none
@@ -131,13 +132,14 @@ def run(name: str, args) -> list[dict]:
     retrained = study_dir / "best" / "metrics.json"
     tuned = json.loads(retrained.read_text()) if retrain_wall is not None else {}
     states = [t["state"] for t in study["trials"]]
+    label = f"tuned ({len(states)} trials: {states.count('pruned')} pruned, {states.count('fail')} failed)"
     common = {"run": name, "train_examples": default["training"]["train_examples"], "metric": metric}
     main = "test" if "test" in default else "validation"
     return [
         {**common, "model": "default", f"validation_{metric}": default["validation"][metric],
          f"{main}_{metric}": default[main][metric], f"{main}_accuracy": default[main].get("accuracy"),
          "wall_seconds": default_wall},
-        {**common, "model": f"tuned ({len(states)} trials, {states.count('pruned')} pruned)",
+        {**common, "model": label,
          f"validation_{metric}": study["best"]["value"], f"{main}_{metric}": tuned.get(main, {}).get(metric),
          f"{main}_accuracy": tuned.get(main, {}).get("accuracy"), "wall_seconds": study_wall,
          "trial_seconds": round(sum(t["seconds"] or 0 for t in study["trials"]), 1),
@@ -148,7 +150,7 @@ def run(name: str, args) -> list[dict]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", nargs="*", help="sst2 (the default) and/or squad")
-    parser.add_argument("--train", type=int, default=300)
+    parser.add_argument("--train", type=int, default=1000)
     parser.add_argument("--validation", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--trials", type=int, default=12, help="trials of the study in all (with --resume too)")
