@@ -86,7 +86,7 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
             gc_after_trial=True,
         )
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
-        _fail_unfinished(study, optuna, current.get("trial"))
+        _fail_unfinished(study, current.get("trial"))
         raise
     finally:  # interrupted too: what finished is reported
         best = report.write(study, cfg, result, space)
@@ -95,13 +95,14 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     return result
 
 
-def _fail_unfinished(study, optuna, number: int | None) -> None:
+def _fail_unfinished(study, number: int | None) -> None:
     """Mark the trial of this process that an interruption cut short as failed. Left running, it
     would stay so in the storage for good: counted as under way by every process sharing the
     study, and never finished by a continued one."""
-    running = optuna.trial.TrialState.RUNNING
-    if any(t.number == number for t in study.get_trials(deepcopy=False, states=(running,))):
-        study.tell(number, state=optuna.trial.TrialState.FAIL)
+    from optuna.trial import TrialState  # importable: tune() required optuna before starting
+
+    if any(t.number == number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))):
+        study.tell(number, state=TrialState.FAIL)
 
 
 def metric_of(cfg: Config) -> str:
