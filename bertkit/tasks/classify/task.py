@@ -22,6 +22,7 @@ from bertkit.tasks.classify.labels import (
     SINGLE,
     check_finite,
     guess_problem,
+    given_labels,
     label_name,
     ordered_labels,
     split_multi,
@@ -80,7 +81,7 @@ class ClassifyTask(Task):
             data_mod.as_numbers(values, places)
             labels = ["score"]
         elif cfg.data.labels:
-            labels = [str(x) for x in cfg.data.labels]
+            labels = given_labels(cfg.data.labels)
         else:
             seen = split_multi(values, cfg.data.label_separator) if problem == MULTI else values
             if problem == MULTI:
