@@ -94,7 +94,9 @@ def test_every_command_refuses_the_folder_alike(tmp_path, cli, classify_bundle, 
     """train, evaluate, predict and inspect read a folder through the one reader: the same error, exit 2."""
     folder = label_files(tmp_path / "data", ["positive.txt", "negative.txt", "neutral.tsv"])
     config = tmp_path / "run.yaml"
-    config.write_text(f"task: classify\nmodel:\n  name: {classify_bundle}\n  max_length: 32\ndata:\n  train: {folder}\n")
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {classify_bundle}\n  max_length: 32\ndata:\n  train: {folder}\n"
+    )
     args = {
         "train": ["train", "classify", "-c", str(config)],
         "evaluate": ["evaluate", "--model", str(classify_bundle), "--data", str(folder)],
