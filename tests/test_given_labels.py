@@ -81,3 +81,18 @@ def test_classify_labels_the_same_once_read_are_refused(tmp_path):
     cfg, task, ds = loaded(tmp_path, "classify", f"  train: {train}\n  labels: [a, ' a', b]\n")
     with pytest.raises(BertkitError, match="data.labels: 'a' is listed twice"):
         task.setup(ds, cfg)
+
+
+def test_a_models_own_label_spelling_is_read_as_the_datas():
+    """At evaluate time the data's tags (normalised to IOB2 with `-`) are looked up among a
+    model's labels in the same spelling: a model (say, one trained elsewhere) whose labels are
+    `B_PER` knows the data's `B-PER`; one whose labels are BIOES has its tags read as IOB2."""
+    from bertkit.tasks.ner.tagging import tag_ids
+    from bertkit.tasks.ner.tags import iob2_over_seen
+
+    info = {"labels": ["O", "B_PER", "I_PER", "B_LOC", "I_LOC"]}
+    assert tag_ids([["B-PER", "I-PER", "O", "B-LOC"]], info, "evaluation") == [[1, 2, 0, 3]]
+    with pytest.raises(BertkitError, match="tag 'B-ORG' is not one the model knows"):
+        tag_ids([["B-ORG"]], info, "evaluation")
+    raw = ["S-PER", "O", "B-LOC", "E-LOC", "U-ORG", "I_MISC"]
+    assert iob2_over_seen(raw, [True] * 6) == ["B-PER", "O", "B-LOC", "I-LOC", "B-ORG", "B-MISC"]

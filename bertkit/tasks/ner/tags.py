@@ -137,7 +137,8 @@ def iob2_over_seen(tags: list[str], seen: list[bool]) -> list[str]:
     between two words of one entity (the next seen word continues it with I-), where it takes the
     entity's I- tag, so that an invisible character does not cut an entity in two.
     """
-    visible = iter(to_iob2([t for t, s in zip(tags, seen, strict=True) if s], "IOB2").tags)
+    # read as BIOES, which takes IOB2 as it is and also a model's own S-/E-/U-/L- labels
+    visible = iter(to_iob2([t for t, s in zip(tags, seen, strict=True) if s], "BIOES").tags)
     out: list[str | None] = [next(visible) if s else None for s in seen]
     following: list[str | None] = [None] * len(out)  # the tag of the next seen word
     upcoming = None
