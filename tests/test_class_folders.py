@@ -58,7 +58,9 @@ def sub_folders(root, layout: dict):
 def test_sub_folder_layout_reads_every_file_of_every_class(tmp_path):
     root = sub_folders(tmp_path / "data", {"neg": ["0_1.txt", "1_2"], "pos": ["2_9.txt", "3.review"]})
     (root / "pos" / ".hidden").write_text("not an example")
-    assert classes_of(root) == {"neg": 2, "pos": 2}
+    (root / "pos" / "4.txt.gz").write_bytes(gzip.compress(b"great"))
+    assert classes_of(root) == {"neg": 2, "pos": 3}
+    assert "great" in [r["text"] for r in read_records(str(root))]
 
 
 @pytest.mark.parametrize(
@@ -67,12 +69,15 @@ def test_sub_folder_layout_reads_every_file_of_every_class(tmp_path):
         ("loose file", "a file beside the class sub-folders"),  # aclImdb/train's urls_pos.txt
         ("nested folder", "a folder inside the folder of class 'pos'"),
         ("empty class", "the folder of class 'neutral' holds no example files"),
+        ("empty example", "an empty example of class 'pos'"),
     ],
 )
 def test_sub_folder_layout_names_what_it_would_not_read(tmp_path, problem, message):
     root = sub_folders(tmp_path / "data", {"neg": ["0.txt"], "pos": ["1.txt"]})
     if problem == "loose file":
         (root / "urls_pos.txt").write_text("http://example.com\n")
+    elif problem == "empty example":
+        (root / "pos" / "2.txt").write_text(" \n")
     elif problem == "nested folder":
         (root / "pos" / "more").mkdir()
     else:

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import csv
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bertkit.data.conll import read_conll
-from bertkit.data.files import STDIN, check_characters, load_json, parse_json, text_lines
+from bertkit.data.files import STDIN, check_characters, load_json, open_binary, parse_json, text_lines
 from bertkit.data.formats import PLAIN, Layout, detect_format
 from bertkit.data.squad import read_squad
 from bertkit.errors import BertkitError
@@ -383,16 +384,30 @@ def _read_folder(
                     f"{file}: a folder inside the folder of class '{folder.name}', which would not be read; each "
                     "example is a text file directly in its class's folder"
                 )
-            try:
-                text = file.read_text(encoding=encoding)
-            except UnicodeDecodeError as err:
+            text = _example_text(file, encoding)
+            if not text.strip():
                 raise BertkitError(
-                    f"{file}: not {encoding} text ({err.reason} at byte {err.start}); name the encoding "
-                    "(data.encoding, e.g. latin-1)"
-                ) from None
-            except OSError as err:
-                raise BertkitError(f"{file}: cannot read: {err.strerror or err}") from None
+                    f"{file}: an empty example of class '{folder.name}' (the file holds no text); remove it or fill it"
+                )
             yield str(file), {text_column: text.strip(), label_column: folder.name, "file": file.name}
+
+
+def _example_text(file: Path, encoding: str) -> str:
+    """The whole text of one example's file (gzip looked through, as for every data file)."""
+    handle = open_binary(str(file))
+    try:
+        data = handle.read()
+    except (OSError, EOFError, zlib.error) as err:
+        raise BertkitError(f"{file}: cannot read: {err}") from None
+    finally:
+        handle.close()
+    try:
+        return data.decode(encoding).removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        raise BertkitError(
+            f"{file}: not {encoding} text ({err.reason} at byte {err.start}); name the encoding "
+            "(data.encoding, e.g. latin-1)"
+        ) from None
 
 
 def _class_files(root: Path, files: list[Path]) -> dict[str, str]:
