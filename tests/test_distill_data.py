@@ -125,3 +125,10 @@ def test_given_ner_labels_are_the_teachers_entity_types(tmp_path):
     assert teacher_of(cfg).cfg.data.labels == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     with pytest.raises(BertkitError, match="not the teacher's entity types"):
         teacher_of(config(tmp_path, teacher, "  labels: [O, B-PER, I-PER]\n"))
+
+
+def test_a_problem_type_that_is_not_the_teachers_is_refused_not_replaced(tmp_path):
+    teacher = bundle(tmp_path / "t", labels=("a", "b"))
+    assert teacher_of(config(tmp_path, teacher, "classify:\n  problem_type: single_label\n")).cfg.classify.problem_type
+    with pytest.raises(BertkitError, match="classify.problem_type: multi_label, but the teacher is single_label"):
+        teacher_of(config(tmp_path, teacher, "classify:\n  problem_type: multi_label\n"))

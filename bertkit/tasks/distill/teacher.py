@@ -58,6 +58,12 @@ def task_config(cfg, info: dict):
     if "max_length" not in cfg.model.model_fields_set:
         raw["model"]["max_length"] = info["max_length"]
     if info["task"] == "classify":
+        asked = cfg.classify.problem_type if "problem_type" in cfg.classify.model_fields_set else "auto"
+        if asked not in ("auto", info["problem_type"]):
+            raise BertkitError(
+                f"classify.problem_type: {asked}, but the teacher is {info['problem_type']}; a student solves its "
+                "teacher's problem: leave the key out"
+            )
         raw["classify"]["problem_type"] = info["problem_type"]
     check_given_labels(cfg.data.labels, info)
     if info["task"] == "ner" or info.get("problem_type") != "regression":
