@@ -337,11 +337,10 @@ FOLDER_LAYOUTS = (
 def class_file_label(path: Path) -> str | None:
     """The class a file of a folder of class files holds (`neutral.txt`, `neutral.text`,
     `neutral.txt.gz`: neutral), or None for a file of another kind."""
-    name = path.name
-    lower = name.lower().removesuffix(".gz")
+    name = path.name[:-3] if path.name[-3:].lower() == ".gz" else path.name
     for suffix in CLASS_FILE_SUFFIXES:
-        if lower.endswith(suffix) and len(lower) > len(suffix):
-            return name[: len(lower) - len(suffix)]
+        if name[-len(suffix) :].lower() == suffix and len(name) > len(suffix):
+            return name[: -len(suffix)]
     return None
 
 
