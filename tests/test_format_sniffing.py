@@ -75,6 +75,7 @@ def test_flat_records_with_long_contexts_stay_flat(tmp_path):
         ('{"version": "v2.0", "data": [{"paragraphs"', True),
         ('{"data": [{"title": "x", "qas": []}], "version": 1}', False),  # an article without paragraphs
         ('{"records": [{"paragraphs": []}]}', False),  # not under data
+        ('{"records": [{"context": "' + "y" * 10, False),  # told at the list, before its first record
         ('{"data": {"paragraphs": []}}', False),
         ('[{"data": [{"paragraphs": []}]}]', False),
         ('{"data": [{"title": "paragraphs', None),  # cut inside a string: read on

@@ -47,8 +47,9 @@ def looks_like_squad(path: str) -> bool:
 
 def squad_layout(text: str) -> bool | None:
     """Whether the JSON text `text` (the start of a document) is in the SQuAD layout: True at the
-    first article's `paragraphs` key, False as soon as the structure says otherwise (a list, an
-    article without paragraphs, a document without `data`), None when `text` ends first."""
+    first article's `paragraphs` key, False as soon as the structure says otherwise (a list, a
+    list under another key than `data`, an article without paragraphs, a document without
+    `data`), None when `text` ends first."""
     stack: list[list] = []  # per open object or list: [kind ('{' or '['), its current key or index]
     want_key = False
     position = 0
@@ -76,6 +77,8 @@ def squad_layout(text: str) -> bool | None:
         elif mark in "{[":
             if not stack and mark == "[":
                 return False  # a list of records
+            if mark == "[" and len(stack) == 1 and stack[0][1] != "data":
+                return False  # an object holding its records under another name than SQuAD's `data`
             stack.append([mark, None if mark == "{" else 0])
             want_key = mark == "{"
         elif mark in "}]":
