@@ -154,3 +154,47 @@ def test_multi_label_and_regression_students(tmp_path, cli, tiny_model):
     info = json.loads((tmp_path / "reg-student" / "student" / "bertkit.json").read_text())
     assert info["problem_type"] == "regression" and info["label_column"] == "score"
     assert info["metrics"]["validation"]["spearman"] >= 0.6  # two target values cap it; chance is 0
+
+
+def test_a_pair_teacher_teaches_a_pair_student_on_unlabelled_pairs(tmp_path, cli, tiny_model):
+    """A teacher of (premise, hypothesis) pairs: data.unlabeled (a TSV with both columns) reaches
+    the student as pairs, and the student is a pair classifier. Unlabelled text without its pair,
+    and data.labels that are not the teacher's, stop the run."""
+    rng = random.Random(3)
+
+    def pairs(path, n, labelled=True):
+        rows = ["premise\thypothesis" + ("\tlabel" if labelled else "")]
+        for i in range(n):
+            kind = ["positive", "negative"][i % 2]
+            row = f"{sentence(rng, 'positive')}\t{sentence(rng, kind)}"
+            rows.append(row + (f"\t{kind}" if labelled else ""))
+        return write(path, "\n".join(rows) + "\n")
+
+    recipe = "train:\n  epochs: 1\n  batch_size: 16\n  eval_strategy: 'no'\n  seed: 7\n"
+    train_file, test_file = pairs(tmp_path / "train.tsv", 32), pairs(tmp_path / "test.tsv", 8)
+    teacher_config = write(
+        tmp_path / "teacher.yaml",
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {train_file}\n  validation: {test_file}\n  text_column: premise\n"
+        f"  text_pair_column: hypothesis\n{recipe}output_dir: {tmp_path / 'teacher'}\n",
+    )
+    train(cli, "classify", teacher_config)
+
+    def student(data_yaml):
+        return write(
+            tmp_path / "distill.yaml",
+            f"task: distill\ndistill:\n  teacher: {tmp_path / 'teacher'}\n  student_layers: [0]\n"
+            f"data:\n  train: {train_file}\n  validation: {test_file}\n{data_yaml}{recipe}"
+            f"output_dir: {tmp_path / 'student'}\n",
+        )
+
+    train(cli, "distill", student(f"  unlabeled: {pairs(tmp_path / 'more.tsv', 8, labelled=False)}\n"))
+    info = json.loads((tmp_path / "student" / "bertkit.json").read_text())
+    assert info["text_column"] == "premise" and info["text_pair_column"] == "hypothesis"
+    assert info["distillation"]["unlabeled_examples"] == 8
+
+    lines = write(tmp_path / "more.txt", "a single text\n")
+    code, out, err = cli("train", "distill", "-c", student(f"  unlabeled: {lines}\n"), "--overwrite")
+    assert code == 2 and "has no 'hypothesis' column. The teacher reads pairs" in " ".join((out + err).split())
+    code, out, err = cli("train", "distill", "-c", student("  labels: [positive, other]\n"), "--overwrite")
+    assert code == 2 and "are not the teacher's labels" in " ".join((out + err).split())

@@ -258,6 +258,20 @@ class DataConfig(LayoutChecks):
                     object.__setattr__(self, role, filled)
         return self
 
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _numbers_as_names(cls, value):
+        """`labels: [0, 1]`: label names written as numbers, as the data's own 0 / 1 labels are
+        named (a whole number in any spelling, 1 or 1.0, as `1`)."""
+        if isinstance(value, list):
+            return [
+                str(int(x) if isinstance(x, float) and x.is_integer() else x)
+                if isinstance(x, int | float) and not isinstance(x, bool)
+                else x
+                for x in value
+            ]
+        return value
+
     @field_validator("labels")
     @classmethod
     def _distinct_labels(cls, value: list[str] | None) -> list[str] | None:

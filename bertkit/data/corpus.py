@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-TEXT_SUFFIXES = (".txt", ".text", ".txt.gz")
+TEXT_SUFFIXES = (".txt", ".text", ".txt.gz", ".text.gz")
 
 
 def corpus_files(path: str) -> list[str]:
@@ -23,13 +23,32 @@ def corpus_files(path: str) -> list[str]:
         return found
     p = Path(path)
     if p.is_dir():
-        found = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES))
-        if not found:
-            raise BertkitError(f"{path}: a corpus folder needs .txt files inside, and it has none")
-        return found
+        return _folder_texts(p)
     if not p.exists():
         raise BertkitError(f"data file not found: {path}")
     return [path]
+
+
+def _folder_texts(folder: Path) -> list[str]:
+    """The text files under a corpus folder, at any depth, in name order. Hidden entries
+    (`.DS_Store`, `.git/`) are left out; so are other files that are not text by their suffix (a
+    README.md beside the corpus), and the log names them: none is left out silently."""
+    found, other = [], []
+    for file in sorted(folder.rglob("*")):
+        if any(part.startswith(".") for part in file.relative_to(folder).parts) or file.is_dir():
+            continue
+        (found if file.name.lower().endswith(TEXT_SUFFIXES) else other).append(str(file))
+    if not found:
+        raise BertkitError(f"{folder}: a corpus folder needs .txt files inside, and it has none")
+    if other:
+        from bertkit.progress import console
+
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        console.print(
+            f"{folder}: {len(other)} file(s) left out of the corpus, not text by their names (.txt, .text, or "
+            f"either gzipped): {shown}"
+        )
+    return found
 
 
 def read_lines(

@@ -141,14 +141,3 @@ def load_json(path: str):
         raise BertkitError(f"{path}:{err.lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
     check_characters(path, text, data)
     return data
-
-
-def read_head(path: str, size: int = 65536) -> str:
-    """The first `size` bytes of a file, decoded leniently (for sniffing a layout)."""
-    handle = open_binary(path)
-    try:
-        return handle.read(size).decode("utf-8", errors="replace")
-    except (OSError, EOFError, zlib.error):
-        return ""
-    finally:
-        handle.close()

@@ -7,17 +7,92 @@ so a broken file can be fixed without hunting.
 
 from __future__ import annotations
 
+import json
+import re
+import zlib
 from collections.abc import Iterator
 
-from bertkit.data.files import load_json, read_head
+from bertkit.data.files import load_json, open_binary
 from bertkit.errors import BertkitError
+
+FIRST_LOOK = 65536  # bytes read first; more (8 times as many each time) while the layout is undecided
+# one JSON token: a string (complete), a structural character, or a bare word (number, true, null)
+_TOKEN = re.compile(r'\s*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\]:,])|([^\s{}\[\]:,"]+))', re.S)
 
 
 def looks_like_squad(path: str) -> bool:
-    """Whether a .json file is in the SQuAD layout (judged from its first 64 KiB)."""
+    """Whether a JSON file is in the SQuAD layout: an object whose `data` list holds articles with
+    `paragraphs`. Decided from the document's structure as far as the first article's keys, read
+    as far as that takes (a first context of any length), never from a fixed-size sample."""
+    try:
+        handle = open_binary(path)
+    except BertkitError:
+        return False
+    try:
+        raw, size = b"", FIRST_LOOK
+        while True:
+            more = handle.read(size - len(raw))
+            raw += more
+            verdict = squad_layout(raw.decode("utf-8", errors="replace").removeprefix("\ufeff"))
+            if verdict is not None:
+                return verdict
+            if len(raw) < size:  # the whole file was read, and it never said
+                return False
+            size *= 8
+    except (OSError, EOFError, zlib.error):
+        return False  # the reader reports what is wrong with the file
+    finally:
+        handle.close()
 
-    head = read_head(path)
-    return '"paragraphs"' in head and '"qas"' in head
+
+def squad_layout(text: str) -> bool | None:
+    """Whether the JSON text `text` (the start of a document) is in the SQuAD layout: True at the
+    first article's `paragraphs` key, False as soon as the structure says otherwise (a list, a
+    list under another key than `data`, an article without paragraphs, a document without
+    `data`), None when `text` ends first."""
+    stack: list[list] = []  # per open object or list: [kind ('{' or '['), its current key or index]
+    want_key = False
+    position = 0
+    while True:
+        found = _TOKEN.match(text, position)
+        if found is None:
+            return None
+        position = found.end()
+        string, mark, word = found.groups()
+        in_article = len(stack) == 3 and stack[0][1] == "data" and stack[1][0] == "["
+        if string is not None:
+            if not stack:
+                return False
+            if want_key and stack[-1][0] == "{":
+                try:
+                    stack[-1][1] = json.loads(string)
+                except ValueError:
+                    stack[-1][1] = string
+                want_key = False
+                if in_article and stack[-1][1] == "paragraphs":
+                    return True
+        elif word is not None:
+            if not stack:
+                return False
+        elif mark in "{[":
+            if not stack and mark == "[":
+                return False  # a list of records
+            if mark == "[" and len(stack) == 1 and stack[0][1] != "data":
+                return False  # an object holding its records under another name than SQuAD's `data`
+            stack.append([mark, None if mark == "{" else 0])
+            want_key = mark == "{"
+        elif mark in "}]":
+            if not stack:
+                return False
+            stack.pop()
+            if not stack or in_article:  # the document, or the first article, ended without paragraphs
+                return False
+        elif mark == ",":
+            if not stack:
+                return False
+            if stack[-1][0] == "[":
+                stack[-1][1] += 1
+            want_key = stack[-1][0] == "{"
 
 
 def read_squad(path: str) -> Iterator[dict]:

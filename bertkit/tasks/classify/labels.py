@@ -19,6 +19,20 @@ def label_name(value) -> str:
     return str(value).strip()
 
 
+def given_labels(labels: list, key: str = "data.labels") -> list[str]:
+    """A given label list, each name read as the data's labels are (`label_name`: white space
+    around it dropped, `1.0` as `1`), so that the data's labels are found in it; names that are
+    blank, or the same once read, are an error naming `key`."""
+    names = [label_name(x) for x in labels]
+    for raw, name in zip(labels, names, strict=True):
+        if not name:
+            raise BertkitError(f"{key}: {raw!r} is a blank label name; give each label a name")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise BertkitError(f"{key}: '{twice}' is listed twice (once white space around names is dropped)")
+    return names
+
+
 def guess_problem(values: list, separator: str | None) -> str:
     if separator or any(isinstance(v, list) for v in values):
         return MULTI

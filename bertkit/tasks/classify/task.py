@@ -21,6 +21,7 @@ from bertkit.tasks.classify.labels import (
     REGRESSION,
     SINGLE,
     check_finite,
+    given_labels,
     guess_problem,
     label_name,
     ordered_labels,
@@ -80,7 +81,7 @@ class ClassifyTask(Task):
             data_mod.as_numbers(values, places)
             labels = ["score"]
         elif cfg.data.labels:
-            labels = [str(x) for x in cfg.data.labels]
+            labels = given_labels(cfg.data.labels)
         else:
             seen = split_multi(values, cfg.data.label_separator) if problem == MULTI else values
             if problem == MULTI:

@@ -8,7 +8,14 @@ from __future__ import annotations
 from bertkit.config import Config
 from bertkit.tasks.base import Task
 from bertkit.tasks.distill import losses
-from bertkit.tasks.distill.teacher import UNLABELED, check_labels, read_unlabeled, teacher_of, with_unlabeled
+from bertkit.tasks.distill.teacher import (
+    UNLABELED,
+    check_labels,
+    check_pairs,
+    read_unlabeled,
+    teacher_of,
+    with_unlabeled,
+)
 
 
 def _task_of(info):
@@ -33,9 +40,9 @@ class DistillTask(Task):
     def load(self, cfg: Config):
         teacher = self.teacher(cfg)
         splits = teacher.task.load(teacher.cfg)
-        texts = read_unlabeled(cfg)
-        if texts:
-            splits["train"] = with_unlabeled(splits["train"], texts, teacher)
+        unlabeled = read_unlabeled(cfg.data.unlabeled, teacher)
+        if unlabeled:
+            splits["train"] = with_unlabeled(splits["train"], unlabeled, teacher)
         return splits
 
     def setup(self, ds, cfg: Config) -> dict:
@@ -49,6 +56,7 @@ class DistillTask(Task):
             check_layers(d.student_layers, layer_count(start, cfg.model.trust_remote_code), cfg.model.name)
         info = teacher.task.setup(ds, teacher.cfg)
         check_labels(info, teacher)
+        check_pairs(info, teacher)
         unlabeled = sum(ds["train"][UNLABELED]) if UNLABELED in ds["train"].column_names else 0
         info["distillation"] = {
             "teacher": teacher.path,

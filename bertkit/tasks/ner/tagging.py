@@ -22,7 +22,9 @@ CHUNK = 512  # sentences tagged together by predict and evaluate (the same batch
 
 
 def tag_ids(word_tags: list[list[str]], info: dict, role: str) -> list[list[int]]:
-    index = {name: i for i, name in enumerate(info["labels"])}
+    """The ids of the data's (IOB2) tags among the model's labels, both read in one spelling
+    (`tags.normal_tag`): a model whose labels are written `B_PER` knows the data's `B-PER`."""
+    index = {_spelled(name): i for i, name in enumerate(info["labels"])}
     out = []
     for number, seq in enumerate(word_tags, start=1):
         for tag in seq:
@@ -33,6 +35,13 @@ def tag_ids(word_tags: list[list[str]], info: dict, role: str) -> list[list[int]
                 )
         out.append([index[t] for t in seq])
     return out
+
+
+def _spelled(name: str) -> str:
+    try:
+        return tags.normal_tag(name)
+    except ValueError:  # not a tag: as it is (the data's tags never match it)
+        return name
 
 
 def encode_words(

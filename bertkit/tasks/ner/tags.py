@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bertkit.errors import BertkitError
+
 SCHEMES = ("IOB1", "IOB2", "BIOES", "BILOU")
 _PREFIXES = {"B", "I", "E", "S", "L", "U"}
 
@@ -20,6 +22,32 @@ def split_tag(tag: str) -> tuple[str, str | None]:
     if len(tag) > 2 and tag[1] in "-_" and tag[0] in _PREFIXES:
         return tag[0], tag[2:]
     raise ValueError(tag)
+
+
+def normal_tag(tag: str) -> str:
+    """A tag as bertkit writes it, the prefix and type joined by a hyphen: 'B_PER' -> 'B-PER'
+    ('O' as it is; anything else is a ValueError). The one spelling that data tags, given
+    label lists and tag names in settings are compared in."""
+    prefix, kind = split_tag(tag)
+    return prefix if kind is None else f"{prefix}-{kind}"
+
+
+def entity_types(labels: list[str], key: str = "data.labels") -> list[str]:
+    """The entity types, sorted, that a given list of tags names (`O, B-PER, I-PER`, in any
+    scheme, with `-` or `_`), read as the data's own tags are read; a name that is no tag is an
+    error naming `key`."""
+    types = set()
+    for label in labels:
+        try:
+            _, kind = split_tag(str(label))
+        except ValueError:
+            raise BertkitError(
+                f"{key}: '{label}' is not a tag: give O and the tags of each entity type, a prefix (B, I, E, S, L "
+                "or U), a hyphen or underscore, and the type (B-PER, I_PER, ...), as the data writes them"
+            ) from None
+        if kind is not None:
+            types.add(kind)
+    return sorted(types)
 
 
 def detect_scheme(sequences: list[list[str]]) -> str:
@@ -109,7 +137,8 @@ def iob2_over_seen(tags: list[str], seen: list[bool]) -> list[str]:
     between two words of one entity (the next seen word continues it with I-), where it takes the
     entity's I- tag, so that an invisible character does not cut an entity in two.
     """
-    visible = iter(to_iob2([t for t, s in zip(tags, seen, strict=True) if s], "IOB2").tags)
+    # read as BIOES, which takes IOB2 as it is and also a model's own S-/E-/U-/L- labels
+    visible = iter(to_iob2([t for t, s in zip(tags, seen, strict=True) if s], "BIOES").tags)
     out: list[str | None] = [next(visible) if s else None for s in seen]
     following: list[str | None] = [None] * len(out)  # the tag of the next seen word
     upcoming = None

@@ -37,6 +37,14 @@ from bertkit.tasks.ner.tagging import (
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 
 
+def _tag_or_type(name: str) -> str:
+    """A name of ner.class_weights: a tag in bertkit's spelling (`B_PER` -> `B-PER`), or a type."""
+    try:
+        return tags.normal_tag(name)
+    except ValueError:
+        return name
+
+
 class NerTask(Task):
     name = "ner"
     auto_model = "AutoModelForTokenClassification"
@@ -64,7 +72,7 @@ class NerTask(Task):
     def setup(self, ds, cfg: Config) -> dict:
         train = ds["train"]
         if cfg.data.labels:
-            types = sorted({t.split("-", 1)[-1] for t in cfg.data.labels if t != "O"})
+            types = tags.entity_types(cfg.data.labels)
         elif "tags" in train.column_names:
             types = sorted({t[2:] for seq in train["tags"] for t in seq if t != "O"})
         else:
@@ -132,7 +140,9 @@ class NerTask(Task):
         elif spec is not None:
             groups: dict[str, list[str]] = {}
             for name in names[1:]:
-                groups.setdefault(name.split("-", 1)[-1], []).append(name)
+                groups.setdefault(tags.split_tag(name)[1], []).append(name)
+            if isinstance(spec, dict):  # tag names as the data may spell them (B_PER): as the bundle does
+                spec = {_tag_or_type(str(name)): weight for name, weight in spec.items()}
             weights = losses.resolve(spec, names, "ner.class_weights", "tag", groups)
         return losses.loss_function(kind, cfg.ner.focal_gamma, weights, names, spec)
 
