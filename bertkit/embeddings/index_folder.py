@@ -1,0 +1,408 @@
+"""An index folder on disk (`bertkit index`): generations that never change once written, behind
+one pointer that a writer replaces in one step, so that a reader sees the old index or the new
+one, whole, and a writer killed at any moment leaves a usable index.
+
+    idx/
+      current.json          {"generation": "gen-000003"}: the only file a writer replaces (written
+                            beside it and renamed over it); a reader reads it once, then reads
+                            everything from the generation it names
+      gen-000003/           index.json, texts.jsonl, vectors.faiss (and its own manifest)
+      gen-000002/           the previous generation, kept for readers that started before the switch
+      .bertkit-output.json  the folder's manifest (kind "index")
+
+A generation is assembled as `.gen-N.tmp-PID-*` and renamed to `gen-N` when whole; only then does
+the pointer move to it, and only then are generations older than the previous one removed. A
+reader that finds its generation gone (two writes went by while it read) reads the pointer again
+and starts over. An index of bertkit's earlier flat layout (index.json, texts.jsonl and
+vectors.faiss in the folder itself) reads as generation 0, and becomes this layout at its next
+write.
+
+Every reader checks what it reads: index.json's fields and their types, each texts.jsonl line (a
+JSON string), the counts, the checksums of texts.jsonl and vectors.faiss that index.json keeps
+(streamed as the files are read: about 1.8 GB/s of SHA-256), and that the vectors are keyed by
+exactly the non-blank lines. Anything else is an error saying to rebuild the index."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bertkit.embeddings import ann
+from bertkit.errors import BertkitError
+
+INFO, TEXTS, POINTER = "index.json", "texts.jsonl", "current.json"
+FORMAT = 1  # index.json's layout; a later bertkit reading another one says so
+KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
+GENERATION_KIND = "index generation"
+_GENERATION = re.compile(r"gen-(\d{6,})")
+REBUILD = "rebuild the index (`bertkit index build ... --overwrite`)"
+READ_ATTEMPTS = 5  # a reader starts over at most this often when writers keep replacing its generation
+
+
+@dataclass(frozen=True)
+class Generation:
+    folder: Path  # the index folder as given
+    root: Path  # where this generation's files are
+    number: int  # 0: the flat layout of bertkit before generations (the files in the folder itself)
+
+    def __getitem__(self, name: str) -> Path:
+        return self.root / name
+
+
+@dataclass
+class Loaded:
+    """One generation of an index, read whole and checked."""
+
+    generation: Generation
+    info: dict
+    texts: list[str] | None
+    vectors: object | None  # the FAISS index
+
+
+class _Gone(Exception):
+    """A file of the generation being read is not there: a writer may have removed it."""
+
+
+def damaged(where, what: str) -> BertkitError:
+    return BertkitError(f"{where}: {what}; the index is damaged: {REBUILD}")
+
+
+def generation_name(number: int) -> str:
+    return f"gen-{number:06d}"
+
+
+# ---------------------------------------------------------------- the pointer
+
+
+def current(folder) -> Generation:
+    """The generation the pointer names (read once), or generation 0 of a flat index."""
+    root = Path(folder)
+    if not root.is_dir():
+        what = "is a file" if root.exists() else "does not exist"
+        raise BertkitError(f"--index {folder} {what}; give a folder made by `bertkit index build`")
+    pointer = root / POINTER
+    try:
+        raw = pointer.read_bytes()
+    except FileNotFoundError:
+        if (root / INFO).is_file():
+            return Generation(root, root, 0)
+        raise BertkitError(
+            f"--index {folder} holds no {POINTER} or {INFO}: it is not an index made by `bertkit index build`"
+        ) from None
+    except OSError as err:
+        raise BertkitError(f"{pointer} cannot be read ({err.strerror or err})") from None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        raise damaged(pointer, "is not JSON") from None
+    name = record.get("generation") if isinstance(record, dict) else None
+    match = _GENERATION.fullmatch(name) if isinstance(name, str) else None
+    if not match:
+        raise damaged(pointer, 'does not name a generation ({"generation": "gen-NNNNNN"})')
+    return Generation(root, root / name, int(match[1]))
+
+
+def _pointer_number(folder: Path) -> int | None:
+    """The generation the pointer names now, None where it cannot tell."""
+    try:
+        return current(folder).number
+    except BertkitError:
+        return None
+
+
+# ---------------------------------------------------------------- reading, checked
+
+
+def read_info(generation: Generation) -> dict:
+    path = generation[INFO]
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise _Gone(INFO) from None
+    except OSError as err:
+        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+    try:
+        info = json.loads(raw)
+    except ValueError as err:
+        raise damaged(path, f"is not JSON ({err})") from None
+    check_info(path, info)
+    return info
+
+
+_WHOLE = (int,)
+
+
+def _field(path, record: dict, key: str, kind, where: str = "", optional: bool = False, least: int | None = None):
+    """record[key] checked to be of `kind` (bool is not a number), at least `least` if a number."""
+    label = f"{where}{key!r}"
+    if key not in record:
+        if optional:
+            return None
+        raise damaged(path, f"lacks {label}")
+    value = record[key]
+    wrong = not isinstance(value, kind) or (isinstance(value, bool) and bool not in kind)
+    if optional and value is None:
+        return None
+    if wrong:
+        names = {int: "a whole number", str: "text", dict: "an object", list: "a list", bool: "true or false"}
+        wanted = " or ".join(names.get(k, k.__name__) for k in kind)
+        raise damaged(path, f"{label} is {json.dumps(value)}, not {wanted}")
+    if least is not None and value < least:
+        raise damaged(path, f"{label} is {value}, below {least}")
+    return value
+
+
+def check_info(path, info) -> None:
+    """index.json's fields, their types and their sums: what every reader relies on."""
+    if not isinstance(info, dict):
+        raise damaged(path, "is not a JSON object")
+    fmt = _field(path, info, "format", (int,))
+    if fmt != FORMAT:
+        raise BertkitError(
+            f"{path}: index format {fmt!r}, which this bertkit does not read (it reads {FORMAT}); "
+            "build the index again with this version"
+        )
+    _field(path, info, "model", (str,))
+    settings = _field(path, info, "settings", (dict,))
+    _field(path, settings, "pooling", (str,), "settings.")
+    _field(path, settings, "normalize", (bool,), "settings.")
+    _field(path, settings, "max_length", (int,), "settings.", least=1)
+    _field(path, info, "identity", (str,), optional=True)
+    _field(path, info, "dimension", (int,), least=1)
+    count = _field(path, info, "count", (int,), least=0)
+    lines = _field(path, info, "lines", (int,), least=count)
+    described = _field(path, info, "ann", (dict,))
+    _field(path, described, "kind", (str,), "ann.")
+    if ann.is_ivf(described):
+        _field(path, described, "lists", (int,), "ann.", least=1)
+        _field(path, described, "probes", (int,), "ann.", least=1)
+    else:
+        _field(path, described, "ef_search", (int,), "ann.", least=1)
+    corpora = _field(path, info, "corpora", (list,))
+    first = texts = 0
+    for number, corpus in enumerate(corpora):
+        where = f"corpora[{number}]."
+        if not isinstance(corpus, dict):
+            raise damaged(path, f"corpora[{number}] is {json.dumps(corpus)}, not an object")
+        _field(path, corpus, "path", (str,), where)
+        if _field(path, corpus, "first", (int,), where) != first:
+            raise damaged(path, f"{where}'first' is {corpus['first']}, where the corpora before it end at {first}")
+        first += _field(path, corpus, "lines", (int,), where, least=0)
+        texts += _field(path, corpus, "texts", (int,), where, least=0)
+    if (first, texts) != (lines, count):
+        raise damaged(path, f"its corpora hold {first} lines and {texts} texts, where it counts {lines} and {count}")
+    _field(path, info, "text_column", (str,), optional=True)
+    for key in ("texts_sha256", "vectors_sha256"):  # absent in indexes of bertkit before checksums
+        if _field(path, info, key, (str,), optional=True) is not None and not re.fullmatch(r"[0-9a-f]{64}", info[key]):
+            raise damaged(path, f"{key!r} is not a SHA-256 checksum")
+
+
+def scan_texts(generation: Generation, info: dict, each: Callable[[bytes, str], None] | None = None) -> None:
+    """Read texts.jsonl line by line, checking each line (one JSON string), their count and their
+    checksum; `each(line, text)` sees every line."""
+    path = generation[TEXTS]
+    digest = hashlib.sha256()
+    number = 0
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below; FileNotFoundError must reach the retry)
+    except FileNotFoundError:
+        raise _Gone(TEXTS) from None
+    except OSError as err:
+        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+    with handle:
+        for number, line in enumerate(handle, 1):  # noqa: B007 (the count is used after the loop)
+            digest.update(line)
+            try:
+                text = json.loads(line)
+            except ValueError:
+                raise damaged(f"{path}:{number}", "is not a JSON string") from None
+            if not isinstance(text, str):
+                raise damaged(f"{path}:{number}", f"holds {type(text).__name__} {line.strip()[:40]!r}, not a text")
+            if not line.endswith(b"\n"):
+                raise damaged(f"{path}:{number}", "is cut short (no line break at its end)")
+            if each is not None:
+                each(line, text)
+    if number != info["lines"]:
+        raise damaged(path, f"holds {number:,} lines, not the {info['lines']:,} its {INFO} counts")
+    stored = info.get("texts_sha256")
+    if stored is not None and digest.hexdigest() != stored:
+        raise damaged(
+            path, f"its lines are not the ones the index was built with (its checksum differs from {INFO}'s): "
+            "edited, reordered or replaced by hand"
+        )  # fmt: skip
+
+
+def read_texts(generation: Generation, info: dict) -> list[str]:
+    texts: list[str] = []
+    scan_texts(generation, info, lambda _, text: texts.append(text))
+    return texts
+
+
+def read_vectors(generation: Generation, info: dict, texts: list[str] | None):
+    """The FAISS index, checked against index.json (width, count, checksum) and, given the texts,
+    keyed by exactly their non-blank lines."""
+    path = generation[ann.FILE]
+    digest = hashlib.sha256()
+    try:
+        handle = open(path, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        raise _Gone(ann.FILE) from None
+    except OSError as err:
+        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+    with handle:
+        vectors = ann.read(handle, path, info["dimension"], digest)
+    stored = info.get("vectors_sha256")
+    if stored is not None and digest.hexdigest() != stored:
+        raise damaged(path, f"it is not the file the index was built with (its checksum differs from {INFO}'s)")
+    if vectors.ntotal != info["count"]:
+        raise damaged(path, f"holds {vectors.ntotal:,} vectors, not the {info['count']:,} its {INFO} counts")
+    if texts is not None:
+        keys = np.sort(ann.keys(vectors))
+        filled = np.asarray([i for i, t in enumerate(texts) if t.strip()], dtype=np.int64)
+        if len(filled) != len(keys) or not np.array_equal(keys, filled):
+            raise damaged(
+                path, f"its vectors are not keyed by the {len(filled):,} non-blank lines of {TEXTS} "
+                "(the texts were changed by hand)"
+            )  # fmt: skip
+    return vectors
+
+
+def load(folder, texts: bool = True, vectors: bool = True) -> Loaded:
+    """The current generation of the index at `folder`, read whole (what is asked of it) and
+    checked. A generation that a writer removes while it is read is left for the new current
+    one; a file missing while the pointer stays put is damage."""
+    for _ in range(READ_ATTEMPTS):
+        generation = current(folder)
+        try:
+            info = read_info(generation)
+            lines = read_texts(generation, info) if texts else None
+            index = read_vectors(generation, info, lines) if vectors else None
+            return Loaded(generation, info, lines, index)
+        except _Gone as gone:
+            if _pointer_number(Path(folder)) == generation.number:
+                where = f"{generation.root.name}/" if generation.number else ""
+                raise BertkitError(f"--index {folder} lacks {where}{gone}; the index is damaged: {REBUILD}") from None
+    raise BertkitError(f"--index {folder} was replaced {READ_ATTEMPTS} times while it was read; try again")
+
+
+# ---------------------------------------------------------------- writing a generation
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sync(folder: Path) -> None:
+    """Flush a generation's files and its folder to the disk before the pointer names it, so that
+    a power cut after the switch cannot leave the pointer naming files still in memory."""
+    for item in [*folder.iterdir(), folder]:
+        with contextlib.suppress(OSError):
+            fd = os.open(item, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _generations(folder: Path) -> dict[int, Path]:
+    found = {}
+    for item in folder.iterdir():
+        match = _GENERATION.fullmatch(item.name)
+        if match and item.is_dir() and not item.is_symlink():
+            found[int(match[1])] = item
+    return found
+
+
+def _fill_generation(staged: Path, fill: Callable[[Path], None]) -> None:
+    from bertkit.outputs import write_manifest
+    from bertkit.outputs.files import follow_umask_tree
+
+    fill(staged)
+    follow_umask_tree(staged)
+    write_manifest(staged, GENERATION_KIND)
+    _sync(staged)
+
+
+def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], None]) -> None:
+    """Publish a new index folder whose first generation `fill(dir)` writes: assembled beside
+    `folder` and renamed into place whole (`outputs.staged_dir`)."""
+    from bertkit.outputs import staged_dir, write_json
+
+    with staged_dir(folder, overwrite, KIND, protect) as staged:
+        name = generation_name(1)
+        (staged / name).mkdir()
+        _fill_generation(staged / name, fill)
+        write_json(staged / POINTER, {"generation": name})
+
+
+def publish_generation(folder: Path, fill: Callable[[Path], None]) -> Generation:
+    """Add a generation that `fill(dir)` writes to the index folder `folder` (which exists and
+    holds an index, or nothing) and move the pointer to it; the caller holds the folder's lock.
+    The previous generation stays for the readers still on it; older ones, and what killed writers
+    left, are removed."""
+    from bertkit.outputs import MANIFEST, cannot_write, staging_dir, write_json
+
+    before = _pointer_number(folder)
+    number = 1 + max([before or 0, *_generations(folder)])
+    name = generation_name(number)
+    staged = staging_dir(folder / name)  # .gen-N.tmp-PID-*: a leftover the next write sweeps
+    try:
+        _fill_generation(staged, fill)
+        staged.rename(folder / name)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    try:
+        _list_pointer(folder / MANIFEST)
+        write_json(folder / POINTER, {"generation": name})
+    except OSError as err:
+        raise cannot_write(err, folder / POINTER) from None
+    _remove_old(folder, keep={number, before})
+    return Generation(folder, folder / name, number)
+
+
+def _list_pointer(manifest: Path) -> None:
+    """The folder's manifest lists the pointer (a flat index's, or an empty folder's, does not
+    yet), so that `--overwrite` counts it as bertkit's."""
+    from bertkit import __version__
+    from bertkit.outputs import write_json
+
+    try:
+        record = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("files"), list):
+        record = {"written_by": "bertkit", "version": __version__, "kind": KIND, "files": []}
+    if POINTER not in record["files"]:
+        record["files"] = sorted({*map(str, record["files"]), POINTER})
+        write_json(manifest, record)
+
+
+def _remove_old(folder: Path, keep: set) -> None:
+    """Generations other than `keep` (a flat index's files once generation 0 is not kept), and
+    generations that killed writers were assembling."""
+    from bertkit.outputs.files import is_leftover
+
+    for number, path in _generations(folder).items():
+        if number not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+    if 0 not in keep:
+        for name in (INFO, TEXTS, ann.FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (folder / name).unlink()
+    for item in folder.glob(".gen-*.tmp-*"):
+        if is_leftover(item.name):
+            shutil.rmtree(item, ignore_errors=True)
