@@ -250,6 +250,8 @@ def damage_cases(folder: Path) -> list:
         (edit_lines(swap), "edited, reordered or replaced by hand"),
         (edit_lines(lambda lines: lines.pop()), "holds 19 lines, not the 20"),
         (edit_lines(lambda lines: lines.__setitem__(-1, lines[-1].rstrip("\n"))), ":20: is cut short"),
+        (lambda: (generation / texts).write_bytes((generation / texts).read_bytes().replace(b"line 5", b"\xff")),
+         f"{texts}:6: is not UTF-8 text"),  # fmt: skip
         (edit_info(dimension="16"), '\'dimension\' is "16", not a whole number'),
         (edit_info(count=-1), "'count' is -1, below 0"),
         (edit_info(lines=None), "'lines' is null, not a whole number"),

@@ -198,19 +198,12 @@ def load(path: Path, dimension: int):
         return read(handle, path, dimension)
 
 
-def read(handle, path: Path, dimension: int, digest=None):
-    """The index in the open binary file `handle` (named `path` in errors), checked to hold vectors
-    of `dimension`; `digest` (a hashlib object), given, sees every byte read."""
+def read(handle, path: Path, dimension: int):
+    """The index in the open binary file `handle` (named `path` in errors: read from the handle, a
+    file that a writer removes meanwhile is still read whole), checked to hold vectors of `dimension`."""
     faiss = require()
-
-    def chunk(size: int) -> bytes:
-        block = handle.read(size)
-        if digest is not None:
-            digest.update(block)
-        return block
-
     try:
-        index = faiss.read_index(faiss.PyCallbackIOReader(chunk, 1 << 22))
+        index = faiss.read_index(faiss.PyCallbackIOReader(handle.read, 1 << 22))
     except RuntimeError as err:
         raise BertkitError(
             f"{path} cannot be read as a FAISS index ({str(err).splitlines()[0]}); the index is damaged: "
