@@ -24,16 +24,10 @@ class Bundle:
 
     def __post_init__(self):
         if self.opened is None:
-            self.opened = _identity(self.path)
+            self.opened = directory_identity(self.path)
 
     def _unchanged(self, loaded):
-        """`loaded`, unless the bundle was replaced since it was opened: its files could then come
-        from two bundles (the name always holds a whole one, but a command reads them one by one)."""
-        if _identity(self.path) != self.opened:
-            raise BertkitError(
-                f"--model {self.path} was replaced while it was being read (another run published a new one "
-                "there); run the command again"
-            )
+        check_unchanged(self.path, self.opened)
         return loaded
 
     @property
@@ -71,12 +65,25 @@ class Bundle:
         return self._unchanged(model).to(pick_device(device)).eval()
 
 
-def _identity(path: Path) -> tuple | None:
+def directory_identity(path) -> tuple | None:
+    """What tells one directory from another published under the same name (device, inode)."""
     try:
         found = os.stat(path)
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+def check_unchanged(path, opened: tuple | None) -> None:
+    """An error if the model directory at `path` is no longer the one that was opened (`opened`,
+    its `directory_identity` before its first file was read): its files could then come from two
+    models. `--overwrite` publishes a new directory under the name in one step, so the name always
+    holds a whole model, but a command reads its files one by one."""
+    if opened is not None and directory_identity(path) != opened:
+        raise BertkitError(
+            f"--model {path} was replaced while it was being read (another run published a new one there); "
+            "run the command again"
+        )
 
 
 def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None = None) -> Bundle:
@@ -94,7 +101,7 @@ def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None 
             f"--model {path}: not a model directory (no config.json). Give a directory written "
             "by `bertkit train` or by a Hugging Face model's `save_pretrained`."
         )
-    opened = _identity(root)  # before any of its files is read
+    opened = directory_identity(root)  # before any of its files is read
     chosen = choose_runtime(root, runtime)
     if chosen == "torch":
         check_custom_code(str(root), trust_remote_code)

@@ -413,3 +413,32 @@ def test_a_bundle_replaced_while_a_command_reads_it_is_not_mixed(tmp_path, tiny_
             load()
     again = open_bundle(str(final))  # opened afresh: the new one, whole
     assert again.load_tokenizer() is not None and again.load_model("AutoModel") is not None
+
+
+def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_model, monkeypatch):
+    """The same for the encoder of `embed`, `similarity` and `search`: the tokenizer is read after
+    the weights, and a model published over the folder in between is noticed."""
+    import shutil
+
+    from bertkit import outputs, tokenization
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.errors import BertkitError
+
+    final = tmp_path / "model"
+
+    def publish():
+        with outputs.staged_dir(final, True, "bundle") as staged:
+            shutil.copytree(tiny_model, staged, dirs_exist_ok=True)
+
+    publish()
+    real = tokenization.load_tokenizer
+
+    def replaced_meanwhile(*args, **kwargs):
+        publish()  # another run's --overwrite, between the weights and the tokenizer
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tokenization, "load_tokenizer", replaced_meanwhile)
+    with pytest.raises(BertkitError, match="was replaced while it was being read"):
+        load_encoder(str(final), "mean")
+    monkeypatch.setattr(tokenization, "load_tokenizer", real)
+    assert load_encoder(str(final), "mean").dimension == 64
