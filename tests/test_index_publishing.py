@@ -256,6 +256,8 @@ def damage_cases(folder: Path) -> list:
         (edit_info(count=-1), "'count' is -1, below 0"),
         (edit_info(lines=None), "'lines' is null, not a whole number"),
         (edit_info(settings={**info["settings"], "normalize": "yes"}), "'settings.normalize' is \"yes\""),
+        (edit_info(settings={**info["settings"], "pooling": "median"}), "'settings.pooling' is 'median'"),
+        (edit_info(settings={**info["settings"], "max_length": 0}), "'settings.max_length' is 0, below 1"),
         (edit_info(ann={**info["ann"], "ef_search": 9.5}), "'ann.ef_search' is 9.5, not a whole number"),
         (edit_info(corpora="all"), "'corpora' is \"all\", not a list"),
         (edit_info(corpora=[{**info["corpora"][0], "first": 3}]), "'corpora[0].first' is 3"),

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.embeddings import ann
+from bertkit.embeddings.pooling import POOLINGS
 from bertkit.errors import BertkitError
 
 INFO, TEXTS, POINTER = "index.json", "texts.jsonl", "current.json"
@@ -176,7 +177,8 @@ def check_info(path, info) -> None:
         )
     _field(path, info, "model", (str,))
     settings = _field(path, info, "settings", (dict,))
-    _field(path, settings, "pooling", (str,), "settings.")
+    if _field(path, settings, "pooling", (str,), "settings.") not in POOLINGS:
+        raise damaged(path, f"'settings.pooling' is {settings['pooling']!r}, not one of {', '.join(POOLINGS)}")
     _field(path, settings, "normalize", (bool,), "settings.")
     _field(path, settings, "max_length", (int,), "settings.", least=1)
     _field(path, info, "identity", (str,), optional=True)
