@@ -171,6 +171,38 @@ def test_a_new_index_killed_while_written_is_absent_then_built(tmp_path):
     tidy(folder)
 
 
+def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypatch, cli):
+    import errno
+
+    from bertkit import outputs
+    from bertkit.embeddings import ann
+
+    folder = tmp_path / "idx"
+    build(folder, "g1", 20)
+    more = index_fakes.corpus(tmp_path, "g1", 5, 20)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    real_save, real_json = ann.save, outputs.write_json
+
+    def faiss_full(*args, **kwargs):  # FAISS reports a failed write as a RuntimeError in words
+        raise RuntimeError("Error in faiss::FileIOWriter::operator(): write error (No space left on device)")
+
+    def pointer_full(path, data):
+        if path.name == "current.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_json(path, data)
+
+    for target, failing in ((ann, ("save", faiss_full)), (outputs, ("write_json", pointer_full))):
+        monkeypatch.setattr(target, *failing)
+        code, _, err = cli("index", "add", "--index", folder, "--corpus", more)
+        flat = " ".join(err.split())
+        assert code == 2 and "No space left on device" in flat and "Traceback" not in err, err
+        monkeypatch.setattr(ann, "save", real_save)
+        monkeypatch.setattr(outputs, "write_json", real_json)
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # nothing left behind
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert check_search(folder) == ("g1", 17)
+
+
 # ---------------------------------------------------------------- the flat layout of earlier bertkit
 
 

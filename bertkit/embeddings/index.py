@@ -203,8 +203,13 @@ def _publish(folder: Path, overwrite: bool, protect: list, fill) -> None:
         return
     try:
         index_folder.publish_generation(folder, fill)
-    except OSError as err:
-        raise (writing_failed(err, folder) or cannot_write(err, folder)) from None
+    except Exception as err:  # a full disk, as the OS or a library (FAISS) reports it: one clear error
+        failed = writing_failed(err, folder, "The index is as it was.")
+        if failed is not None:
+            raise failed from None
+        if isinstance(err, OSError):
+            raise cannot_write(err, folder) from None
+        raise
 
 
 def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimension: int, count: int, keys, vectors):

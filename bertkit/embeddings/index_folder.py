@@ -394,8 +394,11 @@ def publish_generation(folder: Path, fill: Callable[[Path], None]) -> Generation
     try:
         _list_pointer(folder / MANIFEST)
         write_json(folder / POINTER, {"generation": name})
-    except OSError as err:
-        raise cannot_write(err, folder / POINTER) from None
+    except BaseException as err:  # the pointer still names the old generation: the new one goes
+        shutil.rmtree(folder / name, ignore_errors=True)
+        if isinstance(err, OSError):
+            raise cannot_write(err, folder / POINTER) from None
+        raise
     _remove_old(folder, keep={number, before})
     return Generation(folder, folder / name, number)
 
