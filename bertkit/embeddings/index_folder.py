@@ -99,6 +99,8 @@ def current(folder) -> Generation:
     except FileNotFoundError:
         if (root / INFO).is_file():
             return Generation(root, root, 0)
+        if pointer.is_file():  # a flat index upgraded meanwhile, its files already removed by a second write
+            return current(folder)
         raise BertkitError(
             f"--index {folder} holds no {POINTER} or {INFO}: it is not an index made by `bertkit index build`"
         ) from None
