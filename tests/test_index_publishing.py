@@ -72,7 +72,7 @@ print(json.dumps({"reads": reads, "tags": sorted(tags), "failures": failures[:5]
 
 def test_searches_see_one_whole_generation_while_writers_rebuild_and_add(tmp_path):
     folder = tmp_path / "idx"
-    build(folder, "g0", 40)
+    flat_index(folder, "g0", 40)  # of bertkit's earlier layout: the first writes upgrade it as the readers read
     stop_at = time.time() + 12  # the readers take a few seconds to start (imports)
     readers = [
         subprocess.Popen(
