@@ -34,8 +34,8 @@ def write_lines(path, lines):
 
 
 def current_file(folder, name: str):
-    """A file of the index's current generation (the one its pointer names)."""
-    generation = json.loads((folder / "current.json").read_text(encoding="utf-8"))["generation"]
+    """A data file of the index's current generation (the one its index.json names)."""
+    generation = json.loads((folder / "index.json").read_text(encoding="utf-8"))["generation"]
     return folder / generation / name
 
 
@@ -158,7 +158,7 @@ def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli, monk
     built = ("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx", "--kind", "ivf")
     code, _, err = cli(*built, "--lists", "4")
     assert code == 0 and "IVF-PQ4FS" in err, err
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())["ann"]
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())["ann"]
     assert (stored["kind"], stored["lists"], stored["probes"]) == ("IVF-PQ4FS", 4, 1)
     # the build checks itself: this random model's vectors are crowded, and the note says what was found
     assert stored["check_recall"] < 0.95 and "the IVF index found" in " ".join(err.split()), stored
@@ -190,7 +190,7 @@ def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli, monk
     monkeypatch.setattr(ann, "CHECK_RECALL", 0.99)  # ...that fails its check, so it builds the graph
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "a")
     assert code == 0 and "building an HNSW graph instead" in " ".join(err.split()), err
-    assert json.loads(current_file(tmp_path / "a", "index.json").read_text())["ann"]["kind"] == "HNSW-SQ8"
+    assert json.loads((tmp_path / "a" / "index.json").read_text())["ann"]["kind"] == "HNSW-SQ8"
     code, _, err = cli("search", "--index", tmp_path / "g", "--probes", "2", *asked)
     assert code == 2 and "is a graph (HNSW)" in err and "--ef-search" in err
 
@@ -213,7 +213,7 @@ def test_index_search_matches_exact_search(tmp_path, tiny_model, corpus_texts, c
     queries = write_lines(tmp_path / "q.txt", [corpus_texts[3], "", "great hotel", corpus_texts[90]])
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
     assert code == 0, err and "indexed 120 texts (121 lines)" in " ".join(err.split())
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert stored["model"] == str(tiny_model.resolve()) and stored["dimension"] == 64
     assert stored["settings"] == {"pooling": "mean", "normalize": False, "max_length": 128}
     assert (stored["count"], stored["lines"], stored["ann"]["library"]) == (120, 121, "faiss")
@@ -248,7 +248,7 @@ def test_stored_settings_encode_the_queries(tmp_path, tiny_model, corpus_texts, 
     built = ("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
     code, _, err = cli(*built, "--pooling", "cls", "--max-length", "8", "--ef-search", "300")
     assert code == 0, err
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert stored["settings"]["pooling"] == "cls" and stored["settings"]["max_length"] == 8
     assert stored["ann"]["ef_search"] == 300 and stored["ann"]["kind"] == "HNSW-SQ8"
     asked = ("-q", corpus_texts[10], "-q", "very awful meal and the phone", "-k", "4")
@@ -264,7 +264,7 @@ def test_unquantized_graph_and_a_breadth_per_search(tmp_path, tiny_model, corpus
     corpus = write_lines(tmp_path / "docs.txt", corpus_texts)
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx", "--no-quantize")
     assert code == 0, err
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())["ann"]
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())["ann"]
     assert (stored["kind"], stored["quantized"], stored["ef_search"], stored["m"]) == ("HNSW", False, 96, 48)
     asked = ("-q", corpus_texts[10], "-q", "great hotel and the song", "-k", "4")
     code, out, err = cli("search", "--index", tmp_path / "idx", "--ef-search", "4", *asked)
@@ -291,7 +291,7 @@ def test_index_add_numbers_on_and_keeps_the_old_index_on_failure(tmp_path, tiny_
     assert {p: p.read_bytes() for p in (tmp_path / "idx").rglob("*") if p.is_file()} == before
     code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more, "--text-column", "body")
     assert code == 0, err and "added 30 texts (lines 50 to 80)" in " ".join(err.split())
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert (stored["count"], stored["lines"]) == (80, 81)
     assert [(c["first"], c["lines"]) for c in stored["corpora"]] == [(0, 50), (50, 31)]
     code, out, err = cli(
@@ -328,10 +328,24 @@ def test_errors_a_user_can_make(tmp_path, tiny_model, corpus_texts, cli):
     write_lines(tmp_path / "mine" / "notes.txt", ["mine"])
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "mine", "--overwrite")
     assert code == 2 and "not written by bertkit" in err and (tmp_path / "mine" / "notes.txt").is_file()
+    # a script that edits a field of idx/index.json (the index's description, naming its generation)
+    stored = json.loads((idx / "index.json").read_text())
+    assert stored["generation"] == "gen-000002" and (idx / "gen-000002" / "texts.jsonl").is_file()
+    edits = [
+        ("settings", {**stored["settings"], "max_length": "128"}, "'settings.max_length' is"),
+        ("count", "20", "'count' is \"20\""),
+        ("generation", "../idx", "'generation' is"),
+    ]
+    for key, wrong, said in edits:
+        (idx / "index.json").write_text(json.dumps({**stored, key: wrong}))
+        code, _, err = cli("search", "--index", idx, "-q", "film")
+        flat = " ".join(err.split())
+        assert code == 2 and said in flat and "index.json" in flat and "rebuild the index" in flat, err
+    (idx / "index.json").write_text(json.dumps(stored))
     current_file(idx, "vectors.faiss").unlink()
     code, _, err = cli("search", "--index", idx, "-q", "film")
     assert code == 2 and "lacks gen-000002/vectors.faiss" in err and "rebuild the index" in err
-    current_file(idx, "index.json").write_text("{not json")
+    (idx / "index.json").write_text("{not json")
     code, _, err = cli("search", "--index", idx, "-q", "film")
     assert code == 2 and "index.json: is not JSON" in err and "rebuild the index" in err
 
@@ -363,7 +377,7 @@ def test_a_model_given_by_relative_path_is_found_again_from_anywhere(
     monkeypatch.chdir(tmp_path)
     code, _, err = cli("index", "build", "-m", "model", "--corpus", "docs.txt", "-o", "idx")
     assert code == 0, err
-    stored = json.loads(current_file(tmp_path / "idx", "index.json").read_text())
+    stored = json.loads((tmp_path / "idx" / "index.json").read_text())
     assert stored["model"] == str(model_copy) and stored["identity"].startswith(str(model_copy) + "|")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -373,7 +387,7 @@ def test_a_model_given_by_relative_path_is_found_again_from_anywhere(
     assert hits_of(out)[0]["hits"][0]["index"] == 4
     # an index written by an older bertkit stored the path as given: the weights decide, not the spelling
     stored["identity"] = "model|" + stored["identity"].split("|", 1)[1]
-    current_file(tmp_path / "idx", "index.json").write_text(json.dumps(stored))
+    (tmp_path / "idx" / "index.json").write_text(json.dumps(stored))
     code, _, err = cli("search", "--index", tmp_path / "idx", "-q", corpus_texts[4], "-k", "1")
     assert code == 0, err
     assert corpus.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -31,6 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), "HF_HUB_OFFLINE": "1"}
 
 
+def generation_of(folder: Path) -> Path:
+    """The generation folder that the index's index.json names."""
+    return folder / json.loads((folder / "index.json").read_text())["generation"]
+
+
 def run_child(script: str, *args, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", script, *map(str, args)], env=ENV, capture_output=True, text=True, timeout=timeout
@@ -38,13 +44,14 @@ def run_child(script: str, *args, timeout: float = 120) -> subprocess.CompletedP
 
 
 def tidy(folder: Path) -> None:
-    """What a finished write leaves: the pointer, the manifest, the current and the previous
+    """What a finished write leaves: index.json, the manifest, the current and the previous
     generation, and nothing bertkit does not count as its own."""
     from bertkit.outputs import check_output_dir
 
     names = sorted(p.name for p in folder.iterdir())
-    assert names[:2] == [".bertkit-output.json", "current.json"] and len(names) <= 4, names
-    assert all(n.startswith("gen-") for n in names[2:]), names
+    assert names[0] == ".bertkit-output.json" and names[-1] == "index.json" and len(names) <= 4, names
+    assert all(n.startswith("gen-") for n in names[1:-1]), names
+    assert generation_of(folder).is_dir()
     assert not [p.name for p in folder.parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
     check_output_dir(folder, True, kind="index")  # --overwrite would accept it: every file is bertkit's
 
@@ -116,11 +123,14 @@ if point == "writing the vectors":
     ann.save = die
 elif point == "flushing the generation":
     index_folder._sync = die
-elif point == "before the pointer moves":
-    index_folder._list_pointer = die
-elif point == "replacing the pointer":
+elif point == "before index.json is replaced":
+    index_folder._list_info = die
+elif point == "flushing index.json":  # its new text written beside it, not yet renamed over it
+    real_fsync = os.fsync
+    os.fsync = lambda fd: die() if ".index.json.tmp-" in os.readlink(f"/proc/self/fd/{fd}") else real_fsync(fd)
+elif point == "replacing index.json":
     real = os.replace
-    os.replace = lambda src, dst, *a, **k: die() if str(dst).endswith("current.json") else real(src, dst, *a, **k)
+    os.replace = lambda src, dst, *a, **k: die() if str(dst).endswith("index.json") else real(src, dst, *a, **k)
 elif point == "before the old generations go":
     index_folder._remove_old = die
 elif point == "removing an old generation":
@@ -137,8 +147,9 @@ os._exit(0)
 STEPS = {  # the step, and which index a reader sees after a kill there
     "writing the vectors": "old",
     "flushing the generation": "old",
-    "before the pointer moves": "old",
-    "replacing the pointer": "old",
+    "before index.json is replaced": "old",
+    "flushing index.json": "old",
+    "replacing index.json": "old",
     "before the old generations go": "new",
     "removing an old generation": "new",
 }
@@ -186,10 +197,10 @@ def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypat
     def faiss_full(*args, **kwargs):  # FAISS reports a failed write as a RuntimeError in words
         raise RuntimeError("Error in faiss::FileIOWriter::operator(): write error (No space left on device)")
 
-    def pointer_full(path, data):
-        if path.name == "current.json":
+    def pointer_full(path, data, **kwargs):
+        if path.name == "index.json":
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_json(path, data)
+        real_json(path, data, **kwargs)
 
     for target, failing in ((ann, ("save", faiss_full)), (outputs, ("write_json", pointer_full))):
         monkeypatch.setattr(target, *failing)
@@ -207,20 +218,18 @@ def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypat
 
 
 def flat_index(folder: Path, tag: str, lines: int) -> None:
-    """An index as bertkit wrote it before generations: the three files in the folder itself, no
-    checksums."""
+    """An index as bertkit wrote it before generations: the three files in the folder itself,
+    index.json of format 1 (no generation), no checksums."""
     build(folder, tag, lines)
-    pointer = folder / "current.json"
-    generation = folder / json.loads(pointer.read_text())["generation"]
-    info = json.loads((generation / "index.json").read_text())
-    del info["texts_sha256"], info["vectors_sha256"]
-    (folder / "index.json").write_text(json.dumps(info))
+    generation = generation_of(folder)
+    info = json.loads((folder / "index.json").read_text())
+    del info["texts_sha256"], info["vectors_sha256"], info["generation"]
+    (folder / "index.json").write_text(json.dumps({**info, "format": 1}))
     for name in ("texts.jsonl", "vectors.faiss"):
         (generation / name).rename(folder / name)
     for item in generation.iterdir():
         item.unlink()
     generation.rmdir()
-    pointer.unlink()
     manifest = {"written_by": "bertkit", "kind": "index", "files": ["index.json", "texts.jsonl", "vectors.faiss"]}
     (folder / ".bertkit-output.json").write_text(json.dumps(manifest))
 
@@ -231,10 +240,12 @@ def test_an_index_of_the_flat_layout_is_read_and_upgraded(tmp_path, cli):
     assert check_search(folder) == ("flat", 26)
     add(folder, "flat", 10)  # the first write makes a generation and keeps the flat files for readers
     assert check_search(folder) == ("flat", 34)
-    assert (folder / "index.json").is_file() and (folder / "current.json").is_file()
+    info = json.loads((folder / "index.json").read_text())
+    assert (info["format"], info["generation"], info["count"]) == (2, "gen-000001", 34)
+    assert (folder / "texts.jsonl").is_file() and (folder / "vectors.faiss").is_file()
     add(folder, "flat", 10)  # the next one removes them
     assert check_search(folder) == ("flat", 43)
-    assert not (folder / "index.json").exists()
+    assert not (folder / "texts.jsonl").exists() and not (folder / "vectors.faiss").exists()
     tidy(folder)
     # a flat index whose lines were reordered by hand (no checksum to tell) is still caught by its keys
     flat_index(tmp_path / "other", "flat", 10)
@@ -245,19 +256,52 @@ def test_an_index_of_the_flat_layout_is_read_and_upgraded(tmp_path, cli):
     assert code == 2 and "not keyed by the 9 non-blank lines" in err and "rebuild the index" in err
 
 
+@pytest.mark.parametrize("layout", ["generations", "flat"])
+def test_a_reader_whose_generation_is_removed_while_it_reads_starts_over(tmp_path, monkeypatch, layout):
+    """index.json is read once; when two writes go by between that and the reading of the data
+    files (so the generation it named is gone), the reader reads index.json again and the
+    generation it names now, whole."""
+    from bertkit.embeddings import index_folder
+
+    folder = tmp_path / "idx"
+    (flat_index if layout == "flat" else build)(folder, "g1", 20)
+    real, seen = index_folder.read_texts, []
+
+    def two_writes_meanwhile(generation, info):
+        seen.append(generation.number)
+        if len(seen) == 1:
+            monkeypatch.setattr(index_folder, "read_texts", real)  # the writers read as usual
+            add(folder, "g1", 4)
+            add(folder, "g1", 4)  # the generation read first is removed now
+            monkeypatch.setattr(index_folder, "read_texts", two_writes_meanwhile)
+        return real(generation, info)
+
+    monkeypatch.setattr(index_folder, "read_texts", two_writes_meanwhile)
+    loaded = index_folder.load(folder)
+    first = 0 if layout == "flat" else 1
+    assert seen == [first, first + 2] and loaded.generation.number == first + 2
+    assert len(loaded.texts) == loaded.info["lines"] == 28 and loaded.vectors.ntotal == loaded.info["count"]
+    monkeypatch.setattr(index_folder, "read_texts", real)
+    assert check_search(folder) == ("g1", 24)
+
+
 # ---------------------------------------------------------------- damage
 
 
-def damage_cases(folder: Path) -> list:
-    """(what is done to the current generation, what the error says)."""
-    generation = folder / json.loads((folder / "current.json").read_text())["generation"]
-    info = json.loads((generation / "index.json").read_text())
+def damage_cases(folder: Path, outside: Path) -> list:
+    """(what is done to the index, what the error says): to its index.json (as a script editing it
+    by hand would), to the generation it names, to the files of that generation."""
+    generation = generation_of(folder)
+    info = json.loads((folder / "index.json").read_text())
 
     def edit_info(**changes):
         def apply():
-            (generation / "index.json").write_text(json.dumps({**info, **changes}))
+            (folder / "index.json").write_text(json.dumps({**info, **changes}))
 
         return apply
+
+    def without(key):
+        return lambda: (folder / "index.json").write_text(json.dumps({k: v for k, v in info.items() if k != key}))
 
     def edit_lines(change):
         def apply():
@@ -273,7 +317,23 @@ def damage_cases(folder: Path) -> list:
     def put(number, text):
         return lambda lines: lines.__setitem__(number, text)
 
+    def linked_elsewhere():  # the generation's folder a link to a copy elsewhere
+        shutil.copytree(generation, outside)
+        shutil.rmtree(generation)
+        generation.symlink_to(outside)
+
+    def file_linked_elsewhere():
+        shutil.copy(generation / "texts.jsonl", outside)
+        (generation / "texts.jsonl").unlink()
+        (generation / "texts.jsonl").symlink_to(outside)
+
+    def generation_a_file():
+        shutil.rmtree(generation)
+        generation.write_text("x")
+
     texts, name = "texts.jsonl", generation.name
+    named = "'generation' names"
+    odd = "not the name of a generation folder beside it"
     return [
         (edit_lines(put(4, "{not json\n")), f"{texts}:5: is not a JSON string"),
         (edit_lines(put(1, "17\n")), f"{texts}:2: holds 17, not a JSON string"),
@@ -284,7 +344,7 @@ def damage_cases(folder: Path) -> list:
         (edit_lines(lambda lines: lines.__setitem__(-1, lines[-1].rstrip("\n"))), ":20: is cut short"),
         (lambda: (generation / texts).write_bytes((generation / texts).read_bytes().replace(b"line 5", b"\xff")),
          f"{texts}:6: is not UTF-8 text"),  # fmt: skip
-        (edit_info(dimension="16"), '\'dimension\' is "16", not a whole number'),
+        (edit_info(dimension="16"), 'index.json: \'dimension\' is "16", not a whole number'),
         (edit_info(count=-1), "'count' is -1, below 0"),
         (edit_info(lines=None), "'lines' is null, not a whole number"),
         (edit_info(settings={**info["settings"], "normalize": "yes"}), "'settings.normalize' is \"yes\""),
@@ -297,25 +357,48 @@ def damage_cases(folder: Path) -> list:
          "holds 17 vectors, not the 18"),  # fmt: skip
         (edit_info(model=["a"]), "'model' is [\"a\"], not text"),
         (edit_info(texts_sha256="abc"), "'texts_sha256' is not a SHA-256 checksum"),
-        (edit_info(format="1"), "'format' is \"1\", not a whole number"),
-        (lambda: (generation / "index.json").write_text("[1, 2]"), "index.json: is not a JSON object"),
-        (lambda: (generation / "index.json").write_text("{not json"), "index.json: is not JSON"),
-        (lambda: (generation / "texts.jsonl").unlink(), f"lacks {name}/texts.jsonl"),
+        (edit_info(vectors_sha256=7), "'vectors_sha256' is 7, not text"),
+        (edit_info(format="2"), "'format' is \"2\", not a whole number"),
+        (edit_info(format=1), "holds 'generation', which an index of format 1"),
+        (without("model"), "index.json: lacks 'model'"),
+        (lambda: (folder / "index.json").write_text("[1, 2]"), "index.json: is not a JSON object"),
+        (lambda: (folder / "index.json").write_text("{not json"), "index.json: is not JSON"),
+        (lambda: (folder / "index.json").write_bytes(b""), "index.json: is not JSON"),
+        # the generation it names: of the wrong type, not a generation's name, not there, not a folder
+        (without("generation"), "index.json: lacks 'generation'"),
+        (edit_info(generation=None), "'generation' is null, not text"),
+        (edit_info(generation=2), "'generation' is 2, not text"),
+        (edit_info(generation=[name]), f"'generation' is [\"{name}\"], not text"),
+        (edit_info(generation="../x"), f"'generation' is \"../x\", {odd}"),
+        (edit_info(generation=str(generation)), odd),  # an absolute path, even to the right folder
+        (edit_info(generation=f"{name}/."), odd),
+        (edit_info(generation=f"{name}/../{name}"), odd),
+        (edit_info(generation=f"./{name}"), odd),
+        (edit_info(generation="gen-000000"), odd),
+        (edit_info(generation="gen-1"), odd),
+        (edit_info(generation=""), odd),
+        (edit_info(generation="gen-000009"), f"{named} gen-000009, a folder"),
+        (generation_a_file, f"{named} {name}, which is not a folder"),
+        (linked_elsewhere, f"{named} {name}, a symbolic link"),
+        (file_linked_elsewhere, f"{name}/texts.jsonl: is a symbolic link"),
+        (lambda: (generation / texts).unlink(), f"lacks {name}/texts.jsonl"),
         (lambda: (generation / "vectors.faiss").unlink(), f"lacks {name}/vectors.faiss"),
-        (lambda: (generation / "index.json").unlink(), f"lacks {name}/index.json"),
+        (lambda: ((generation / texts).unlink(), (generation / texts).mkdir()), f"{texts}: is not a file"),
         (lambda: (generation / "vectors.faiss").write_bytes(b"garbage"), "cannot be read as a FAISS index"),
-        (lambda: (folder / "current.json").write_text("{"), "current.json: is not JSON"),
-        (lambda: (folder / "current.json").write_text('{"generation": "../x"}'), "does not name a generation"),
-        (lambda: (folder / "current.json").write_text('{"generation": "gen-000009"}'), "lacks gen-000009/index.json"),
     ]
 
 
 def test_a_damaged_index_is_an_error_saying_to_rebuild_it(tmp_path, cli):
+    from bertkit.errors import BertkitError
+
     folder = tmp_path / "idx"
+    outside = tmp_path / "elsewhere"
     more = index_fakes.corpus(tmp_path, "more", 3, 20)
-    for number in range(len(damage_cases(_fresh(folder)))):
+    for number in range(len(damage_cases(_fresh(folder), outside))):
         _fresh(folder)
-        damage, message = damage_cases(folder)[number]
+        shutil.rmtree(outside, ignore_errors=True)
+        outside.unlink(missing_ok=True)
+        damage, message = damage_cases(folder, outside)[number]
         damage()
         kept = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         added = ("index", "add", "--index", folder, "--corpus", more)
@@ -325,9 +408,18 @@ def test_a_damaged_index_is_an_error_saying_to_rebuild_it(tmp_path, cli):
             assert code == 2 and message in flat and "rebuild the index" in flat, (args[0], message, err)
             assert "Traceback" not in err
         assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == kept  # add left it as it was
+        try:
+            build(folder, "g2", 20)  # index build --overwrite rebuilds it...
+        except BertkitError as err:  # ...unless it holds what bertkit did not write (a link, a file)
+            assert "holds files bertkit did not write" in str(err), (message, err)
+        else:
+            assert check_search(folder) == ("g2", 17), message
+            tidy(folder)
 
 
 def _fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
     build(folder, "g1", 20)
     return folder
 
@@ -335,8 +427,7 @@ def _fresh(folder: Path) -> Path:
 def test_another_index_files_swapped_in_is_caught(tmp_path, cli):
     build(tmp_path / "a", "g1", 20)
     build(tmp_path / "b", "g2", 20)  # same size, other texts and vectors
-    a = tmp_path / "a" / json.loads((tmp_path / "a" / "current.json").read_text())["generation"]
-    b = tmp_path / "b" / json.loads((tmp_path / "b" / "current.json").read_text())["generation"]
+    a, b = generation_of(tmp_path / "a"), generation_of(tmp_path / "b")
     (a / "vectors.faiss").write_bytes((b / "vectors.faiss").read_bytes())
     code, _, err = cli("search", "--index", tmp_path / "a", "-q", "x")
     assert code == 2 and "vectors.faiss: it is not the file the index was built with" in " ".join(err.split())

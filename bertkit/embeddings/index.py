@@ -4,12 +4,13 @@ kept in a folder with the corpus texts and everything needed to encode queries a
 encoded (the model's path and its pooling, normalisation and length), so a search needs only the
 folder.
 
-The folder (`index_folder.py`: generations behind one pointer, so readers see an index whole and a
-killed writer leaves a usable one; `--overwrite` only over an index bertkit wrote) holds in each
-generation:
+The folder (`index_folder.py`; `--overwrite` only over an index bertkit wrote) holds
   index.json    what the index is: model, encoding settings, library and graph parameters, the
-                corpora in the order they were added with the position of their first line, and
-                the checksums of the two files below
+                corpora in the order they were added with the position of their first line, the
+                checksums of the two files below, and the generation folder (`gen-N/`) they are in.
+                It is replaced in one step to name a new generation, so readers see an index whole
+                and a killed writer leaves a usable one
+and in the generation folder:
   texts.jsonl   every corpus line, blank ones included, one JSON string a line: a hit's `index` is
                 its line here, so the position in the corpus and, after `index add`, in the corpora
                 one after the other
@@ -35,8 +36,8 @@ from bertkit.errors import BertkitError
 
 
 def read_index(folder: str) -> dict:
-    """index.json of the current generation of the index at `folder`, checked: a missing or foreign
-    folder, a damaged file or a missing part is an error naming it."""
+    """index.json of the index at `folder`, checked: a missing or foreign folder, a damaged file or a
+    missing part is an error naming it."""
     from bertkit.embeddings import index_folder
 
     return index_folder.load(folder, texts=False, vectors=False).info
@@ -106,13 +107,13 @@ def _embed(encoder, texts: list[str], first: int, batch_size: int) -> tuple[np.n
     return np.asarray(filled, dtype=np.uint64) + np.uint64(first), vectors
 
 
-def _writer(info: dict, index, old, texts: list[str]) -> Callable[[Path], None]:
-    """What writes a generation: vectors.faiss, texts.jsonl (the lines of `old`, a generation that
-    was loaded and checked, then `texts`) and index.json with both files' checksums."""
+def _writer(info: dict, index, old, texts: list[str]) -> Callable[[Path], dict]:
+    """What writes a generation's data files: vectors.faiss and texts.jsonl (the lines of `old`, a
+    generation that was loaded and checked, then `texts`); it returns `info` with both files'
+    checksums, which the publisher writes as index.json naming the generation."""
 
-    def fill(folder: Path) -> None:
+    def fill(folder: Path) -> dict:
         from bertkit.embeddings import index_folder
-        from bertkit.outputs import write_json
 
         ann.save(index, folder / ann.FILE)
         digest = hashlib.sha256()
@@ -127,9 +128,7 @@ def _writer(info: dict, index, old, texts: list[str]) -> Callable[[Path], None]:
                 digest.update(line)
                 out.write(line)
         checksums = {"texts_sha256": digest.hexdigest(), "vectors_sha256": index_folder.file_sha256(folder / ann.FILE)}
-        record = {**info, **checksums}
-        write_json(folder / INFO, record)
-        info.update(record)
+        return {**info, **checksums}
 
     return fill
 
@@ -188,21 +187,20 @@ def _build(load, model, corpus, output, text_column, batch_size, overwrite, para
         "corpora": [_corpus_record(corpus, 0, texts)],
         "text_column": text_column,
     }
-    _publish(Path(output), overwrite, [corpus, model], _writer(info, index, None, texts))
-    return info
+    return _publish(Path(output), overwrite, [corpus, model], _writer(info, index, None, texts))
 
 
-def _publish(folder: Path, overwrite: bool, protect: list, fill) -> None:
+def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
     """A new folder is renamed into place whole; an index already there (or an empty folder) gets
-    a new generation, which readers switch to in one step."""
+    a new generation, which readers switch to in one step (index.json replaced to name it).
+    Returns index.json."""
     from bertkit.embeddings import index_folder
     from bertkit.outputs import cannot_write, writing_failed
 
     if not folder.exists() or folder.is_symlink():
-        index_folder.publish_new(folder, overwrite, protect, fill)
-        return
+        return index_folder.publish_new(folder, overwrite, protect, fill)
     try:
-        index_folder.publish_generation(folder, fill)
+        return index_folder.publish_generation(folder, fill)
     except Exception as err:  # a full disk, as the OS or a library (FAISS) reports it: one clear error
         failed = writing_failed(err, folder, "The index is as it was.")
         if failed is not None:
@@ -238,8 +236,8 @@ def add_to_index(
     folder: str, corpus: str, text_column: str, batch_size: int, device, trust_remote_code: bool, runtime
 ) -> dict:
     """Append `corpus` to the index at `folder`: its lines are numbered on from the last line of
-    the corpora already there. The index is written as a new generation beside the old one and the
-    pointer moved to it, so a failure or a kill leaves the old one as it was and a search running
+    the corpora already there. The index is written as a new generation beside the old one and
+    index.json replaced to name it, so a failure or a kill leaves the old one as it was and a search running
     meanwhile reads one or the other; one writer at a time holds the folder's lock."""
     from bertkit.embeddings import index_folder
     from bertkit.outputs import OutputLock
@@ -259,8 +257,7 @@ def add_to_index(
             "lines": info["lines"] + len(texts),
             "corpora": [*info["corpora"], _corpus_record(corpus, info["lines"], texts)],
         }
-        _publish(Path(folder), True, [corpus], _writer(info, old.vectors, old, texts))
-    return info
+        return _publish(Path(folder), True, [corpus], _writer(info, old.vectors, old, texts))
 
 
 # ---------------------------------------------------------------- searching

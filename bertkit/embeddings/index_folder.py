@@ -1,23 +1,26 @@
-"""An index folder on disk (`bertkit index`): generations that never change once written, behind
-one pointer that a writer replaces in one step, so that a reader sees the old index or the new
-one, whole, and a writer killed at any moment leaves a usable index.
+"""An index folder on disk (`bertkit index`): generations of data files that never change once
+written, described by one `index.json` that a writer replaces in one step, so that a reader sees
+the old index or the new one, whole, and a writer killed at any moment leaves a usable index.
 
     idx/
-      current.json          {"generation": "gen-000003"}: the only file a writer replaces (written
-                            beside it and renamed over it); a reader reads it once, then reads
-                            everything from the generation it names
-      gen-000003/           index.json, texts.jsonl, vectors.faiss (and its own manifest)
+      index.json            what the index is (model, settings, counts, corpora, the checksums of
+                            the data files) and "generation": "gen-000003", the folder holding its
+                            data files. The only file a writer replaces (written beside it, flushed
+                            and renamed over it); a reader reads it once, then reads the data files
+                            from the generation it names
+      gen-000003/           texts.jsonl, vectors.faiss (and the generation's own manifest)
       gen-000002/           the previous generation, kept for readers that started before the switch
       .bertkit-output.json  the folder's manifest (kind "index")
 
-A generation is assembled as `.gen-N.tmp-PID-*` and renamed to `gen-N` when whole; only then does
-the pointer move to it, and only then are generations older than the previous one removed. A
-reader that finds its generation gone (two writes went by while it read) reads the pointer again
-and starts over. An index of bertkit's earlier flat layout (index.json, texts.jsonl and
-vectors.faiss in the folder itself) reads as generation 0, and becomes this layout at its next
-write.
+A generation is assembled as `.gen-N.tmp-PID-*`, flushed and renamed to `gen-N` when whole; only
+then is index.json replaced to name it, and only then are generations older than the previous one
+removed. A reader that finds its generation gone (two writes went by while it read) reads
+index.json again and starts over. An index of bertkit's earlier flat layout (format 1: index.json
+without "generation", texts.jsonl and vectors.faiss beside it) reads as generation 0, and becomes
+this layout (format 2) at its next write.
 
-Every reader checks what it reads: index.json's fields and their types, each texts.jsonl line (a
+Every reader checks what it reads: index.json's fields and their types (the generation's name
+included: "gen-" and digits, a folder in idx/, never a path elsewhere), each texts.jsonl line (a
 JSON string), the counts, the SHA-256 checksums of texts.jsonl and vectors.faiss that index.json
 keeps, and that the vectors are keyed by exactly the non-blank lines. Anything else is an error
 saying to rebuild the index. The texts are hashed block by block as they are read; the vectors
@@ -27,11 +30,13 @@ here). Indexes of bertkit before checksums are checked without them."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,8 +48,8 @@ from bertkit.embeddings import ann
 from bertkit.embeddings.pooling import POOLINGS
 from bertkit.errors import BertkitError
 
-INFO, TEXTS, POINTER = "index.json", "texts.jsonl", "current.json"
-FORMAT = 1  # index.json's layout; a later bertkit reading another one says so
+INFO, TEXTS = "index.json", "texts.jsonl"
+FLAT, FORMAT = 1, 2  # index.json's layouts: 1 the data files beside it, 2 in the generation it names
 KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
 GENERATION_KIND = "index generation"
 _GENERATION = re.compile(r"gen-(\d{6,})")
@@ -55,7 +60,7 @@ READ_ATTEMPTS = 5  # a reader starts over at most this often when writers keep r
 @dataclass(frozen=True)
 class Generation:
     folder: Path  # the index folder as given
-    root: Path  # where this generation's files are
+    root: Path  # where this generation's data files are
     number: int  # 0: the flat layout of bertkit before generations (the files in the folder itself)
 
     def __getitem__(self, name: str) -> Path:
@@ -67,7 +72,7 @@ class Loaded:
     """One generation of an index, read whole and checked."""
 
     generation: Generation
-    info: dict
+    info: dict  # index.json as read
     texts: list[str] | None
     vectors: object | None  # the FAISS index
 
@@ -84,67 +89,60 @@ def generation_name(number: int) -> str:
     return f"gen-{number:06d}"
 
 
-# ---------------------------------------------------------------- the pointer
+# ---------------------------------------------------------------- index.json: what the index is and where
 
 
-def current(folder) -> Generation:
-    """The generation the pointer names (read once), or generation 0 of a flat index."""
+def current(folder) -> tuple[Generation, dict]:
+    """The index's index.json, read once and checked, and the generation it names (generation 0:
+    the data files beside it, in an index of the flat layout)."""
     root = Path(folder)
     if not root.is_dir():
         what = "is a file" if root.exists() else "does not exist"
         raise BertkitError(f"--index {folder} {what}; give a folder made by `bertkit index build`")
-    pointer = root / POINTER
-    try:
-        raw = pointer.read_bytes()
-    except FileNotFoundError:
-        if (root / INFO).is_file():
-            return Generation(root, root, 0)
-        if pointer.is_file():  # a flat index upgraded meanwhile, its files already removed by a second write
-            return current(folder)
-        raise BertkitError(
-            f"--index {folder} holds no {POINTER} or {INFO}: it is not an index made by `bertkit index build`"
-        ) from None
-    except OSError as err:
-        raise BertkitError(f"{pointer} cannot be read ({err.strerror or err})") from None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        raise damaged(pointer, "is not JSON") from None
-    name = record.get("generation") if isinstance(record, dict) else None
-    match = _GENERATION.fullmatch(name) if isinstance(name, str) else None
-    if not match:
-        raise damaged(pointer, 'does not name a generation ({"generation": "gen-NNNNNN"})')
-    return Generation(root, root / name, int(match[1]))
-
-
-def _pointer_number(folder: Path) -> int | None:
-    """The generation the pointer names now, None where it cannot tell."""
-    try:
-        return current(folder).number
-    except BertkitError:
-        return None
-
-
-# ---------------------------------------------------------------- reading, checked
-
-
-def read_info(generation: Generation) -> dict:
-    path = generation[INFO]
+    path = root / INFO
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise _Gone(INFO) from None
+        raise BertkitError(
+            f"--index {folder} holds no {INFO}: it is not an index made by `bertkit index build`"
+        ) from None
     except OSError as err:
-        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+        raise BertkitError(f"{path} cannot be read ({err.strerror or err})") from None
     try:
         info = json.loads(raw)
     except ValueError as err:
         raise damaged(path, f"is not JSON ({err})") from None
     check_info(path, info)
-    return info
+    return _named(root, path, info), info
 
 
-_WHOLE = (int,)
+def _named(root: Path, path: Path, info: dict) -> Generation:
+    """The generation that index.json (checked) names: a folder of the index itself, not a link."""
+    if info["format"] == FLAT:
+        return Generation(root, root, 0)
+    name = info["generation"]
+    try:
+        mode = os.lstat(root / name).st_mode
+    except FileNotFoundError:
+        mode = None  # removed by writers since index.json was read, or never there: `load` tells which
+    except OSError as err:
+        raise damaged(path, f"'generation' names {name}, which cannot be read ({err.strerror or err})") from None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise damaged(path, f"'generation' names {name}, a symbolic link, not a generation folder bertkit wrote")
+    if mode is not None and not stat.S_ISDIR(mode):
+        raise damaged(path, f"'generation' names {name}, which is not a folder")
+    return Generation(root, root / name, int(_GENERATION.fullmatch(name)[1]))
+
+
+def _named_now(folder: Path) -> int | None:
+    """The generation index.json names now, None where it cannot tell."""
+    try:
+        return current(folder)[0].number
+    except BertkitError:
+        return None
+
+
+# ---------------------------------------------------------------- reading, checked
 
 
 def _field(path, record: dict, key: str, kind, where: str = "", optional: bool = False, least: int | None = None):
@@ -172,11 +170,22 @@ def check_info(path, info) -> None:
     if not isinstance(info, dict):
         raise damaged(path, "is not a JSON object")
     fmt = _field(path, info, "format", (int,))
-    if fmt != FORMAT:
+    if fmt not in (FLAT, FORMAT):
         raise BertkitError(
-            f"{path}: index format {fmt!r}, which this bertkit does not read (it reads {FORMAT}); "
+            f"{path}: index format {fmt!r}, which this bertkit does not read (it reads {FLAT} and {FORMAT}); "
             "build the index again with this version"
         )
+    if fmt == FLAT:
+        if "generation" in info:
+            raise damaged(path, f"holds 'generation', which an index of format {FLAT} (its files beside it) has not")
+    else:
+        name = _field(path, info, "generation", (str,))
+        match = _GENERATION.fullmatch(name)
+        if not match or int(match[1]) < 1:
+            raise damaged(
+                path, f"'generation' is {json.dumps(name)}, not the name of a generation folder beside it "
+                "(gen-000001, gen-000002, ...)"
+            )  # fmt: skip
     _field(path, info, "model", (str,))
     settings = _field(path, info, "settings", (dict,))
     if _field(path, settings, "pooling", (str,), "settings.") not in POOLINGS:
@@ -213,6 +222,26 @@ def check_info(path, info) -> None:
             raise damaged(path, f"{key!r} is not a SHA-256 checksum")
 
 
+def _open_data(generation: Generation, name: str):
+    """A data file of the generation, opened for reading: one that is not there is `_Gone` (a
+    writer may have removed it); in a generation folder, a symbolic link is not followed (bertkit
+    never writes one: a generation's files are its own)."""
+    path = generation[name]
+    flags = os.O_RDONLY | (os.O_NOFOLLOW if generation.number else 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise _Gone(name) from None
+    except OSError as err:
+        if err.errno == errno.ELOOP and generation.number:
+            raise damaged(path, "is a symbolic link, not a file bertkit wrote") from None
+        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise damaged(path, "is not a file")
+    return open(fd, "rb")  # noqa: SIM115 (the callers close it)
+
+
 def read_texts(generation: Generation, info: dict) -> list[str]:
     """texts.jsonl, each line checked to be one JSON string, their count and their checksum checked.
     Read in blocks of 4 MiB, each hashed and decoded whole (per-line hashing and decoding cost
@@ -221,13 +250,7 @@ def read_texts(generation: Generation, info: dict) -> list[str]:
     digest = hashlib.sha256()
     texts: list[str] = []
     tail = b""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed below; FileNotFoundError must reach the retry)
-    except FileNotFoundError:
-        raise _Gone(TEXTS) from None
-    except OSError as err:
-        raise damaged(path, f"cannot be read ({err.strerror or err})") from None
-    with handle:
+    with _open_data(generation, TEXTS) as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
             block = tail + block
@@ -272,15 +295,10 @@ def read_vectors(generation: Generation, info: dict, texts: list[str] | None):
     path = generation[ann.FILE]
     stored = info.get("vectors_sha256")
     with contextlib.ExitStack() as files:
-        try:
-            handle = files.enter_context(open(path, "rb"))
-            # the same file again, to hash beside FAISS's reading (hashing releases the GIL): a
-            # generation never changes, so both read the same bytes
-            again = files.enter_context(open(path, "rb")) if stored is not None else None
-        except FileNotFoundError:
-            raise _Gone(ann.FILE) from None
-        except OSError as err:
-            raise damaged(path, f"cannot be read ({err.strerror or err})") from None
+        handle = files.enter_context(_open_data(generation, ann.FILE))
+        # the same file again, to hash beside FAISS's reading (hashing releases the GIL): a
+        # generation never changes, so both read the same bytes
+        again = files.enter_context(_open_data(generation, ann.FILE)) if stored is not None else None
         with ThreadPoolExecutor(1) as pool:
             hashed = pool.submit(_sha256_of, again) if again is not None else None
             vectors = ann.read(handle, path, info["dimension"])
@@ -301,21 +319,30 @@ def read_vectors(generation: Generation, info: dict, texts: list[str] | None):
 
 
 def load(folder, texts: bool = True, vectors: bool = True) -> Loaded:
-    """The current generation of the index at `folder`, read whole (what is asked of it) and
-    checked. A generation that a writer removes while it is read is left for the new current
-    one; a file missing while the pointer stays put is damage."""
+    """The index at `folder`: index.json read once and checked, then the data files (what is asked
+    of them) read whole from the generation it names, and checked. A generation that a writer
+    removes while it is read is left for the one index.json names now; a file missing while
+    index.json still names its generation is damage."""
     for _ in range(READ_ATTEMPTS):
-        generation = current(folder)
+        generation, info = current(folder)
         try:
-            info = read_info(generation)
             lines = read_texts(generation, info) if texts else None
             index = read_vectors(generation, info, lines) if vectors else None
             return Loaded(generation, info, lines, index)
         except _Gone as gone:
-            if _pointer_number(Path(folder)) == generation.number:
-                where = f"{generation.root.name}/" if generation.number else ""
-                raise BertkitError(f"--index {folder} lacks {where}{gone}; the index is damaged: {REBUILD}") from None
+            if _named_now(Path(folder)) == generation.number:
+                raise _missing(generation, str(gone)) from None
     raise BertkitError(f"--index {folder} was replaced {READ_ATTEMPTS} times while it was read; try again")
+
+
+def _missing(generation: Generation, name: str) -> BertkitError:
+    if generation.number and not generation.root.is_dir():
+        return damaged(
+            generation.folder / INFO, f"'generation' names {generation.root.name}, a folder "
+            f"{generation.folder} does not hold"
+        )  # fmt: skip
+    where = f"{generation.root.name}/" if generation.number else ""
+    return BertkitError(f"--index {generation.folder} lacks {where}{name}; the index is damaged: {REBUILD}")
 
 
 # ---------------------------------------------------------------- writing a generation
@@ -334,15 +361,19 @@ def _sha256_of(handle) -> str:
 
 
 def _sync(folder: Path) -> None:
-    """Flush a generation's files and its folder to the disk before the pointer names it, so that
-    a power cut after the switch cannot leave the pointer naming files still in memory."""
+    """Flush a generation's files and its folder to the disk before index.json names it, so that a
+    power cut after the switch cannot leave index.json naming files still in memory."""
     for item in [*folder.iterdir(), folder]:
-        with contextlib.suppress(OSError):
-            fd = os.open(item, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        _fsync(item)
+
+
+def _fsync(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _generations(folder: Path) -> dict[int, Path]:
@@ -354,60 +385,79 @@ def _generations(folder: Path) -> dict[int, Path]:
     return found
 
 
-def _fill_generation(staged: Path, fill: Callable[[Path], None]) -> None:
+def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
+    """The generation's data files, written by `fill(dir)` (which returns index.json's other
+    fields), its manifest, all flushed."""
     from bertkit.outputs import write_manifest
     from bertkit.outputs.files import follow_umask_tree
 
-    fill(staged)
+    info = fill(staged)
     follow_umask_tree(staged)
     write_manifest(staged, GENERATION_KIND)
     _sync(staged)
+    return info
 
 
-def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], None]) -> None:
+def _write_info(folder: Path, info: dict, name: str) -> dict:
+    """Replace `folder`/index.json in one step by `info` naming the generation `name` (written
+    beside it, flushed, renamed over it)."""
+    from bertkit.outputs import write_json
+
+    rest = {k: v for k, v in info.items() if k not in ("format", "generation")}
+    record = {"format": FORMAT, "generation": name, **rest}  # the two first, for a reader's eye
+    write_json(folder / INFO, record, sync=True)
+    _fsync(folder)
+    return record
+
+
+def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], dict]) -> dict:
     """Publish a new index folder whose first generation `fill(dir)` writes: assembled beside
-    `folder` and renamed into place whole (`outputs.staged_dir`)."""
-    from bertkit.outputs import staged_dir, write_json
+    `folder` and renamed into place whole (`outputs.staged_dir`). Returns index.json."""
+    from bertkit.outputs import staged_dir
 
     with staged_dir(folder, overwrite, KIND, protect) as staged:
         name = generation_name(1)
         (staged / name).mkdir()
-        _fill_generation(staged / name, fill)
-        write_json(staged / POINTER, {"generation": name})
+        info = _fill_generation(staged / name, fill)
+        return _write_info(staged, info, name)
 
 
-def publish_generation(folder: Path, fill: Callable[[Path], None]) -> Generation:
-    """Add a generation that `fill(dir)` writes to the index folder `folder` (which exists and
-    holds an index, or nothing) and move the pointer to it; the caller holds the folder's lock.
-    The previous generation stays for the readers still on it; older ones, and what killed writers
-    left, are removed."""
-    from bertkit.outputs import MANIFEST, cannot_write, staging_dir, write_json
+def publish_generation(folder: Path, fill: Callable[[Path], dict]) -> dict:
+    """Add a generation whose data files `fill(dir)` writes (it returns index.json's other fields)
+    to the index folder `folder` (which exists and holds an index, or nothing), then replace
+    index.json to name it; the caller holds the folder's lock. The previous generation stays for
+    the readers still on it; older ones, and what killed writers left, are removed. Returns
+    index.json."""
+    from bertkit.outputs import MANIFEST, cannot_write, staging_dir
 
-    before = _pointer_number(folder)
-    number = 1 + max([before or 0, *_generations(folder)])
+    before = _named_now(folder)
+    taken = [int(m[1]) for m in map(_GENERATION.fullmatch, os.listdir(folder)) if m]  # folders or not
+    number = 1 + max([before or 0, *taken])
     name = generation_name(number)
     staged = staging_dir(folder / name)  # .gen-N.tmp-PID-*: a leftover the next write sweeps
     try:
-        _fill_generation(staged, fill)
+        info = _fill_generation(staged, fill)
         staged.rename(folder / name)
+        _fsync(folder)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
     try:
-        _list_pointer(folder / MANIFEST)
-        write_json(folder / POINTER, {"generation": name})
-    except BaseException as err:  # the pointer still names the old generation: the new one goes
-        shutil.rmtree(folder / name, ignore_errors=True)
+        _list_info(folder / MANIFEST)
+        record = _write_info(folder, info, name)
+    except BaseException as err:
+        if _named_now(folder) != number:  # index.json still names the old generation: the new one goes
+            shutil.rmtree(folder / name, ignore_errors=True)
         if isinstance(err, OSError):
-            raise cannot_write(err, folder / POINTER) from None
+            raise cannot_write(err, folder / INFO) from None
         raise
     _remove_old(folder, keep={number, before})
-    return Generation(folder, folder / name, number)
+    return record
 
 
-def _list_pointer(manifest: Path) -> None:
-    """The folder's manifest lists the pointer (a flat index's, or an empty folder's, does not
-    yet), so that `--overwrite` counts it as bertkit's."""
+def _list_info(manifest: Path) -> None:
+    """The folder's manifest lists index.json (an empty folder's has no manifest yet), so that
+    `--overwrite` counts it as bertkit's."""
     from bertkit import __version__
     from bertkit.outputs import write_json
 
@@ -417,21 +467,21 @@ def _list_pointer(manifest: Path) -> None:
         record = None
     if not isinstance(record, dict) or not isinstance(record.get("files"), list):
         record = {"written_by": "bertkit", "version": __version__, "kind": KIND, "files": []}
-    if POINTER not in record["files"]:
-        record["files"] = sorted({*map(str, record["files"]), POINTER})
+    if INFO not in record["files"]:
+        record["files"] = sorted({*map(str, record["files"]), INFO})
         write_json(manifest, record)
 
 
 def _remove_old(folder: Path, keep: set) -> None:
-    """Generations other than `keep` (a flat index's files once generation 0 is not kept), and
-    generations that killed writers were assembling."""
+    """Generations other than `keep` (a flat index's data files once generation 0 is not kept),
+    and generations that killed writers were assembling."""
     from bertkit.outputs.files import is_leftover
 
     for number, path in _generations(folder).items():
         if number not in keep:
             shutil.rmtree(path, ignore_errors=True)
     if 0 not in keep:
-        for name in (INFO, TEXTS, ann.FILE):
+        for name in (TEXTS, ann.FILE):
             with contextlib.suppress(FileNotFoundError):
                 (folder / name).unlink()
     for item in folder.glob(".gen-*.tmp-*"):

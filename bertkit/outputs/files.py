@@ -353,9 +353,15 @@ def atomic_text(path: str | None):
             yield handle
 
 
-def write_json(path: Path, data) -> None:
+def write_json(path: Path, data, sync: bool = False) -> None:
+    """`data` as the file `path`, replaced in one step; `sync`: flushed to the disk before it
+    replaces the old file (a file that says which others are current: a power cut must not leave
+    it empty)."""
     with atomic_text(str(path)) as handle:
         json.dump(data, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
