@@ -197,12 +197,12 @@ def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypat
     def faiss_full(*args, **kwargs):  # FAISS reports a failed write as a RuntimeError in words
         raise RuntimeError("Error in faiss::FileIOWriter::operator(): write error (No space left on device)")
 
-    def pointer_full(path, data, **kwargs):
+    def info_full(path, data, **kwargs):
         if path.name == "index.json":
             raise OSError(errno.ENOSPC, "No space left on device")
         real_json(path, data, **kwargs)
 
-    for target, failing in ((ann, ("save", faiss_full)), (outputs, ("write_json", pointer_full))):
+    for target, failing in ((ann, ("save", faiss_full)), (outputs, ("write_json", info_full))):
         monkeypatch.setattr(target, *failing)
         code, _, err = cli("index", "add", "--index", folder, "--corpus", more)
         flat = " ".join(err.split())
@@ -331,6 +331,11 @@ def damage_cases(folder: Path, outside: Path) -> list:
         shutil.rmtree(generation)
         generation.write_text("x")
 
+    def info_linked_elsewhere():  # the same index.json, elsewhere: a rebuild must not write there
+        outside.write_bytes((folder / "index.json").read_bytes())
+        (folder / "index.json").unlink()
+        (folder / "index.json").symlink_to(outside)
+
     texts, name = "texts.jsonl", generation.name
     named = "'generation' names"
     odd = "not the name of a generation folder beside it"
@@ -364,6 +369,9 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (lambda: (folder / "index.json").write_text("[1, 2]"), "index.json: is not a JSON object"),
         (lambda: (folder / "index.json").write_text("{not json"), "index.json: is not JSON"),
         (lambda: (folder / "index.json").write_bytes(b""), "index.json: is not JSON"),
+        (lambda: ((folder / "index.json").unlink(), (folder / "index.json").mkdir()), "index.json: is not a file"),
+        (lambda: ((folder / "index.json").unlink(), os.mkfifo(folder / "index.json")), "index.json: is not a file"),
+        (info_linked_elsewhere, "index.json: is a symbolic link"),
         # the generation it names: of the wrong type, not a generation's name, not there, not a folder
         (without("generation"), "index.json: lacks 'generation'"),
         (edit_info(generation=None), "'generation' is null, not text"),
@@ -377,6 +385,8 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (edit_info(generation="gen-000000"), odd),
         (edit_info(generation="gen-1"), odd),
         (edit_info(generation=""), odd),
+        (edit_info(generation="gen-" + "9" * 5000), odd),  # more digits than Python turns into a number
+        (edit_info(generation="gen-\u0661\u0662\u0663\u0664\u0665\u0666"), odd),  # digits, not ASCII ones
         (edit_info(generation="gen-000009"), f"{named} gen-000009, a folder"),
         (generation_a_file, f"{named} {name}, which is not a folder"),
         (linked_elsewhere, f"{named} {name}, a symbolic link"),
@@ -384,6 +394,7 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (lambda: (generation / texts).unlink(), f"lacks {name}/texts.jsonl"),
         (lambda: (generation / "vectors.faiss").unlink(), f"lacks {name}/vectors.faiss"),
         (lambda: ((generation / texts).unlink(), (generation / texts).mkdir()), f"{texts}: is not a file"),
+        (lambda: ((generation / texts).unlink(), os.mkfifo(generation / texts)), f"{texts}: is not a file"),
         (lambda: (generation / "vectors.faiss").write_bytes(b"garbage"), "cannot be read as a FAISS index"),
     ]
 
@@ -401,6 +412,7 @@ def test_a_damaged_index_is_an_error_saying_to_rebuild_it(tmp_path, cli):
         damage, message = damage_cases(folder, outside)[number]
         damage()
         kept = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        elsewhere = {p: p.read_bytes() for p in [outside, *outside.rglob("*")] if p.is_file()}
         added = ("index", "add", "--index", folder, "--corpus", more)
         for args in (("search", "--index", folder, "-q", "film"), added):
             code, _, err = cli(*args)
@@ -415,6 +427,7 @@ def test_a_damaged_index_is_an_error_saying_to_rebuild_it(tmp_path, cli):
         else:
             assert check_search(folder) == ("g2", 17), message
             tidy(folder)
+        assert {p: p.read_bytes() for p in [outside, *outside.rglob("*")] if p.is_file()} == elsewhere, message
 
 
 def _fresh(folder: Path) -> Path:

@@ -52,7 +52,7 @@ INFO, TEXTS = "index.json", "texts.jsonl"
 FLAT, FORMAT = 1, 2  # index.json's layouts: 1 the data files beside it, 2 in the generation it names
 KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
 GENERATION_KIND = "index generation"
-_GENERATION = re.compile(r"gen-(\d{6,})")
+_GENERATION = re.compile(r"gen-([0-9]{6,18})")  # ASCII digits, few enough to be a number
 REBUILD = "rebuild the index (`bertkit index build ... --overwrite`)"
 READ_ATTEMPTS = 5  # a reader starts over at most this often when writers keep replacing its generation
 
@@ -101,13 +101,20 @@ def current(folder) -> tuple[Generation, dict]:
         raise BertkitError(f"--index {folder} {what}; give a folder made by `bertkit index build`")
     path = root / INFO
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a FIFO put there must not hang it
     except FileNotFoundError:
         raise BertkitError(
             f"--index {folder} holds no {INFO}: it is not an index made by `bertkit index build`"
         ) from None
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise damaged(path, "is a symbolic link, not a file bertkit wrote") from None
         raise BertkitError(f"{path} cannot be read ({err.strerror or err})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise damaged(path, "is not a file")
+    with open(fd, "rb") as handle:
+        raw = handle.read()
     try:
         info = json.loads(raw)
     except ValueError as err:
@@ -227,7 +234,7 @@ def _open_data(generation: Generation, name: str):
     writer may have removed it); in a generation folder, a symbolic link is not followed (bertkit
     never writes one: a generation's files are its own)."""
     path = generation[name]
-    flags = os.O_RDONLY | (os.O_NOFOLLOW if generation.number else 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if generation.number else 0)  # NONBLOCK: a FIFO
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -405,9 +412,23 @@ def _write_info(folder: Path, info: dict, name: str) -> dict:
 
     rest = {k: v for k, v in info.items() if k not in ("format", "generation")}
     record = {"format": FORMAT, "generation": name, **rest}  # the two first, for a reader's eye
+    _clear_odd(folder / INFO)
     write_json(folder / INFO, record, sync=True)
     _fsync(folder)
     return record
+
+
+def _clear_odd(path: Path) -> None:
+    """Remove what stands at `path` in place of a file (a link, a FIFO, an empty folder: put there
+    by hand, refused by readers), so that writing it replaces it rather than writes through it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        path.rmdir()  # a folder holding something is not emptied (check_output_dir names what it holds)
+    elif not stat.S_ISREG(mode):
+        path.unlink()
 
 
 def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], dict]) -> dict:
