@@ -4,7 +4,8 @@ their settings are inferred from `config.json`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertkit.errors import BertkitError
@@ -17,6 +18,17 @@ class Bundle:
     info: RunInfo
     trust_remote_code: bool = False
     runtime: str = "torch"  # or "onnx": an exported bundle run by onnxruntime (bertkit.onnx_runtime)
+    # the directory that was opened (device, inode): `--overwrite` publishes a new directory under the
+    # name, so a bundle replaced while its files are being read is noticed (`_unchanged`)
+    opened: tuple | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.opened is None:
+            self.opened = directory_identity(self.path)
+
+    def _unchanged(self, loaded):
+        check_unchanged(self.path, self.opened)
+        return loaded
 
     @property
     def task(self) -> str:
@@ -26,16 +38,16 @@ class Bundle:
         if self.runtime == "onnx":
             from bertkit import onnx_runtime
 
-            return onnx_runtime.load_tokenizer(self.path)
+            return self._unchanged(onnx_runtime.load_tokenizer(self.path))
         from bertkit.tokenization import load_tokenizer
 
-        return load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code)
+        return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
     def load_model(self, auto_class: str, device=None):
         if self.runtime == "onnx":
             from bertkit.onnx_runtime import OnnxModel
 
-            return OnnxModel(self.path)
+            return self._unchanged(OnnxModel(self.path))
         import transformers
 
         from bertkit import models
@@ -50,7 +62,28 @@ class Bundle:
             length = limit  # bundles of older versions could record a length the model cannot read
         if length != self.info.get("max_length"):
             self.info = self.info.replace(max_length=length)
-        return model.to(pick_device(device)).eval()
+        return self._unchanged(model).to(pick_device(device)).eval()
+
+
+def directory_identity(path) -> tuple | None:
+    """What tells one directory from another published under the same name (device, inode)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def check_unchanged(path, opened: tuple | None) -> None:
+    """An error if the model directory at `path` is no longer the one that was opened (`opened`,
+    its `directory_identity` before its first file was read): its files could then come from two
+    models. `--overwrite` publishes a new directory under the name in one step, so the name always
+    holds a whole model, but a command reads its files one by one."""
+    if opened is not None and directory_identity(path) != opened:
+        raise BertkitError(
+            f"--model {path} was replaced while it was being read (another run published a new one there); "
+            "run the command again"
+        )
 
 
 def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None = None) -> Bundle:
@@ -68,8 +101,9 @@ def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None 
             f"--model {path}: not a model directory (no config.json). Give a directory written "
             "by `bertkit train` or by a Hugging Face model's `save_pretrained`."
         )
+    opened = directory_identity(root)  # before any of its files is read
     chosen = choose_runtime(root, runtime)
     if chosen == "torch":
         check_custom_code(str(root), trust_remote_code)
     info = read_info(root)
-    return Bundle(root, info if info is not None else infer_info(root), trust_remote_code, chosen)
+    return Bundle(root, info if info is not None else infer_info(root), trust_remote_code, chosen, opened)

@@ -33,6 +33,12 @@ def write_lines(path, lines):
     return path
 
 
+def current_file(folder, name: str):
+    """A data file of the index's current generation (the one its index.json names)."""
+    generation = json.loads((folder / "index.json").read_text(encoding="utf-8"))["generation"]
+    return folder / generation / name
+
+
 def hits_of(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]
 
@@ -276,13 +282,13 @@ def test_index_add_numbers_on_and_keeps_the_old_index_on_failure(tmp_path, tiny_
     more.write_text("".join(json.dumps({"body": t}) + "\n" for t in ["", *corpus_texts[50:80]]), encoding="utf-8")
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", first, "-o", tmp_path / "idx")
     assert code == 0, err
-    before = {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()}
+    before = {p: p.read_bytes() for p in (tmp_path / "idx").rglob("*") if p.is_file()}
     code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more)  # no 'text' field
     assert code == 2 and "--text-column" in err
     blank = write_lines(tmp_path / "blank.txt", ["", " "])
     code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", blank)
     assert code == 2 and "has no text" in err
-    assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
+    assert {p: p.read_bytes() for p in (tmp_path / "idx").rglob("*") if p.is_file()} == before
     code, _, err = cli("index", "add", "--index", tmp_path / "idx", "--corpus", more, "--text-column", "body")
     assert code == 0, err and "added 30 texts (lines 50 to 80)" in " ".join(err.split())
     stored = json.loads((tmp_path / "idx" / "index.json").read_text())
@@ -322,12 +328,26 @@ def test_errors_a_user_can_make(tmp_path, tiny_model, corpus_texts, cli):
     write_lines(tmp_path / "mine" / "notes.txt", ["mine"])
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "mine", "--overwrite")
     assert code == 2 and "not written by bertkit" in err and (tmp_path / "mine" / "notes.txt").is_file()
-    (idx / "vectors.faiss").unlink()
+    # a script that edits a field of idx/index.json (the index's description, naming its generation)
+    stored = json.loads((idx / "index.json").read_text())
+    assert stored["generation"] == "gen-000002" and (idx / "gen-000002" / "texts.jsonl").is_file()
+    edits = [
+        ("settings", {**stored["settings"], "max_length": "128"}, "'settings.max_length' is"),
+        ("count", "20", "'count' is \"20\""),
+        ("generation", "../idx", "'generation' is"),
+    ]
+    for key, wrong, said in edits:
+        (idx / "index.json").write_text(json.dumps({**stored, key: wrong}))
+        code, _, err = cli("search", "--index", idx, "-q", "film")
+        flat = " ".join(err.split())
+        assert code == 2 and said in flat and "index.json" in flat and "rebuild the index" in flat, err
+    (idx / "index.json").write_text(json.dumps(stored))
+    current_file(idx, "vectors.faiss").unlink()
     code, _, err = cli("search", "--index", idx, "-q", "film")
-    assert code == 2 and "lacks vectors.faiss" in err
+    assert code == 2 and "lacks gen-000002/vectors.faiss" in err and "rebuild the index" in err
     (idx / "index.json").write_text("{not json")
     code, _, err = cli("search", "--index", idx, "-q", "film")
-    assert code == 2 and "cannot be read" in err
+    assert code == 2 and "index.json: is not JSON" in err and "rebuild the index" in err
 
 
 def test_a_changed_model_is_refused(tmp_path, model_copy, corpus_texts, cli):

@@ -194,18 +194,38 @@ def save(index, path: Path) -> None:
 
 
 def load(path: Path, dimension: int):
+    with open(path, "rb") as handle:
+        return read(handle, path, dimension)
+
+
+def read(handle, path: Path, dimension: int):
+    """The index in the open binary file `handle` (named `path` in errors: read from the handle, a
+    file that a writer removes meanwhile is still read whole), checked to hold vectors of `dimension`."""
     faiss = require()
     try:
-        index = faiss.read_index(str(path))
+        index = faiss.read_index(faiss.PyCallbackIOReader(handle.read, 1 << 22))
     except RuntimeError as err:
         raise BertkitError(
-            f"{path} cannot be read as a FAISS index ({str(err).splitlines()[0]}); build the index again"
+            f"{path} cannot be read as a FAISS index ({str(err).splitlines()[0]}); the index is damaged: "
+            "rebuild the index"
         ) from None
+    if handle.read(1):  # more than one index's bytes: not a file bertkit wrote
+        raise BertkitError(f"{path} holds more than a FAISS index; the index is damaged: rebuild the index")
     if index.d != dimension:
         raise BertkitError(
-            f"{path} holds vectors of {index.d} dimensions, its index.json says {dimension}; build the index again"
+            f"{path} holds vectors of {index.d} dimensions, its index.json says {dimension}; the index is damaged: "
+            "rebuild the index"
+        )
+    if not hasattr(index, "id_map"):
+        raise BertkitError(
+            f"{path} is a FAISS index without corpus positions, not one bertkit wrote; rebuild the index"
         )
     return index
+
+
+def keys(index) -> np.ndarray:
+    """The corpus positions the vectors are keyed by."""
+    return require().vector_to_array(index.id_map).astype("int64")
 
 
 def _graph(index):

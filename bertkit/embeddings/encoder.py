@@ -155,10 +155,14 @@ def load_encoder(
     """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
     explicit options win over what the model folder says, which wins over defaults. An ONNX
     export of an embed bundle (`runtime` auto or onnx) runs without torch."""
+    from bertkit.bundle import check_unchanged, directory_identity
     from bertkit.onnx_runtime import choose_runtime
 
-    if Path(name).is_dir() and choose_runtime(Path(name), runtime) == "onnx":
-        return _onnx_encoder(name, pooling, normalize, max_length)
+    opened = directory_identity(name) if Path(name).is_dir() else None  # before any of its files is read
+    if opened is not None and choose_runtime(Path(name), runtime) == "onnx":
+        encoder = _onnx_encoder(name, pooling, normalize, max_length)
+        check_unchanged(name, opened)
+        return encoder
     from transformers import AutoConfig, AutoModel
 
     from bertkit import models
@@ -193,6 +197,7 @@ def load_encoder(
     if max_length is not None:
         settings.max_length = max_length
     tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
+    check_unchanged(name, opened)
     return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
 
 

@@ -1,20 +1,25 @@
 """`bertkit index build`, `bertkit index add` and `bertkit search --index`: an approximate
-nearest-neighbour index (an HNSW graph, `ann.py`) of a corpus's sentence vectors, kept in a folder
-with the corpus texts and everything needed to encode queries as the corpus was encoded (the
-model's path and its pooling, normalisation and length), so a search needs only the folder.
+nearest-neighbour index (an HNSW graph or an IVF index, `ann.py`) of a corpus's sentence vectors,
+kept in a folder with the corpus texts and everything needed to encode queries as the corpus was
+encoded (the model's path and its pooling, normalisation and length), so a search needs only the
+folder.
 
-The folder (a bertkit output: written whole and renamed into place, `--overwrite` only over an
-index bertkit wrote):
+The folder (`index_folder.py`; `--overwrite` only over an index bertkit wrote) holds
   index.json    what the index is: model, encoding settings, library and graph parameters, the
-                corpora in the order they were added with the position of their first line
+                corpora in the order they were added with the position of their first line, the
+                checksums of the two files below, and the generation folder (`gen-N/`) they are in.
+                It is replaced in one step to name a new generation, so readers see an index whole
+                and a killed writer leaves a usable one
+and in the generation folder:
   texts.jsonl   every corpus line, blank ones included, one JSON string a line: a hit's `index` is
                 its line here, so the position in the corpus and, after `index add`, in the corpora
                 one after the other
-  vectors.faiss the graph with the unit vectors of the non-blank lines, keyed by that position
+  vectors.faiss the index of the unit vectors of the non-blank lines, keyed by that position
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -24,53 +29,18 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.embeddings import ann
+from bertkit.embeddings.index_folder import FORMAT, INFO, KIND, TEXTS  # noqa: F401 (the names of the files)
 from bertkit.errors import BertkitError
-
-INFO, TEXTS = "index.json", "texts.jsonl"
-FORMAT = 1  # index.json's layout; a later bertkit reading another one says so
-KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
-
 
 # ---------------------------------------------------------------- reading an index
 
 
 def read_index(folder: str) -> dict:
-    """index.json of the index at `folder`, checked: a missing or foreign folder, a damaged file
-    or a missing part is an error naming it."""
-    root = Path(folder)
-    if not root.is_dir():
-        what = "is a file" if root.exists() else "does not exist"
-        raise BertkitError(f"--index {folder} {what}; give a folder made by `bertkit index build`")
-    path = root / INFO
-    if not path.is_file():
-        raise BertkitError(f"--index {folder} holds no {INFO}: it is not an index made by `bertkit index build`")
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BertkitError(f"{path} cannot be read ({err}); build the index again") from None
-    keys = ("format", "model", "settings", "dimension", "count", "lines", "ann", "corpora")
-    if not isinstance(info, dict) or any(key not in info for key in keys):
-        raise BertkitError(f"{path} is not an index description bertkit wrote; build the index again")
-    if info["format"] != FORMAT:
-        raise BertkitError(
-            f"{path}: index format {info['format']!r}, which this bertkit does not read (it reads {FORMAT}); "
-            "build the index again with this version"
-        )
-    for name in (TEXTS, ann.FILE):
-        if not (root / name).is_file():
-            raise BertkitError(f"--index {folder} lacks {name}; the index is damaged, build it again")
-    return info
+    """index.json of the index at `folder`, checked: a missing or foreign folder, a damaged file or a
+    missing part is an error naming it."""
+    from bertkit.embeddings import index_folder
 
-
-def read_texts(folder: str, lines: int) -> list[str]:
-    path = Path(folder) / TEXTS
-    with open(path, encoding="utf-8") as handle:
-        texts = [json.loads(line) for line in handle]
-    if len(texts) != lines:
-        raise BertkitError(
-            f"{path} holds {len(texts):,} lines, not the {lines:,} its {INFO} counts; build the index again"
-        )
-    return texts
+    return index_folder.load(folder, texts=False, vectors=False).info
 
 
 def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runtime: str | None):
@@ -137,18 +107,30 @@ def _embed(encoder, texts: list[str], first: int, batch_size: int) -> tuple[np.n
     return np.asarray(filled, dtype=np.uint64) + np.uint64(first), vectors
 
 
-def _write(staged: Path, info: dict, index, old_texts: Path | None, texts: list[str]) -> None:
-    from bertkit.outputs import write_json
+def _writer(info: dict, index, old, texts: list[str]) -> Callable[[Path], dict]:
+    """What writes a generation's data files: vectors.faiss and texts.jsonl (the lines of `old`, a
+    generation that was loaded and checked, then `texts`); it returns `info` with both files'
+    checksums, which the publisher writes as index.json naming the generation."""
 
-    ann.save(index, staged / ann.FILE)
-    with open(staged / TEXTS, "w", encoding="utf-8") as out:
-        if old_texts is not None:
-            with open(old_texts, encoding="utf-8") as old:
-                for block in iter(lambda: old.read(1 << 20), ""):
-                    out.write(block)
-        for text in texts:
-            out.write(json.dumps(text, ensure_ascii=False) + "\n")
-    write_json(staged / INFO, info)
+    def fill(folder: Path) -> dict:
+        from bertkit.embeddings import index_folder
+
+        ann.save(index, folder / ann.FILE)
+        digest = hashlib.sha256()
+        with open(folder / TEXTS, "wb") as out:
+            if old is not None:  # a generation never changes, and the lock keeps others from replacing it
+                with open(old.generation[TEXTS], "rb") as before:
+                    for block in iter(lambda: before.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+            for text in texts:
+                line = (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8")
+                digest.update(line)
+                out.write(line)
+        checksums = {"texts_sha256": digest.hexdigest(), "vectors_sha256": index_folder.file_sha256(folder / ann.FILE)}
+        return {**info, **checksums}
+
+    return fill
 
 
 def _corpus_record(corpus: str, first: int, texts: list[str]) -> dict:
@@ -165,11 +147,20 @@ def build_index(
     params: ann.Params,
 ) -> dict:  # fmt: skip
     """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
-    index.json. Every check that can fail is made before the model loads."""
-    from bertkit.outputs import check_output_dir, staged_dir
+    index.json. Every check that can fail is made before the model loads; the run holds the
+    output's lock throughout, so no `index add` or other build writes it meanwhile."""
+    from bertkit.outputs import OutputLock, check_output_dir
 
     ann.require()
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)
+    with OutputLock(Path(output)):
+        return _build(load, model, corpus, output, text_column, batch_size, overwrite, params)
+
+
+def _build(load, model, corpus, output, text_column, batch_size, overwrite, params) -> dict:
+    from bertkit.outputs import check_output_dir
+
+    check_output_dir(Path(output), overwrite, [corpus, model], KIND)  # as it is now that the lock is held
     texts = _corpus_texts(corpus, text_column)
     count = sum(1 for t in texts if t.strip())
     ann.resolve(params, None, count)  # what does not need the model's width is refused before it loads
@@ -196,9 +187,27 @@ def build_index(
         "corpora": [_corpus_record(corpus, 0, texts)],
         "text_column": text_column,
     }
-    with staged_dir(Path(output), overwrite, KIND, [corpus, model]) as staged:
-        _write(staged, info, index, None, texts)
-    return info
+    return _publish(Path(output), overwrite, [corpus, model], _writer(info, index, None, texts))
+
+
+def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
+    """A new folder is renamed into place whole; an index already there (or an empty folder) gets
+    a new generation, which readers switch to in one step (index.json replaced to name it).
+    Returns index.json."""
+    from bertkit.embeddings import index_folder
+    from bertkit.outputs import cannot_write, writing_failed
+
+    if not folder.exists() or folder.is_symlink():
+        return index_folder.publish_new(folder, overwrite, protect, fill)
+    try:
+        return index_folder.publish_generation(folder, fill)
+    except Exception as err:  # a full disk, as the OS or a library (FAISS) reports it: one clear error
+        failed = writing_failed(err, folder, "The index is as it was.")
+        if failed is not None:
+            raise failed from None
+        if isinstance(err, OSError):
+            raise cannot_write(err, folder) from None
+        raise
 
 
 def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimension: int, count: int, keys, vectors):
@@ -227,28 +236,28 @@ def add_to_index(
     folder: str, corpus: str, text_column: str, batch_size: int, device, trust_remote_code: bool, runtime
 ) -> dict:
     """Append `corpus` to the index at `folder`: its lines are numbered on from the last line of
-    the corpora already there. The index is rewritten whole beside the old one and swapped in, so a
-    failure leaves the old one as it was; one `index add` at a time holds the folder's lock."""
-    from bertkit.outputs import OutputLock, staged_dir
+    the corpora already there. The index is written as a new generation beside the old one and
+    index.json replaced to name it, so a failure or a kill leaves the old one as it was and a search running
+    meanwhile reads one or the other; one writer at a time holds the folder's lock."""
+    from bertkit.embeddings import index_folder
+    from bertkit.outputs import OutputLock
 
     ann.require()
     read_index(folder)
     texts = _corpus_texts(corpus, text_column)
     with OutputLock(Path(folder)):
-        info = read_index(folder)  # as it is now that no other `index add` can change it
+        old = index_folder.load(folder)  # as it is now that no other writer can change it, checked whole
+        info = old.info
         encoder = index_encoder(info, device, trust_remote_code, runtime)
-        index = ann.load(Path(folder) / ann.FILE, info["dimension"])
         keys, vectors = _embed(encoder, texts, info["lines"], batch_size)
-        ann.add(index, keys, vectors)
+        ann.add(old.vectors, keys, vectors)
         info = {
             **info,
             "count": info["count"] + len(keys),
             "lines": info["lines"] + len(texts),
             "corpora": [*info["corpora"], _corpus_record(corpus, info["lines"], texts)],
         }
-        with staged_dir(Path(folder), True, KIND, [corpus]) as staged:
-            _write(staged, info, index, Path(folder) / TEXTS, texts)
-    return info
+        return _publish(Path(folder), True, [corpus], _writer(info, old.vectors, old, texts))
 
 
 # ---------------------------------------------------------------- searching
@@ -270,26 +279,32 @@ def search_index(
 ) -> Iterator[dict]:  # fmt: skip
     """The same records as exact search (`embeddings.search.search`), from the index; `breadth`
     overrides the index's own search breadth (efSearch of a graph, probes of an IVF index)."""
+    from bertkit.embeddings import index_folder
+
+    ann.require()
+    loaded = index_folder.load(folder)
+    yield from _search(loaded, queries, top_k, batch_size, device, trust_remote_code, runtime, breadth)
+
+
+def _search(loaded, queries, top_k, batch_size, device, trust_remote_code, runtime, breadth) -> Iterator[dict]:
+    """Search one generation, read whole (`index_folder.load`): its texts and vectors belong together."""
     from bertkit.embeddings.pooling import unit_vectors
     from bertkit.embeddings.search import hit_records
 
-    ann.require()
-    info = read_index(folder)
-    texts = read_texts(folder, info["lines"])
+    info = loaded.info
     encoder = index_encoder(info, device, trust_remote_code, runtime)
-    index = ann.load(Path(folder) / ann.FILE, info["dimension"])
     asked = unit_vectors(encoder, queries, batch_size)
     filled = [i for i, q in enumerate(queries) if q.strip()]
     keys = np.zeros((len(queries), 0), dtype=np.int64)
     scores = np.zeros((len(queries), 0), dtype=np.float32)
     if filled:
         found, values = ann.search(
-            index, asked[filled], min(top_k, info["count"]), breadth or ann.default_breadth(info["ann"])
+            loaded.vectors, asked[filled], min(top_k, info["count"]), breadth or ann.default_breadth(info["ann"])
         )
         keys = np.zeros((len(queries), found.shape[1]), dtype=np.int64)
         scores = np.zeros((len(queries), found.shape[1]), dtype=np.float32)
         keys[filled], scores[filled] = found, values
-    yield from hit_records(queries, texts, keys, scores)
+    yield from hit_records(queries, loaded.texts, keys, scores)
     encoder.report_truncation()
 
 
@@ -301,15 +316,18 @@ def search_index_file(
     `breadths` the search-breadth options given ({"--ef-search": N or None, "--probes": N or None}), of
     which only the index's kind's may be set; `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates."""
+    from bertkit.embeddings import index_folder
     from bertkit.embeddings.search import asked_queries
     from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
     ann.require()
-    breadth = _breadth(folder, read_index(folder)["ann"], breadths or {})
+    _breadth(folder, read_index(folder)["ann"], breadths or {})  # a wrong option fails before the corpus is read
     check_output_file(output, queries, folder)
     asked = asked_queries(query, queries, text_column)
+    loaded = index_folder.load(folder)  # one generation, whole: what was checked above may since be replaced
+    breadth = _breadth(folder, loaded.info["ann"], breadths or {})
     with atomic_text(output) as handle, RecordWriter(handle, "jsonl") as writer:
         depth = rerank.depth(top_k) if rerank else top_k
-        records = search_index(folder, asked, depth, batch_size, device, trust_remote_code, runtime, breadth)
+        records = _search(loaded, asked, depth, batch_size, device, trust_remote_code, runtime, breadth)
         for record in rerank.apply(records, top_k) if rerank else records:
             writer.write(record)

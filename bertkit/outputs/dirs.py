@@ -4,10 +4,12 @@ staging a directory beside its target before publishing it."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob as globmod
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -22,6 +24,7 @@ from bertkit.outputs.files import (
     follow_umask_tree,
     is_leftover,
     no_link_loop,
+    recover_dir,
     sweep_stale,
     tmp_prefix,
     write_json,
@@ -141,6 +144,7 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
     no_link_loop(path)
     if not Path(os.path.abspath(path)).name:
         raise BertkitError(f"output directory {path} is the root of the file system; choose a folder for it")
+    recover_dir(path)
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             raise BertkitError(f"cannot write {path}: {parent} is a file, not a folder. Choose another path.")
@@ -180,18 +184,58 @@ def write_manifest(folder: Path, kind: str) -> None:
 
 
 def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=()) -> None:
-    """Move a fully written `staged` directory to `final`, replacing an old one only if allowed."""
+    """Move a fully written `staged` directory to `final`, replacing an old one only if allowed.
+
+    An old `final` is replaced in one step: the two directories are exchanged (`exchange_dirs`), so
+    `final` always names a whole directory, the old one or the new, and a process killed at any
+    point leaves one of them there (the old one, after the exchange, is a leftover that the next
+    write sweeps). Where the file system cannot exchange, the old directory is first renamed to
+    `.NAME.old-PID`: a kill before the new one is renamed in leaves it there, and the next bertkit
+    run that looks at `final` puts it back (`files.recover_dir`)."""
     check_output_dir(final, overwrite, protect, kind)
     follow_umask_tree(staged)
     write_manifest(staged, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
-    old = None
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        final.rename(old)
-    staged.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    if not final.exists():
+        staged.rename(final)
+        return
+    if exchange_dirs(staged, final):  # `staged` now holds the old directory
+        shutil.rmtree(staged, ignore_errors=True)
+        return
+    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    final.rename(old)
+    try:
+        staged.rename(final)
+    except BaseException:
+        old.rename(final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
+
+
+def exchange_dirs(first: Path, second: Path) -> bool:
+    """Swap the names of two directories in one atomic step (Linux renameat2 RENAME_EXCHANGE);
+    False where the system or the file system cannot (then nothing changed)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2  # glibc 2.28 and later
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    done = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM):
+        return False  # no renameat2, or a file system without exchange (NFS, some FUSE)
+    raise OSError(code, os.strerror(code), str(second))
 
 
 @contextlib.contextmanager

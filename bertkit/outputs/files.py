@@ -99,13 +99,35 @@ def _remove(path: Path) -> None:
 
 def sweep_stale(folder: Path, name: str) -> None:
     """Remove what writers of `folder/name` that no longer run left behind (`.NAME.tmp-PID-*`,
-    `.NAME.old-PID`), so a process killed mid-write leaves no lasting debris."""
+    `.NAME.old-PID`), so a process killed mid-write leaves no lasting debris; an old directory
+    that nothing replaced is put back first (`recover_dir`)."""
     if not folder.is_dir():
         return
+    recover_dir(folder / name)
     for kind in ("tmp", "old"):
         for leftover in folder.glob(f".{glob_escape(name)}.{kind}-*"):
             if is_leftover(leftover.name):
                 _remove(leftover)
+
+
+def recover_dir(final: Path) -> None:
+    """Put back a directory that a killed writer had moved aside to replace it (`.NAME.old-PID`, of
+    a process that no longer runs: `dirs.publish_dir` where directories cannot be exchanged) when
+    nothing took its place; the newest such copy wins, and the others are swept as leftovers."""
+    final = Path(final)
+    if final.exists() or final.is_symlink() or not final.parent.is_dir():
+        return
+    aside = [p for p in final.parent.glob(f".{glob_escape(final.name)}.old-*") if p.is_dir() and is_leftover(p.name)]
+    if not aside:
+        return
+    newest = max(aside, key=lambda p: p.stat().st_mtime)
+    try:
+        newest.rename(final)
+    except OSError:
+        return
+    from bertkit.progress import console
+
+    console.print(f"[yellow]note:[/yellow] put back {final}, which a run killed while replacing it had moved aside")
 
 
 def glob_escape(name: str) -> str:
@@ -331,9 +353,15 @@ def atomic_text(path: str | None):
             yield handle
 
 
-def write_json(path: Path, data) -> None:
+def write_json(path: Path, data, sync: bool = False) -> None:
+    """`data` as the file `path`, replaced in one step; `sync`: flushed to the disk before it
+    replaces the old file (a file that says which others are current: a power cut must not leave
+    it empty)."""
     with atomic_text(str(path)) as handle:
         json.dump(data, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
