@@ -1,0 +1,156 @@
+"""What the trials of one study share: the experiment. Every trial of a study must be the same
+run but for the searched keys, or the study ranks trials of different experiments together and
+its best.yaml (written from the config of the run that writes it) does not reproduce the best
+trial. A study keeps the experiment it was started with (an Optuna user attribute), and a
+config that would continue it with another is refused, naming each key that changed.
+
+The experiment is the resolved config, every key that can change a trial's result, less:
+- the searched keys (the search space is checked on its own, against the study's trials);
+- keys that cannot change a result (`NO_EFFECT`): where the outputs go, logging, data loader
+  workers, the feature cache, consent to run a model's code, and `data.test` (trials never read it);
+- the settings of other tasks than the config's own (and, for distill, its teachers').
+Local data, models and tokenizers count by their content (SHA-256 of their files), not their
+path: the same files elsewhere (another machine) are the same experiment; a file changed in
+place is not."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from bertkit.config import Config
+from bertkit.errors import BertkitError
+
+ATTRIBUTE = "experiment"  # the study's user attribute holding it
+NO_EFFECT = (
+    "output_dir", "tune", "data.test", "data.cache", "train.logging_steps", "train.report_to",
+    "train.dataloader_workers", "model.trust_remote_code",
+)  # fmt: skip
+# Files of a model folder that describe a run without changing what the model computes
+# (timings, plots, the manifest's date): a bundle trained again to the same weights is the same model.
+MODEL_NOTES = ("README.md", "metrics.json", "bertkit.json", "training_args.bin")
+MODEL_NOTE_SUFFIXES = (".png",)
+
+
+def experiment_of(cfg: Config, searched: list[str], inputs: list) -> dict:
+    """{dotted key: value} for every key of the experiment; a local input (data file or folder,
+    model, tokenizer, teacher) as {"path": ..., "sha256": ...}."""
+    local = {str(p) for p in inputs if p and Path(str(p)).expanduser().exists()}
+    flat: dict = {}
+    for key, value in _flatten(cfg.dump(), _sections_read(cfg)):
+        if key in searched or any(key == skip or key.startswith(skip + ".") for skip in NO_EFFECT):
+            continue
+        if isinstance(value, list):
+            value = [_content(v) if isinstance(v, str) and v in local else v for v in value]
+        elif isinstance(value, str) and value in local:
+            value = _content(value)
+        flat[key] = value
+    return flat
+
+
+def _sections_read(cfg: Config) -> set[str]:
+    """The config's sections a run of its task reads: the common ones, its task's own, and for
+    distill the sections of the tasks it distils from (its teacher's settings fill them in)."""
+    from bertkit.tasks import registry
+
+    own = registry.record(cfg.task).section
+    sections = {"task", "model", "data", "train", own}
+    if cfg.task == "distill":
+        from bertkit.tasks.distill.teacher import TEACHER_TASKS
+
+        sections |= {registry.record(task).section for task in TEACHER_TASKS}
+    return sections
+
+
+def _flatten(data: dict, sections: set[str]):
+    for name, value in data.items():
+        if name not in sections:
+            continue
+        if isinstance(value, dict):
+            yield from _leaves(value, name)
+        else:
+            yield name, value
+
+
+def _leaves(data: dict, prefix: str):
+    for key, value in data.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}.{key}")
+        else:
+            yield f"{prefix}.{key}", value
+
+
+def _content(path: str) -> dict:
+    """A local file or folder by its content: the SHA-256 of its files' names and bytes."""
+    root = Path(path).expanduser()
+    digest = hashlib.sha256()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and _counts(p, root))
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode() if file != root else b"")
+        digest.update(b"\0")
+        with file.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        digest.update(b"\0")
+    return {"path": path, "sha256": digest.hexdigest()}
+
+
+def _counts(file: Path, root: Path) -> bool:
+    parts = file.relative_to(root).parts
+    if any(part.startswith(".") for part in parts):  # the manifest, temporaries, caches
+        return False
+    return not (file.name in MODEL_NOTES or file.suffix in MODEL_NOTE_SUFFIXES)
+
+
+def changes(before: dict, now: dict) -> list[str]:
+    """`key: old → new` for each key of both experiments whose value differs (a key that only one
+    has, from another bertkit version, is not compared)."""
+    lines = []
+    for key in sorted(before.keys() & now.keys()):
+        old, new = before[key], now[key]
+        if _same(old, new):
+            continue
+        lines.append(f"{key}: {_shown(old, new)} → {_shown(new, old)}")
+    return lines
+
+
+def _same(old, new) -> bool:
+    return _identity(old) == _identity(new)
+
+
+def _identity(value):
+    if isinstance(value, dict) and "sha256" in value:
+        return ("content", value["sha256"])
+    if isinstance(value, list):
+        return [_identity(v) for v in value]
+    return json.dumps(value, sort_keys=True)
+
+
+def _shown(value, other) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v, None) for v in value) + "]"
+    if isinstance(value, dict) and "sha256" in value:
+        same_path = isinstance(other, dict) and other.get("path") == value["path"]
+        return f"{value['path']} ({'content ' if same_path else ''}sha256 {value['sha256'][:12]})"
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def check_experiment(study, name: str, experiment: dict, fresh_hint: str) -> str | None:
+    """Refuse to continue `study` with another experiment than its own; a study without one (new,
+    or started by a bertkit before experiments were kept) takes this one. Returns a note, or None."""
+    stored = study.user_attrs.get(ATTRIBUTE)
+    if stored is None or not study.trials:
+        study.set_user_attr(ATTRIBUTE, experiment)
+        if stored is None and study.trials:
+            return (f"study '{name}' was started by a bertkit that did not record its settings: they cannot be "
+                    "checked against this config's, and are recorded now")  # fmt: skip
+        return None
+    changed = changes(stored, experiment)
+    if changed:
+        raise BertkitError(
+            f"study '{name}' was run with other settings than this config's:\n  " + "\n  ".join(changed) + "\n"
+            "Continuing it would rank trials of different experiments together, and best.yaml would not reproduce "
+            f"its best trial. Set them back to continue the study, or start a new one: {fresh_hint}"
+        )
+    return None
