@@ -221,8 +221,8 @@ def test_a_folder_with_a_user_file_is_still_refused(cli, tmp_path, tiny_model, e
 def test_a_study_whose_process_was_killed_before_its_reports_continues(
     cli, tmp_path, tiny_model, easy_data, quick_trials
 ):
-    """What `kill -9` in the first trial leaves (a manifest written before study.db existed, the
-    study with a running trial, the trial's folder): the folder continues, and --overwrite
+    """What `kill -9` leaves (a manifest written before study.db existed, or before a report was,
+    the study with a running trial, the trial's folder): the folder continues, and --overwrite
     replaces it; as an earlier bertkit left it too (its manifest listed nothing)."""
     import optuna
 
@@ -233,6 +233,7 @@ def test_a_study_whose_process_was_killed_before_its_reports_continues(
     url = f"sqlite:///{out / 'study.db'}"
     optuna.create_study(study_name="run", storage=url, direction="maximize").ask()  # left running
     (out / "study.db-journal").write_bytes(b"")  # a write cut short
+    (out / "trials.csv").write_text("number,state\n")  # a report written, the manifest not yet
     (out / ".trial.tmp-999999999-abcd" / "model").mkdir(parents=True)
     code, _, err = cli("tune", "-c", config, "--trials", "1")
     assert code == 0, err
@@ -345,3 +346,22 @@ def test_every_message_and_report_hides_the_password(
     with pytest.raises(BertkitError) as caught, storage.errors_hidden(url):
         raise OperationalError("SELECT 1", None, Exception(f"lost {url}"))
     assert "the study storage failed" in str(caught.value) and not any(s in str(caught.value) for s in secrets)
+
+
+def test_globs_and_folders_count_by_their_content(tmp_path):
+    from bertkit.tuning.experiment import _content
+
+    corpus = tmp_path / "corpus"
+    (corpus / "a").mkdir(parents=True)
+    (corpus / "a" / "one.txt").write_text("first line\n")
+    (corpus / "two.txt").write_text("second line\n")
+    pattern, folder = str(corpus / "**" / "*.txt"), str(corpus)
+    before = {p: _content(p)["sha256"] for p in (pattern, folder)}
+    (corpus / "a" / "one.txt").write_text("first line, changed\n")
+    assert all(_content(p)["sha256"] != before[p] for p in (pattern, folder))
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(corpus, moved)
+    assert _content(str(moved / "**" / "*.txt"))["sha256"] == _content(pattern)["sha256"]
+    before = _content(folder)["sha256"]
+    (corpus / "README.md").write_text("a data folder's README may be read as data: it counts")
+    assert _content(folder)["sha256"] != before

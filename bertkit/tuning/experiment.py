@@ -9,14 +9,16 @@ The experiment is the resolved config, every key that can change a trial's resul
 - keys that cannot change a result (`NO_EFFECT`): where the outputs go, logging, data loader
   workers, the feature cache, consent to run a model's code, and `data.test` (trials never read it);
 - the settings of other tasks than the config's own (and, for distill, its teachers').
-Local data, models and tokenizers count by their content (SHA-256 of their files), not their
-path: the same files elsewhere (another machine) are the same experiment; a file changed in
-place is not."""
+Local data (files, folders, glob patterns), models, tokenizers and teachers count by their
+content (SHA-256 of their files), not their path: the same files elsewhere (another machine) are
+the same experiment; a file changed in place is not. A model folder's notes (its card, metrics,
+plots, bertkit.json) do not count: a bundle trained again to the same weights is the same model."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from bertkit.config import Config
@@ -36,7 +38,7 @@ MODEL_NOTE_SUFFIXES = (".png",)
 def experiment_of(cfg: Config, searched: list[str], inputs: list) -> dict:
     """{dotted key: value} for every key of the experiment; a local input (data file or folder,
     model, tokenizer, teacher) as {"path": ..., "sha256": ...}."""
-    local = {str(p) for p in inputs if p and Path(str(p)).expanduser().exists()}
+    local = {str(p) for p in inputs if p and (Path(str(p)).expanduser().exists() or _is_glob(str(p)))}
     flat: dict = {}
     for key, value in _flatten(cfg.dump(), _sections_read(cfg)):
         if key in searched or any(key == skip or key.startswith(skip + ".") for skip in NO_EFFECT):
@@ -81,11 +83,26 @@ def _leaves(data: dict, prefix: str):
             yield f"{prefix}.{key}", value
 
 
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
 def _content(path: str) -> dict:
-    """A local file or folder by its content: the SHA-256 of its files' names and bytes."""
+    """A local file, folder or glob pattern by its content: the SHA-256 of its files' names (from
+    the folder, or the pattern's folder) and bytes. A model folder's notes do not count."""
     root = Path(path).expanduser()
+    if _is_glob(path):
+        import glob
+
+        pattern = str(root)
+        root = Path(os.path.dirname(pattern[: min(pattern.index(c) for c in "*?[" if c in pattern)]))
+        files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    elif root.is_file():
+        files = [root]
+    else:
+        model = (root / "config.json").is_file()
+        files = sorted(p for p in root.rglob("*") if p.is_file() and _counts(p, root, model))
     digest = hashlib.sha256()
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and _counts(p, root))
     for file in files:
         digest.update(file.relative_to(root).as_posix().encode() if file != root else b"")
         digest.update(b"\0")
@@ -96,11 +113,10 @@ def _content(path: str) -> dict:
     return {"path": path, "sha256": digest.hexdigest()}
 
 
-def _counts(file: Path, root: Path) -> bool:
-    parts = file.relative_to(root).parts
-    if any(part.startswith(".") for part in parts):  # the manifest, temporaries, caches
+def _counts(file: Path, root: Path, model: bool) -> bool:
+    if any(part.startswith(".") for part in file.relative_to(root).parts):  # the manifest, temporaries, caches
         return False
-    return not (file.name in MODEL_NOTES or file.suffix in MODEL_NOTE_SUFFIXES)
+    return not (model and (file.name in MODEL_NOTES or file.suffix in MODEL_NOTE_SUFFIXES))
 
 
 def changes(before: dict, now: dict) -> list[str]:
@@ -139,10 +155,13 @@ def _shown(value, other) -> str:
 def check_experiment(study, name: str, experiment: dict, fresh_hint: str) -> str | None:
     """Refuse to continue `study` with another experiment than its own; a study without one (new,
     or started by a bertkit before experiments were kept) takes this one. Returns a note, or None."""
+    from optuna.trial import TrialState
+
     stored = study.user_attrs.get(ATTRIBUTE)
-    if stored is None or not study.trials:
+    ran = any(t.state != TrialState.WAITING for t in study.get_trials(deepcopy=False))  # not only enqueued
+    if stored is None or not ran:
         study.set_user_attr(ATTRIBUTE, experiment)
-        if stored is None and study.trials:
+        if stored is None and ran:
             return (f"study '{name}' was started by a bertkit that did not record its settings: they cannot be "
                     "checked against this config's, and are recorded now")  # fmt: skip
         return None

@@ -66,7 +66,8 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
 
     direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
     kept = [] if own_storage else stored
-    check_output(final, options.overwrite, protect, allowed=stored)
+    # the reports are tune's by their names too: a kill -9 between writing them and the manifest
+    check_output(final, options.overwrite, protect, allowed=[*stored, *(final / n for n in report.REPORTS)])
     made = not final.exists()
     prepare_output(final, clear=options.overwrite and own_storage, kept=kept, own_storage=own_storage)
     name = options.study or cfg.task
