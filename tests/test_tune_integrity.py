@@ -270,7 +270,7 @@ def test_kill_9_in_the_first_trial_leaves_a_study_that_continues(tmp_path, tiny_
 
 @pytest.mark.parametrize(
     "storage", ["sqlite://", "sqlite:///:memory:", "sqlite:///file::memory:?cache=shared&uri=true",
-                "sqlite:///file:study?mode=memory&uri=true"],
+                "sqlite:///file:study?mode=memory&uri=true", "sqlite+pysqlite:///:memory:", "SQLite://"],
 )  # fmt: skip
 def test_an_in_memory_storage_is_refused(cli, tmp_path, tiny_model, easy_data, storage):
     config = write_config(tmp_path, tiny_model, easy_data["train"])

@@ -48,7 +48,7 @@ def storage_url(given: str | None, output: Path) -> str:
             f"--storage {shown_url(given)}: the password holds '@', which ends it early (the rest would be read as "
             "the host): write '@' in a password as %40 (and '/' as %2F, ':' as %3A, '%' as %25)"
         )
-    if scheme.split("+")[0] == "sqlite" and sqlite_file(given) is None:
+    if scheme.split("+")[0].lower() == "sqlite" and sqlite_file(given) is None:
         raise BertkitError(
             f"--storage {shown_url(given)}: an in-memory SQLite database ends with this process, and the study "
             "with it; give a file, e.g. sqlite:///study.db (or leave --storage out for study.db in the output folder)"
@@ -58,12 +58,11 @@ def storage_url(given: str | None, output: Path) -> str:
 
 def _parsed_host(url: str) -> str | None:
     """The host SQLAlchemy reads from `url` (it ends a password at its first '@')."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     try:
+        from sqlalchemy.engine import make_url
+
         return make_url(url).host
-    except (ArgumentError, ValueError):
+    except Exception:  # ArgumentError, ValueError, or no SQLAlchemy
         return None  # opening the storage says what is wrong with it
 
 
@@ -167,7 +166,7 @@ def open_storage(url: str, attempts: int = 5):
     import time
     import warnings
 
-    kwargs = {"connect_args": {"timeout": SQLITE_WAIT_SECONDS}} if url.startswith("sqlite") else {}
+    kwargs = {"connect_args": {"timeout": SQLITE_WAIT_SECONDS}} if sqlite_file(url) else {}
     for attempt in range(attempts):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # heartbeats are marked experimental
@@ -194,7 +193,7 @@ def open_storage(url: str, attempts: int = 5):
 def errors_hidden(url: str):
     """Errors of the storage (a server gone, a full disk) as exit 2 naming the storage, and any
     error repeating a credential of `url` with it hidden."""
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError  # installed with Optuna, which tune() required
 
     try:
         yield

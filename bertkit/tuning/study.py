@@ -49,13 +49,19 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     """Run `options.trials` trials of the study named by `options` (created, or continued when it
     exists and was run with the same settings and space), then write the reports; with
     `retrain_best`, train the best config into `best/`."""
+    search.require_optuna()
+    url = storage.storage_url(options.storage, Path(cfg.output_dir))
+    with storage.errors_hidden(url):  # a storage's errors: exit 2, naming it without its credentials
+        return _run(cfg, options, url)
+
+
+def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     optuna = search.require_optuna()
     from bertkit.tasks import get_task
     from bertkit.training import run_inputs
     from bertkit.tuning import report
 
     final = Path(cfg.output_dir)
-    url = storage.storage_url(options.storage, final)
     own_storage = options.storage is None  # study.db in the output folder: bertkit's, replaced by --overwrite
     stored = storage.sqlite_files(url)  # the storage's files, the user's (--storage) never deleted
     protect = run_inputs(cfg, get_task(cfg.task), options.protect)
@@ -72,52 +78,49 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     prepare_output(final, clear=options.overwrite and own_storage, kept=kept, own_storage=own_storage)
     name = options.study or cfg.task
     fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if own_storage else "")
-    result = TuneResult(final, name, url, metric, direction)
-    with storage.errors_hidden(url):
-        try:
-            study = optuna.create_study(
-                storage=storage.open_storage(url),
-                study_name=name,
-                direction=direction,
-                sampler=search.sampler(cfg.train.seed, cfg.tune.random_trials),
-                pruner=search.pruner(cfg.tune),
-                load_if_exists=True,
+    try:
+        study = optuna.create_study(
+            storage=storage.open_storage(url),
+            study_name=name,
+            direction=direction,
+            sampler=search.sampler(cfg.train.seed, cfg.tune.random_trials),
+            pruner=search.pruner(cfg.tune),
+            load_if_exists=True,
+        )
+        write_manifest(final, own_storage)  # study.db is bertkit's from now on (a kill -9 in a trial included)
+        check_same_study(study, name, metric, direction)
+        check_study_space(study, name, space, fresh)
+        note = check_experiment(study, name, experiment_of(cfg, list(space), protect), fresh)
+    except Exception:
+        if made and [p.name for p in final.iterdir()] == [outputs.MANIFEST]:
+            shutil.rmtree(final, ignore_errors=True)  # made for this run only
+        raise
+    result = TuneResult(final, name, url, metric, direction, notes=[note] if note else [])
+    if options.overwrite and not own_storage:  # the study in the user's storage goes on
+        prepare_output(final, clear=True, kept=kept, own_storage=False)
+        if study.trials:
+            result.notes.append(
+                f"--overwrite replaced the reports, not the study: '{name}' in --storage goes on from its "
+                f"{len(study.trials)} earlier trials (--study NAME starts a new one)"
             )
-            write_manifest(final, own_storage)  # study.db is bertkit's from now on (a kill -9 in a trial included)
-            check_same_study(study, name, metric, direction)
-            check_study_space(study, name, space, fresh)
-            note = check_experiment(study, name, experiment_of(cfg, list(space), protect), fresh)
-        except Exception:
-            if made and [p.name for p in final.iterdir()] == [outputs.MANIFEST]:
-                shutil.rmtree(final, ignore_errors=True)  # made for this run only
-            raise
-        if options.overwrite and not own_storage:  # the study in the user's storage goes on
-            prepare_output(final, clear=True, kept=kept, own_storage=False)
-            if study.trials:
-                result.notes.append(
-                    f"--overwrite replaced the reports, not the study: '{name}' in --storage goes on from its "
-                    f"{len(study.trials)} earlier trials (--study NAME starts a new one)"
-                )
-        if note:
-            result.notes.append(note)
-        _announce(study, result, space, options)
-        current: dict = {}  # the number of the trial this process is running
-        objective = _objective(cfg, space, metric, direction, final, current)
-        try:
-            study.optimize(
-                objective,
-                n_trials=options.trials,
-                timeout=options.timeout,
-                callbacks=[_progress_line(metric)],
-                catch=_out_of_memory(),
-                gc_after_trial=True,
-            )
-        except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
-            _fail_unfinished(study, current.get("trial"))
-            raise
-        finally:  # interrupted too: what finished is reported
-            best = report.write(study, cfg, result, space)
-            write_manifest(final, own_storage)
+    _announce(study, result, space, options)
+    current: dict = {}  # the number of the trial this process is running
+    objective = _objective(cfg, space, metric, direction, final, current)
+    try:
+        study.optimize(
+            objective,
+            n_trials=options.trials,
+            timeout=options.timeout,
+            callbacks=[_progress_line(metric)],
+            catch=_out_of_memory(),
+            gc_after_trial=True,
+        )
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
+        _fail_unfinished(study, current.get("trial"))
+        raise
+    finally:  # interrupted too: what finished is reported
+        best = report.write(study, cfg, result, space)
+        write_manifest(final, own_storage)
     if options.retrain_best and best is not None:
         result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
     return result
