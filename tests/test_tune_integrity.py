@@ -100,6 +100,8 @@ def test_data_count_by_their_content_not_their_path(cli, tmp_path, tiny_model, e
     shutil.copy(data, moved)
     code, _, err = cli("tune", "-c", config, "--trials", "1", "--set", f"data.train={moved}")
     assert code == 0, err
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--set", f"data.validation={easy_data['test']}")
+    assert code == 2 and f"data.validation.path: not set → {easy_data['test']} (sha256" in flat(err)
     lines = data.read_text().splitlines()
     data.write_text("\n".join([lines[0], *lines[2:]]) + "\n")  # one example fewer, in place
     code, _, err = cli("tune", "-c", config, "--trials", "1")

@@ -120,14 +120,21 @@ def _counts(file: Path, root: Path, model: bool) -> bool:
 
 
 def changes(before: dict, now: dict) -> list[str]:
-    """`key: old → new` for each key of both experiments whose value differs (a key that only one
-    has, from another bertkit version, is not compared)."""
+    """`key: old → new` for each key whose value differs. A key only one experiment has counts
+    when the other has one above or below it (`data.validation: null` against
+    `data.validation.path: ...`: a source given or dropped); alone, it is a key of another
+    bertkit version, not compared."""
     lines = []
-    for key in sorted(before.keys() & now.keys()):
-        old, new = before[key], now[key]
-        if _same(old, new):
+    for key in sorted(before.keys() | now.keys()):
+        if key in before and key in now:
+            if not _same(before[key], now[key]):
+                lines.append(f"{key}: {_shown(before[key], now[key])} → {_shown(now[key], before[key])}")
             continue
-        lines.append(f"{key}: {_shown(old, new)} → {_shown(new, old)}")
+        mine, other = (before, now) if key in before else (now, before)
+        related = any(o.startswith(key + ".") or key.startswith(o + ".") for o in other)
+        if related and mine[key] is not None:
+            old, new = ("not set", _shown(mine[key], None)) if mine is now else (_shown(mine[key], None), "not set")
+            lines.append(f"{key}: {old} → {new}")
     return lines
 
 
