@@ -107,6 +107,8 @@ def _split(url: str) -> tuple[str, str | None, str | None, str]:
         return match.group(1), None, None, rest
     userinfo, _, after = rest.rpartition("@")
     user, colon, password = userinfo.partition(":")
+    if "/" in user or "?" in user:  # the '@' is in the path or the query (?password=a@b), not after a user
+        return match.group(1), None, None, rest
     return match.group(1), user, password if colon else None, after
 
 
@@ -114,8 +116,8 @@ def shown_url(url: str) -> str:
     """A storage URL fit to print or write: the password and every query value that is not known
     to be harmless hidden (`postgresql://me:***@host/db?sslmode=require&password=***`)."""
     scheme, user, password, rest = _split(url)
-    if not scheme:
-        return _hide_query(url) if "?" in url else (HIDDEN if "@" in url else url)
+    if not scheme:  # not a URL: whatever precedes an '@' may be a password
+        return HIDDEN if "@" in url else _hide_query(url)
     shown = f"{scheme}://"
     if user is not None:
         shown += f"{user}:{HIDDEN}@" if password is not None else f"{user}@"
@@ -139,11 +141,19 @@ def secrets(url: str) -> list[str]:
     the password and the query values that `shown_url` hides."""
     _, _, password, rest = _split(url)
     found = {password} if password else set()
-    _, mark, query = rest.partition("?")
-    for part in query.split("&") if mark else []:
-        key, equals, value = part.partition("=")
-        if unquote(key).lower() not in HARMLESS_QUERY:
-            found.add(value if equals else key)
+    for query in (rest.partition("?")[2], url.partition("?")[2]):  # after the user part, and after the first '?'
+        for part in query.split("&") if query else []:
+            key, equals, value = part.partition("=")
+            if unquote(key).lower() not in HARMLESS_QUERY:
+                found.add(value if equals else key)
+    try:  # as SQLAlchemy reads it, too (a password it ends at an '@', the query it passes on)
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        found |= {parsed.password or ""}
+        found |= {str(v) for k, v in parsed.query.items() if k.lower() not in HARMLESS_QUERY}
+    except Exception:  # not a URL SQLAlchemy reads, or no SQLAlchemy
+        pass
     found |= {unquote(piece) for piece in found}
     return sorted((piece for piece in found if piece), key=len, reverse=True)
 
@@ -199,7 +209,7 @@ def errors_hidden(url: str):
         yield
     except SQLAlchemyError as err:
         raise BertkitError(f"--storage {shown_url(url)}: the study storage failed: {scrub(str(err), url)}") from None
-    except BertkitError as err:
-        if any(piece in str(err) for piece in secrets(url)):
-            raise BertkitError(scrub(str(err), url)) from None
+    except BertkitError as err:  # kept as it is (its kind, its exit code), its message scrubbed
+        if scrub(str(err), url) != str(err):
+            err.args = (scrub(str(err), url),)
         raise
