@@ -385,3 +385,36 @@ def test_a_bertkit_error_repeating_the_storage_is_scrubbed_and_keeps_its_kind():
     with pytest.raises(Particular) as caught, errors_hidden(url):
         raise Particular(f"cannot use {url} (token t0k3n)")
     assert str(caught.value) == "cannot use postgresql://tune:***@db.example/optuna?token=*** (token ***)"
+
+
+def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
+    cli, tmp_path, tiny_model, easy_data, quick_trials, monkeypatch
+):
+    """--overwrite moves each old item out of the way under a leftover's name before deleting it,
+    and keeps the manifest to the end: killed midway, the folder is still bertkit's."""
+    from bertkit.tuning import study
+
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    assert cli("tune", "-c", config, "--trials", "1")[0] == 0
+    (out / "best").mkdir()  # a retrained bundle, as --retrain-best publishes it
+    (out / "best" / "model.safetensors").write_bytes(b"weights")
+    (out / "best" / ".bertkit-output.json").write_text(json.dumps({"kind": "bundle", "files": ["model.safetensors"]}))
+
+    def killed(path, *args, **kwargs):
+        raise KeyboardInterrupt  # as if the process died here, the bundle moved but not yet deleted
+
+    monkeypatch.setattr(study.shutil, "rmtree", killed)
+    with pytest.raises(KeyboardInterrupt):
+        study.prepare_output(out, clear=True, kept=[], own_storage=True)
+    monkeypatch.undo()
+    moved = out / f".best.old-{os.getpid()}"
+    assert moved.is_dir() and (out / ".bertkit-output.json").is_file()
+    moved.rename(out / ".best.old-999999999")  # what a process that no longer runs left
+    quick = pytest.MonkeyPatch()
+    quick.setattr("bertkit.training.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}))
+    try:
+        code, _, err = cli("tune", "-c", config, "--trials", "1")
+    finally:
+        quick.undo()
+    assert code == 0, err

@@ -4,6 +4,7 @@ reports and `best.yaml` in the config's output folder."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -179,12 +180,16 @@ def prepare_output(final: Path, clear: bool, kept, own_storage: bool) -> None:
     if clear and final.is_dir():
         keep = {Path(k).resolve() for k in kept}
         for item in final.iterdir():
-            if item.resolve() in keep:
+            if item.resolve() in keep or item.name == outputs.MANIFEST:
                 continue
-            if item.is_dir() and not item.is_symlink():
-                shutil.rmtree(item)
+            # out of the way first, under a leftover's name: a kill -9 midway leaves a folder that
+            # is still bertkit's (the manifest stays to the end), with nothing in it that is not
+            trash = item.with_name(f".{item.name}.old-{os.getpid()}")
+            item.rename(trash)
+            if trash.is_dir() and not trash.is_symlink():
+                shutil.rmtree(trash)
             else:
-                item.unlink()
+                trash.unlink()
     final.mkdir(parents=True, exist_ok=True)
     write_manifest(final, own_storage)
 
