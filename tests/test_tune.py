@@ -161,7 +161,8 @@ def test_the_sampler_is_seeded_per_trial_so_processes_sharing_a_study_differ():
 
 
 def test_durations_and_storage_urls():
-    from bertkit.tuning.search import parse_duration, shown_url, storage_url
+    from bertkit.tuning.search import parse_duration
+    from bertkit.tuning.storage import shown_url, storage_url
 
     assert parse_duration("90") == 90 and parse_duration("2h") == 7200 and parse_duration("1h30m") == 5400
     for bad in ("soon", "2x", "0", "1h and more"):

@@ -109,8 +109,9 @@ def _inputs(protect: Iterable[str | Path]) -> Iterator[Path]:
             yield Path(text).expanduser()
 
 
-def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None) -> str | None:
-    """Why `path` must not be replaced by --overwrite, or None when it may be."""
+def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None, allowed=()) -> str | None:
+    """Why `path` must not be replaced by --overwrite, or None when it may be (files `allowed`
+    inside it, which the caller keeps, do not count against it)."""
     real = path.resolve()
     cwd, home = Path.cwd().resolve(), Path.home().resolve()
     if real == Path(real.anchor) or contains(real, home):
@@ -127,6 +128,7 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None)
     if not any(path.iterdir()):
         return None
     owned, extra = _owned(path)
+    extra = [e for e in extra if (path / e).resolve() not in {Path(a).resolve() for a in allowed}]
     if not owned:
         return f"was not written by bertkit (it has no {MANIFEST} or {INFO_FILE})"
     found = _manifest(path)["kind"]
@@ -138,8 +140,11 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None)
     return None
 
 
-def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None) -> None:
-    """Fail before any work when `path` exists and may not be replaced."""
+def check_output_dir(
+    path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None, allowed=()
+) -> None:
+    """Fail before any work when `path` exists and may not be replaced (`allowed`: files inside it
+    that are not bertkit's but that the caller keeps, such as the study storage `bertkit tune` was given)."""
     path = Path(path)
     no_link_loop(path)
     if not Path(os.path.abspath(path)).name:
@@ -157,7 +162,7 @@ def check_output_dir(path: Path, overwrite: bool, protect: Iterable[str | Path] 
             f"output directory {path} already exists; pass --overwrite to replace it, "
             "or choose another with -o"
         )
-    why = _refusal(path, protect, kind)
+    why = _refusal(path, protect, kind, allowed)
     if why:
         raise BertkitError(f"--overwrite: {path} {why}. bertkit replaces only what it wrote; choose another output.")
 
@@ -174,11 +179,13 @@ def staging_dir(final: Path) -> Path:
     return staged
 
 
-def write_manifest(folder: Path, kind: str) -> None:
+def write_manifest(folder: Path, kind: str, files: Iterable[str] | None = None) -> None:
+    """The manifest of `folder`: every file in it, or only `files` where others' may be there too."""
     from bertkit import __version__
 
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
-    record = {"written_by": "bertkit", "version": __version__, "kind": kind, "files": files}
+    if files is None:
+        files = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    record = {"written_by": "bertkit", "version": __version__, "kind": kind, "files": sorted(files)}
     record["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(folder / MANIFEST, record)
 

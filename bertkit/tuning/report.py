@@ -12,9 +12,11 @@ from bertkit import outputs
 from bertkit.config import Config, to_yaml
 from bertkit.progress import console
 from bertkit.tuning.space import with_values
+from bertkit.tuning.storage import shown_url
 
 BEST_CONFIG = "best.yaml"
 BEST_BUNDLE = "best"  # best.yaml's output_dir, inside the tune output
+REPORTS = ("trials.csv", "trials.json", "history.png", "importances.png", BEST_CONFIG)  # files a study writes
 
 
 def trial_rows(study) -> list[dict]:
@@ -75,7 +77,6 @@ def write(study, cfg: Config, result, space: dict) -> Config | None:
     _history_plot(rows, result, folder / "history.png")
     if importances:
         _importance_plot(importances, result.metric, folder / "importances.png")
-    outputs.write_manifest(folder, "tune")
     return best_cfg
 
 
@@ -101,8 +102,6 @@ def _write_tables(folder: Path, rows: list[dict], keys: list[str], result, impor
             writer.writerow([r["number"], r["state"], _cell(r["value"]), *params, _cell(r["seconds"]),
                              _cell(r["pruned_at_evaluation"])])  # fmt: skip
     best = next((r for r in rows if r["state"] == "complete"), None)
-    from bertkit.tuning.search import shown_url
-
     outputs.write_json(folder / "trials.json", {
         "study": result.study,
         "storage": shown_url(result.storage),

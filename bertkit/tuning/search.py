@@ -1,18 +1,9 @@
-"""Optuna's parts as `bertkit tune` sets them up: the import (an extra), the storage a study
-lives in, the sampler (TPE, seeded per trial) and the pruner fed by each evaluation."""
+"""Optuna's parts as `bertkit tune` sets them up: the import (an extra), the sampler (TPE,
+seeded per trial) and the pruner fed by each evaluation (the storage: `storage`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bertkit.errors import BertkitError
-
-STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
-# A trial whose process stops sending heartbeats (killed, machine lost) is marked failed after
-# this long, so a resumed study neither waits for it nor counts it.
-HEARTBEAT_SECONDS, GRACE_SECONDS = 30, 120
-# SQLite shared by several processes: wait this long for another's write to finish.
-SQLITE_WAIT_SECONDS = 60
 
 
 def require_optuna():
@@ -22,45 +13,6 @@ def require_optuna():
         raise BertkitError("bertkit tune needs Optuna, which is not installed: pip install 'bertkit[tune]'") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # bertkit prints one line per trial itself
     return optuna
-
-
-def storage_url(given: str | None, output: Path) -> str:
-    """The study's storage: a URL as given, else a SQLite file in the output folder."""
-    if given:
-        if "://" not in given:
-            raise BertkitError(
-                f"--storage {given}: give a database URL, e.g. sqlite:///study.db, "
-                "postgresql://user:password@host/db or mysql+pymysql://user:password@host/db"
-            )
-        return given
-    return f"sqlite:///{(output / STUDY_FILE).resolve()}"
-
-
-def open_storage(url: str, attempts: int = 5):
-    optuna = require_optuna()
-    import time
-    import warnings
-
-    kwargs = {"connect_args": {"timeout": SQLITE_WAIT_SECONDS}} if url.startswith("sqlite") else {}
-    for attempt in range(attempts):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # heartbeats are marked experimental
-            try:
-                return optuna.storages.RDBStorage(
-                    url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS
-                )
-            except ImportError as err:
-                missing = f"its database driver is not installed ({err})"
-                raise BertkitError(f"--storage {shown_url(url)}: {missing}") from None
-            except Exception as err:  # sqlalchemy's: a bad URL, an unreachable server, a read-only file
-                # processes starting together on a new database race to create its tables: the
-                # loser finds them made and tries again
-                racing = ("already exists", "UNIQUE constraint", "database is locked", "Duplicate entry")
-                if any(text in str(err) for text in racing) and attempt < attempts - 1:
-                    time.sleep(1 + attempt)
-                    continue
-                raise BertkitError(f"--storage {shown_url(url)}: cannot open the study storage: {err}") from None
-    raise AssertionError("unreachable")
 
 
 def sampler(seed: int, random_trials: int):
@@ -138,13 +90,6 @@ def pruning_callback(trial, metric: str):
                 raise optuna.TrialPruned(f"{metric} {value:.4f} at evaluation {self.evaluations} lags the median")
 
     return ReportToStudy()
-
-
-def shown_url(url: str) -> str:
-    """A storage URL fit to print: its password hidden."""
-    import re
-
-    return re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", url)
 
 
 def parse_duration(text: str) -> float:

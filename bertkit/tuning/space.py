@@ -104,3 +104,47 @@ def check_space(cfg: Config, space: dict[str, SearchRange]) -> None:
 
 def describe(space: dict[str, SearchRange]) -> list[tuple[str, str]]:
     return [(key, searched.describe()) for key, searched in space.items()]
+
+
+def distribution(searched: SearchRange):
+    """The Optuna distribution `suggest` samples a searched key from."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if searched.choices is not None:
+        return CategoricalDistribution(searched.choices)
+    if searched.integer:
+        return IntDistribution(int(searched.low), int(searched.high), log=searched.log, step=int(searched.step or 1))
+    return FloatDistribution(searched.low, searched.high, log=searched.log, step=searched.step)
+
+
+def check_study_space(study, name: str, space: dict[str, SearchRange], fresh_hint: str) -> None:
+    """Refuse to continue `study` over another space than its trials were sampled from: its
+    trials would not be comparable (a key searched now was fixed then, or the other way round),
+    and Optuna itself refuses changed choices halfway through a trial."""
+    sampled: dict = {}
+    for trial in study.get_trials(deepcopy=False):  # later trials win: the space as last used
+        sampled.update(trial.distributions)
+    if not sampled:
+        return
+    wanted = {key: distribution(searched) for key, searched in space.items()}
+    changed = [f"{key}: {_described(sampled.get(key))} → {_described(wanted.get(key))}"
+               for key in sorted(sampled.keys() | wanted.keys()) if sampled.get(key) != wanted.get(key)]  # fmt: skip
+    if changed:
+        raise BertkitError(
+            f"study '{name}' searched another space than this config's tune.space:\n  " + "\n  ".join(changed) + "\n"
+            f"Set tune.space back to continue the study, or start a new one: {fresh_hint}"
+        )
+
+
+def _described(dist) -> str:
+    """A distribution as `SearchRange.describe` words a searched key."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if dist is None:
+        return "not searched"
+    if isinstance(dist, CategoricalDistribution):
+        return "one of " + ", ".join(str(c) for c in dist.choices)
+    kind = "integers " if isinstance(dist, IntDistribution) else ""
+    step = getattr(dist, "step", None)
+    scale = ", log scale" if dist.log else f", step {step:g}" if step and not (kind and step == 1) else ""
+    return f"{kind}{dist.low:g} to {dist.high:g}{scale}"

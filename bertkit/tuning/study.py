@@ -4,6 +4,7 @@ reports and `best.yaml` in the config's output folder."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -13,8 +14,9 @@ from bertkit import outputs
 from bertkit.config import Config
 from bertkit.errors import BertkitError
 from bertkit.progress import console, status
-from bertkit.tuning import search
-from bertkit.tuning.space import check_space, describe, space_of, with_values
+from bertkit.tuning import search, storage
+from bertkit.tuning.experiment import check_experiment, experiment_of
+from bertkit.tuning.space import check_space, check_study_space, describe, space_of, with_values
 
 KIND = "tune"  # the manifest's kind for a tune output folder
 
@@ -46,13 +48,23 @@ class TuneResult:
 
 def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     """Run `options.trials` trials of the study named by `options` (created, or continued when it
-    exists), then write the reports; with `retrain_best`, train the best config into `best/`."""
+    exists and was run with the same settings and space), then write the reports; with
+    `retrain_best`, train the best config into `best/`."""
+    search.require_optuna()
+    url = storage.storage_url(options.storage, Path(cfg.output_dir))
+    with storage.errors_hidden(url):  # a storage's errors: exit 2, naming it without its credentials
+        return _run(cfg, options, url)
+
+
+def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     optuna = search.require_optuna()
     from bertkit.tasks import get_task
     from bertkit.training import run_inputs
     from bertkit.tuning import report
 
     final = Path(cfg.output_dir)
+    own_storage = options.storage is None  # study.db in the output folder: bertkit's, replaced by --overwrite
+    stored = storage.sqlite_files(url)  # the storage's files, the user's (--storage) never deleted
     protect = run_inputs(cfg, get_task(cfg.task), options.protect)
     space = space_of(cfg)
     check_space(cfg, space)
@@ -60,19 +72,38 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
     from bertkit.training.trainer import LOWER_IS_BETTER
 
     direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
-    open_output(final, options.overwrite, protect)
-    url = search.storage_url(options.storage, final)
+    kept = [] if own_storage else stored
+    # the reports are tune's by their names too: a kill -9 between writing them and the manifest
+    check_output(final, options.overwrite, protect, allowed=[*stored, *(final / n for n in report.REPORTS)])
+    made = not final.exists()
+    prepare_output(final, clear=options.overwrite and own_storage, kept=kept, own_storage=own_storage)
     name = options.study or cfg.task
-    study = optuna.create_study(
-        storage=search.open_storage(url),
-        study_name=name,
-        direction=direction,
-        sampler=search.sampler(cfg.train.seed, cfg.tune.random_trials),
-        pruner=search.pruner(cfg.tune),
-        load_if_exists=True,
-    )
-    check_same_study(study, name, metric, direction)
-    result = TuneResult(final, name, url, metric, direction)
+    fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if own_storage else "")
+    try:
+        study = optuna.create_study(
+            storage=storage.open_storage(url),
+            study_name=name,
+            direction=direction,
+            sampler=search.sampler(cfg.train.seed, cfg.tune.random_trials),
+            pruner=search.pruner(cfg.tune),
+            load_if_exists=True,
+        )
+        write_manifest(final, own_storage)  # study.db is bertkit's from now on (a kill -9 in a trial included)
+        check_same_study(study, name, metric, direction)
+        check_study_space(study, name, space, fresh)
+        note = check_experiment(study, name, experiment_of(cfg, list(space), protect), fresh)
+    except Exception:
+        if made and [p.name for p in final.iterdir()] == [outputs.MANIFEST]:
+            shutil.rmtree(final, ignore_errors=True)  # made for this run only
+        raise
+    result = TuneResult(final, name, url, metric, direction, notes=[note] if note else [])
+    if options.overwrite and not own_storage:  # the study in the user's storage goes on
+        prepare_output(final, clear=True, kept=kept, own_storage=False)
+        if study.trials:
+            result.notes.append(
+                f"--overwrite replaced the reports, not the study: '{name}' in --storage goes on from its "
+                f"{len(study.trials)} earlier trials (--study NAME starts a new one)"
+            )
     _announce(study, result, space, options)
     current: dict = {}  # the number of the trial this process is running
     objective = _objective(cfg, space, metric, direction, final, current)
@@ -90,6 +121,7 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
         raise
     finally:  # interrupted too: what finished is reported
         best = report.write(study, cfg, result, space)
+        write_manifest(final, own_storage)
     if options.retrain_best and best is not None:
         result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
     return result
@@ -129,22 +161,46 @@ def metric_of(cfg: Config) -> str:
     return metric
 
 
-def open_output(final: Path, overwrite: bool, protect) -> None:
-    """The output folder: made (with a manifest, so that it is bertkit's from the start), or a
-    tune output of an earlier run, continued; with --overwrite an earlier one is replaced."""
+def check_output(final: Path, overwrite: bool, protect, allowed) -> None:
+    """The output folder may be used: new, empty, or a tune output (which --overwrite may replace)
+    holding nothing but bertkit's files and the study storage's (`allowed`)."""
     if final.exists() and not overwrite:
         try:
-            outputs.check_output_dir(final, True, protect, KIND)  # would --overwrite be allowed? then it is ours
+            # would --overwrite be allowed? then it is ours
+            outputs.check_output_dir(final, True, protect, KIND, allowed)
         except BertkitError as err:
             raise BertkitError(f"{err} (a study continues only in a folder that bertkit tune wrote)") from None
-        if not (final / outputs.MANIFEST).is_file():  # an empty folder: bertkit's from now on
-            outputs.write_manifest(final, KIND)
         return
-    outputs.check_output_dir(final, overwrite, protect, KIND)
-    if final.exists():
-        shutil.rmtree(final)
-    final.mkdir(parents=True)
-    outputs.write_manifest(final, KIND)
+    outputs.check_output_dir(final, overwrite, protect, KIND, allowed)
+
+
+def prepare_output(final: Path, clear: bool, kept, own_storage: bool) -> None:
+    """The output folder, made (with a manifest, so that it is bertkit's from the start) or, with
+    `clear`, emptied of all but `kept` (the user's study storage, never deleted)."""
+    if clear and final.is_dir():
+        keep = {Path(k).resolve() for k in kept}
+        for item in final.iterdir():
+            if item.resolve() in keep or item.name == outputs.MANIFEST:
+                continue
+            # out of the way first, under a leftover's name: a kill -9 midway leaves a folder that
+            # is still bertkit's (the manifest stays to the end), with nothing in it that is not
+            trash = item.with_name(f".{item.name}.old-{os.getpid()}")
+            item.rename(trash)
+            if trash.is_dir() and not trash.is_symlink():
+                shutil.rmtree(trash)
+            else:
+                trash.unlink()
+    final.mkdir(parents=True, exist_ok=True)
+    write_manifest(final, own_storage)
+
+
+def write_manifest(final: Path, own_storage: bool) -> None:
+    """The manifest lists what bertkit tune writes there (the reports, and study.db when the study
+    is kept there by default), never a storage given with --storage nor anything else."""
+    from bertkit.tuning.report import REPORTS
+
+    names = [*REPORTS, *(storage.companions(storage.STUDY_FILE) if own_storage else ())]
+    outputs.write_manifest(final, KIND, files=[n for n in names if (final / n).is_file()])
 
 
 def check_same_study(study, name: str, metric: str, direction: str) -> None:
@@ -163,7 +219,7 @@ def check_same_study(study, name: str, metric: str, direction: str) -> None:
 def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> None:
     done = len(study.trials)
     console.print(
-        f"[bold]study {result.study}[/bold] ({search.shown_url(result.storage)}): "
+        f"[bold]study {result.study}[/bold] ({storage.shown_url(result.storage)}): "
         f"{result.direction} validation {result.metric}"
         + (f", continuing after {done} trials" if done else "")
     )
