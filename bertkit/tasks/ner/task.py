@@ -13,7 +13,7 @@ from bertkit.data.readers import Blank, blank, place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
-from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.base import Task, pad_multiple, require_field
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
     normalise_scheme,
@@ -21,6 +21,7 @@ from bertkit.tasks.ner.reading import (
     require_entities,
     scheme_of,
     tokens_field_of,
+    tokens_value,
     words_and_tags,
 )
 from bertkit.tasks.ner.scored import Tagged
@@ -211,6 +212,18 @@ class NerTask(Task):
         column = options.text_field(info)
         return column in record and blank(record[column])
 
+    def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
+        """A token list (of words), or a text."""
+        field = tokens_field_of(record, info)
+        if field is not None:
+            tokens_value(record[field], where, field)
+            return
+        column = options.text_field(info)
+        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+        more = f" A record holds its text there, or its words as a '{tokens_field}' list."
+        require_field(record, column, where, more=more)
+        text_value(record[column], where, column)
+
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """Token-shaped (no tokens, no tags) for a token list, and for a blank line when the
         input's records are token lists or the output is CoNLL; text-shaped (no entities) else."""
@@ -235,7 +248,7 @@ class NerTask(Task):
                 number += 1
                 field = tokens_field_of(record, info)
                 if field is not None:
-                    words.append([str(t) for t in record[field]])
+                    words.append(tokens_value(record[field], place_of(record, number), field))
                     offsets.append(None)
                     if options.output_format == "conll" and "rows" not in record:
                         check_conll_tokens(words[-1], place_of(record, number))
