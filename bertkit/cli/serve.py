@@ -36,7 +36,7 @@ def serve(
     /docs, and a page to try the model at /. Concurrent requests are gathered into batches."""
     from bertkit.serving import listening_socket
     from bertkit.serving import serve as run
-    from bertkit.serving.predictor import Limits
+    from bertkit.serving.limits import Limits
 
     limits = Limits(max_texts, max_chars, max_body_bytes)
     with listening_socket(host, port) as listener:  # before the model loads: a busy port is refused at once

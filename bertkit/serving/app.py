@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from bertkit.errors import BertkitError
 from bertkit.serving.batching import MicroBatcher
+from bertkit.serving.limits import Limits
 from bertkit.serving.page import page
-from bertkit.serving.predictor import Limits, Predictor
+from bertkit.serving.predictor import Predictor
 from bertkit.serving.requests import Refused, parse_body, problem, read_body, strict_json
 
 
