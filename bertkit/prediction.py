@@ -143,6 +143,7 @@ def units(
     queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line
     seen: dict = {}  # shared by the checks of one input's records
+    checking = getattr(task, "check_record", None) if check else None  # (a stand-in for a task may lack it)
 
     def feed() -> Iterator[dict]:
         taken = 0  # records not empty so far
@@ -150,8 +151,8 @@ def units(
             if not first and not isinstance(record, Blank):
                 first.append(record)
             hollow = is_empty(task, record, info, options)
-            if check and not hollow:
-                task.check_record(record, tokenizer, info, options, place_of(record, number), seen)
+            if checking is not None and not hollow:
+                checking(record, tokenizer, info, options, place_of(record, number), seen)
             unit = taken // task.records_per_pass
             taken += not hollow
             if keep is not None and not keep(unit):

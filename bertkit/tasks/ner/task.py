@@ -10,10 +10,10 @@ from bertkit import data as data_mod
 from bertkit import models, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.data.readers import Blank, blank, place_of, text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
-from bertkit.tasks.base import Task, pad_multiple, require_field
+from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
     normalise_scheme,
@@ -219,9 +219,8 @@ class NerTask(Task):
             tokens_value(record[field], where, field)
             return
         column = options.text_field(info)
-        tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-        more = f" A record holds its text there, or its words as a '{tokens_field}' list."
-        require_field(record, column, where, more=more)
+        if column not in record:
+            raise _no_text(record, where, column, info)
         text_value(record[column], where, column)
 
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
@@ -259,11 +258,7 @@ class NerTask(Task):
                     words.append([w for w, _, _ in found])
                     offsets.append([(s, e) for _, s, e in found])
                 else:
-                    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-                    raise BertkitError(
-                        f"{place_of(record, number)}: no '{text_column}' or '{tokens_field}' field (fields: "
-                        f"{', '.join(record)}); set --text-column to the field holding the text"
-                    )
+                    raise _no_text(record, place_of(record, number), text_column, info)
             tagged = tag_sentences(model, tokenizer, info, words, options.batch_size)
             for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
                 yield describe(record, sentence, where, found, text_column)
@@ -273,6 +268,15 @@ class NerTask(Task):
 
 
 TASK = NerTask()
+
+
+def _no_text(record: dict, where: str, text_column: str, info: RunInfo) -> RecordError:
+    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+    return RecordError(
+        f"{where}: no '{text_column}' or '{tokens_field}' field (fields: {', '.join(map(str, record)) or 'none'}); "
+        "set --text-column to the field holding the text",
+        text_column,
+    )
 
 
 def check_conll_tokens(tokens: list[str], where: str) -> None:
