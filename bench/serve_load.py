@@ -9,8 +9,13 @@ sentences, one per request. Each setting starts its own server process, warms it
 The answers are compared with an offline `bertkit predict` run on the same texts: the label, the
 scores to 1e-5, and the whole record.
 
-Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR]
-Writes bench/results/serve_load.json and prints a table.
+With `--bad-every N`, every N-th request is one the server must refuse (a lone UTF-16 surrogate
+as its text): it must get its 422 without joining a batch, so the mean batch stays what it is
+without bad requests (before requests were checked ahead of batching, the bad one joined a batch,
+which failed, and all its requests ran again one at a time).
+
+Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR] [--bad-every N]
+Writes bench/results/serve_load.json (serve_load_bad.json with --bad-every) and prints a table.
 """
 
 from __future__ import annotations
@@ -104,8 +109,12 @@ class Connection:
         self.writer.close()
 
 
-async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
+BAD = {"text": "\ud800"}  # half a character: refused (422) before it can join a batch
+
+
+async def load(url: str, texts: list[str], requests: int, clients: int, bad_every: int = 0) -> dict:
     latencies: list[float] = []
+    refused = 0
     answers: dict[int, dict] = {}
     errors: list[str] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -116,17 +125,22 @@ async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
         await connection.open()
 
     async def one_client(connection: Connection, deadline: float) -> None:
+        nonlocal refused
         while not queue.empty() and time.monotonic() < deadline:
             number = queue.get_nowait()
+            bad = bad_every and number % bad_every == bad_every - 1
             sent = time.perf_counter()
             try:
-                status, body = await connection.request("POST", "/predict", {"text": texts[number % len(texts)]})
+                body = BAD if bad else {"text": texts[number % len(texts)]}
+                status, body = await connection.request("POST", "/predict", body)
             except (OSError, asyncio.IncompleteReadError, ValueError) as err:
                 errors.append(f"{type(err).__name__}: {err}")
                 await connection.open()
                 continue
             latencies.append(time.perf_counter() - sent)
-            if status != 200:
+            if bad and status == 422:
+                refused += 1
+            elif status != 200 or bad:
                 errors.append(f"{status}: {body[:200]!r}")
             else:
                 answers[number] = json.loads(body)["results"][0]
@@ -152,6 +166,7 @@ async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
         "p95_ms": round(pct(95), 1),
         "p99_ms": round(pct(99), 1),
         "errors": len(errors) + (requests - len(latencies) - len(errors)),
+        "refused": refused,
         "first_errors": errors[:3],
         "mean_batch": batching["mean"],
         "answers": answers,
@@ -189,6 +204,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--model", type=Path)
+    parser.add_argument("--bad-every", type=int, default=0, help="every N-th request one the server must refuse")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     texts = sst2_sentences(args.texts)
@@ -200,18 +216,21 @@ def main() -> None:
         for max_batch in (32, 1):
             process, url = start(model, max_batch)
             try:
-                result = asyncio.run(load(url, texts, args.requests, args.clients))
+                result = asyncio.run(load(url, texts, args.requests, args.clients, args.bad_every))
             finally:
                 process.terminate()
                 process.wait(60)
             answers = result.pop("answers")
             rows.append({"max_batch": max_batch, **result, **agreement(answers, expected)})
     ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"]
-    columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "mean_batch"]
+    columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "refused"]
+    columns += ["mean_batch"]
     columns += ["same_label", "scores_within_1e-5", "identical"]
     print(table(rows, columns))
     print(f"micro-batching / batch size 1: {ratio:.2f}x requests/s ({args.clients} clients)")
-    saved = save("serve_load", {"clients": args.clients, "rows": rows, "speedup": round(ratio, 2)})
+    name = "serve_load_bad" if args.bad_every else "serve_load"
+    results = {"clients": args.clients, "bad_every": args.bad_every, "rows": rows, "speedup": round(ratio, 2)}
+    saved = save(name, results)
     print(f"written to {saved}")
 
 

@@ -83,6 +83,7 @@ def test_a_number_that_is_not_finite_anywhere_is_422(served, spelled, where):
         ('{"text": "a"', "not valid JSON"),
         ('{"records": [{"text": "a", "id": ' + "[" * 100_000 + "]" * 100_000 + "}]}", "nested"),
         ('{"records": [{"text": "a", "id": ' + "7" * 5000 + "}]}", "digits"),
+        ('{"records": [{"text": "a", "id": ' + "[" * 900 + "]" * 900 + "}]}", "nested"),  # within json's reach
     ],
 )
 def test_json_the_readers_refuse_is_422(classify_model, raw, words):  # noqa: F811

@@ -4,10 +4,10 @@ The body is read as it arrives and refused (413) as soon as it passes `--max-bod
 or not the client said its length first. It is then parsed as strict JSON: bytes that are not
 UTF-8, a key given twice in one object (a JSON reader would silently keep the last), a lone
 UTF-16 surrogate (`"\\ud800"`, half a character, on which tokenizers fail), a number that is no
-finite float (`NaN`, `Infinity`, `1e999`, which Python's JSON reader accepts) or an integer too
-long to read are each a 422 whose `loc` says where in the body it is, wherever it is (a text, an
-`id`, a key, a field nested in a record). What the server answers is strict JSON too
-(`strict_json`).
+finite float (`NaN`, `Infinity`, `1e999`, which Python's JSON reader accepts), an integer too
+long to read, or nesting deeper than `MAX_DEPTH` levels are each a 422 whose `loc` says where in
+the body it is, wherever it is (a text, an `id`, a key, a field nested in a record). What the
+server answers is strict JSON too (`strict_json`).
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def _int(spelled: str):
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_DEPTH = 64  # levels of nesting a body may have: ample for records, and the answer can always be written
 
 
 def _surrogate(text: str) -> str | None:
@@ -132,6 +133,8 @@ def _first_problem(value) -> tuple[list, str] | None:
     stack: list[tuple[list, Any]] = [([], value)]
     while stack:
         path, item = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return path[:MAX_DEPTH], f"the JSON is nested too deeply (more than {MAX_DEPTH} levels)"
         if isinstance(item, _Unreadable):
             return path, item.message
         if isinstance(item, str):
