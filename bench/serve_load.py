@@ -98,6 +98,8 @@ class Connection:
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
         self.writer.write(head.encode() + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
         status_line = await self.reader.readline()
+        if not status_line:  # the server closed it (idle past uvicorn's keep-alive timeout)
+            raise ConnectionResetError("the server closed the connection")
         length = 0
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.decode().partition(":")
@@ -145,13 +147,17 @@ async def load(url: str, texts: list[str], requests: int, clients: int, bad_ever
             else:
                 answers[number] = json.loads(body)["results"][0]
 
-    for connection in connections:  # warm up: the first batches pay for lazy set-up
-        await connection.request("POST", "/predict", {"text": texts[0]})
+    # warm up (the first batches pay for lazy set-up), all at once: one by one, on a busy machine
+    # the first connections would sit idle past uvicorn's keep-alive timeout (5 s) and be closed
+    await asyncio.gather(*(connection.request("POST", "/predict", {"text": texts[0]}) for connection in connections))
     started = time.perf_counter()
     deadline = time.monotonic() + TIME_LIMIT
     await asyncio.gather(*(one_client(connection, deadline) for connection in connections))
     elapsed = time.perf_counter() - started
-    batching = json.loads((await connections[0].request("GET", "/info"))[1])["batching"]
+    asking = Connection(url)  # a fresh one: the others may have sat idle past the keep-alive timeout
+    await asking.open()
+    batching = json.loads((await asking.request("GET", "/info"))[1])["batching"]
+    asking.close()
     for connection in connections:
         connection.close()
     ms = sorted(x * 1000 for x in latencies)
@@ -213,7 +219,7 @@ def main() -> None:
         model = args.model or classifier(folder)
         expected = offline(model, texts, folder)
         rows = []
-        for max_batch in (32, 1):
+        for max_batch in (32,) if args.bad_every else (32, 1):  # with bad requests: the batches are the point
             process, url = start(model, max_batch)
             try:
                 result = asyncio.run(load(url, texts, args.requests, args.clients, args.bad_every))
@@ -222,7 +228,7 @@ def main() -> None:
                 process.wait(60)
             answers = result.pop("answers")
             rows.append({"max_batch": max_batch, **result, **agreement(answers, expected)})
-    ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"]
+    ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"] if len(rows) > 1 else float("nan")
     columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "refused"]
     columns += ["mean_batch"]
     columns += ["same_label", "scores_within_1e-5", "identical"]
