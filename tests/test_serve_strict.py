@@ -264,6 +264,18 @@ def test_a_model_failure_shows_no_exception_text(served, monkeypatch, caplog):
     assert served.post("/predict", json={"text": "a"}).status_code == 200  # and it keeps serving
 
 
+def test_a_bug_outside_the_model_is_a_generic_500_too(served, monkeypatch, caplog):
+    def broken(records, where):
+        raise KeyError("/secret/path")
+
+    predictor = served.app.state.batcher.run.__self__
+    monkeypatch.setattr(predictor, "problems", broken)
+    with caplog.at_level(logging.ERROR):
+        answer = served.post("/predict", json={"text": "a"})
+    assert answer.status_code == 500 and "secret" not in answer.text
+    assert answer.headers["content-type"] == "application/json" and answer.json()["error_id"] in caplog.text
+
+
 def test_info_and_the_page_show_no_paths_of_the_server(classify_model, tmp_path):  # noqa: F811
     predictor = Predictor(str(classify_model))
     predictor.info = {**predictor.info, "base_model": str(tmp_path / "private" / "base-bert")}

@@ -77,17 +77,18 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
         return _internal_error(err)
 
     async def answer(request: Request) -> Response:
-        body = _request_body(parse_body(await read_body(request, limits.body_bytes())))
-        records = _records(predictor, body, limits)
         try:
-            results = await batcher.submit(records)
-        except BertkitError as err:  # the model refuses an input the checks let through
-            raise Refused(422, [problem(("body", body.form()), str(err))]) from None
-        except Exception as err:  # noqa: BLE001 - the server keeps serving
-            return _internal_error(err)
-        try:
+            body = _request_body(parse_body(await read_body(request, limits.body_bytes())))
+            records = _records(predictor, body, limits)
+            try:
+                results = await batcher.submit(records)
+            except BertkitError as err:  # the model refuses an input the checks let through
+                raise Refused(422, [problem(("body", body.form()), str(err))]) from None
+            # strict JSON: a number that is not finite (a bug, never an answer) fails here, a 500
             return Response(strict_json({"results": results}), media_type="application/json")
-        except ValueError as err:  # a number that is not finite: a bug, never an answer
+        except Refused:
+            raise
+        except Exception as err:  # noqa: BLE001 - the server keeps serving
             return _internal_error(err)
 
     schema = {"requestBody": {"required": True, "content": {"application/json": {"schema": _SCHEMA}}}}
