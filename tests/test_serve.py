@@ -272,15 +272,41 @@ def _wait_up(url: str, process, seconds=90):
     raise AssertionError("the server did not come up")
 
 
+def _announced(process, seconds=90) -> str:
+    """The URL in the server's `serving ... on http://HOST:PORT/` line, read as it is printed
+    (by a thread: a server that never prints it must fail the test, not hang it)."""
+    import queue
+    import re
+
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
+    seen, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if process.poll() is not None:
+                break
+            continue
+        seen.append(line)
+        found = re.search(r"on (http://127\.0\.0\.1:(\d+))/", line)
+        if found:
+            assert int(found.group(2)) != 0, line
+            return found.group(1)
+    raise AssertionError(f"no 'serving ... on http://...' line: {''.join(seen)}")
+
+
 def test_sigterm_answers_the_requests_in_flight(classify_model):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "bertkit", "serve", "--model", str(classify_model), "--port", str(port)]
+    """With --port 0, the server names the port it really got (the line is whole in a narrow
+    terminal, and printed once it accepts connections); SIGTERM answers the requests in flight."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "40"}
+    command = [sys.executable, "-m", "bertkit", "serve", "--model", str(classify_model), "--port", "0"]
     command += ["--max-wait-ms", "1500"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_up(url, process)
+        url = _announced(process)
+        with urllib.request.urlopen(url + "/health", timeout=5) as health:  # up as soon as it says so
+            assert json.loads(health.read()) == {"status": "ok"}
         answers = []
 
         def ask():

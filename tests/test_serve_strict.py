@@ -8,13 +8,11 @@ the command names the port it really has and exits 143 on SIGTERM while starting
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -322,30 +320,7 @@ def _command(model, *more) -> list[str]:
     return [sys.executable, "-m", "bertkit", "serve", "--model", str(model), *map(str, more)]
 
 
-def test_port_zero_prints_the_port_it_really_has(classify_model):  # noqa: F811
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "40"}  # a narrow terminal must not break the line
-    process = subprocess.Popen(
-        _command(classify_model, "--port", 0), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        lines = []
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            lines.append(line)
-            if "serving" in line or not line:
-                break
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/", "".join(lines))
-        assert found, lines
-        port = int(found.group(1))
-        assert port != 0
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as answer:
-            assert json.loads(answer.read()) == {"status": "ok"}  # printed once it accepts connections
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
+# --port 0 printing the port it got: tests/test_serve.py::test_sigterm_answers_the_requests_in_flight
 
 
 def test_sigterm_while_starting_exits_143_at_every_moment(classify_model):  # noqa: F811
