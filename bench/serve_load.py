@@ -9,8 +9,13 @@ sentences, one per request. Each setting starts its own server process, warms it
 The answers are compared with an offline `bertkit predict` run on the same texts: the label, the
 scores to 1e-5, and the whole record.
 
-Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR]
-Writes bench/results/serve_load.json and prints a table.
+With `--bad-every N`, every N-th request is one the server must refuse (a lone UTF-16 surrogate
+as its text): it must get its 422 without joining a batch, so the mean batch stays what it is
+without bad requests (before requests were checked ahead of batching, the bad one joined a batch,
+which failed, and all its requests ran again one at a time).
+
+Usage: python bench/serve_load.py [--requests 2000] [--clients 32] [--model DIR] [--bad-every N]
+Writes bench/results/serve_load.json (serve_load_bad.json with --bad-every) and prints a table.
 """
 
 from __future__ import annotations
@@ -93,6 +98,8 @@ class Connection:
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
         self.writer.write(head.encode() + f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
         status_line = await self.reader.readline()
+        if not status_line:  # the server closed it (idle past uvicorn's keep-alive timeout)
+            raise ConnectionResetError("the server closed the connection")
         length = 0
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.decode().partition(":")
@@ -104,8 +111,12 @@ class Connection:
         self.writer.close()
 
 
-async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
+BAD = {"text": "\ud800"}  # half a character: refused (422) before it can join a batch
+
+
+async def load(url: str, texts: list[str], requests: int, clients: int, bad_every: int = 0) -> dict:
     latencies: list[float] = []
+    refused = 0
     answers: dict[int, dict] = {}
     errors: list[str] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -116,28 +127,37 @@ async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
         await connection.open()
 
     async def one_client(connection: Connection, deadline: float) -> None:
+        nonlocal refused
         while not queue.empty() and time.monotonic() < deadline:
             number = queue.get_nowait()
+            bad = bad_every and number % bad_every == bad_every - 1
             sent = time.perf_counter()
             try:
-                status, body = await connection.request("POST", "/predict", {"text": texts[number % len(texts)]})
+                body = BAD if bad else {"text": texts[number % len(texts)]}
+                status, body = await connection.request("POST", "/predict", body)
             except (OSError, asyncio.IncompleteReadError, ValueError) as err:
                 errors.append(f"{type(err).__name__}: {err}")
                 await connection.open()
                 continue
             latencies.append(time.perf_counter() - sent)
-            if status != 200:
+            if bad and status == 422:
+                refused += 1
+            elif status != 200 or bad:
                 errors.append(f"{status}: {body[:200]!r}")
             else:
                 answers[number] = json.loads(body)["results"][0]
 
-    for connection in connections:  # warm up: the first batches pay for lazy set-up
-        await connection.request("POST", "/predict", {"text": texts[0]})
+    # warm up (the first batches pay for lazy set-up), all at once: one by one, on a busy machine
+    # the first connections would sit idle past uvicorn's keep-alive timeout (5 s) and be closed
+    await asyncio.gather(*(connection.request("POST", "/predict", {"text": texts[0]}) for connection in connections))
     started = time.perf_counter()
     deadline = time.monotonic() + TIME_LIMIT
     await asyncio.gather(*(one_client(connection, deadline) for connection in connections))
     elapsed = time.perf_counter() - started
-    batching = json.loads((await connections[0].request("GET", "/info"))[1])["batching"]
+    asking = Connection(url)  # a fresh one: the others may have sat idle past the keep-alive timeout
+    await asking.open()
+    batching = json.loads((await asking.request("GET", "/info"))[1])["batching"]
+    asking.close()
     for connection in connections:
         connection.close()
     ms = sorted(x * 1000 for x in latencies)
@@ -152,6 +172,7 @@ async def load(url: str, texts: list[str], requests: int, clients: int) -> dict:
         "p95_ms": round(pct(95), 1),
         "p99_ms": round(pct(99), 1),
         "errors": len(errors) + (requests - len(latencies) - len(errors)),
+        "refused": refused,
         "first_errors": errors[:3],
         "mean_batch": batching["mean"],
         "answers": answers,
@@ -189,6 +210,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--texts", type=int, default=500)
     parser.add_argument("--model", type=Path)
+    parser.add_argument("--bad-every", type=int, default=0, help="every N-th request one the server must refuse")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     texts = sst2_sentences(args.texts)
@@ -197,21 +219,24 @@ def main() -> None:
         model = args.model or classifier(folder)
         expected = offline(model, texts, folder)
         rows = []
-        for max_batch in (32, 1):
+        for max_batch in (32,) if args.bad_every else (32, 1):  # with bad requests: the batches are the point
             process, url = start(model, max_batch)
             try:
-                result = asyncio.run(load(url, texts, args.requests, args.clients))
+                result = asyncio.run(load(url, texts, args.requests, args.clients, args.bad_every))
             finally:
                 process.terminate()
                 process.wait(60)
             answers = result.pop("answers")
             rows.append({"max_batch": max_batch, **result, **agreement(answers, expected)})
-    ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"]
-    columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "mean_batch"]
+    ratio = rows[0]["requests_per_s"] / rows[1]["requests_per_s"] if len(rows) > 1 else float("nan")
+    columns = ["max_batch", "requests", "requests_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "refused"]
+    columns += ["mean_batch"]
     columns += ["same_label", "scores_within_1e-5", "identical"]
     print(table(rows, columns))
     print(f"micro-batching / batch size 1: {ratio:.2f}x requests/s ({args.clients} clients)")
-    saved = save("serve_load", {"clients": args.clients, "rows": rows, "speedup": round(ratio, 2)})
+    name = "serve_load_bad" if args.bad_every else "serve_load"
+    results = {"clients": args.clients, "bad_every": args.bad_every, "rows": rows, "speedup": round(ratio, 2)}
+    saved = save(name, results)
     print(f"written to {saved}")
 
 

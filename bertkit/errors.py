@@ -12,6 +12,15 @@ class BertkitError(Exception):
     exit_code = 2
 
 
+class RecordError(BertkitError):
+    """An input record that cannot be read: a field the model reads is missing or is not what it
+    must be. `field` names it, so that an answer can point at it (`bertkit serve`'s 422 `loc`)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
 def did_you_mean(word: str, choices) -> str:
     """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
     import difflib

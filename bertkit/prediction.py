@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bertkit import sharding
 from bertkit.bundle import open_bundle
-from bertkit.data.readers import Blank, count_records, located_records, placed
+from bertkit.data.readers import Blank, count_records, located_records, place_of, placed
 from bertkit.errors import BertkitError
 from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
 from bertkit.progress import bar, console
@@ -122,26 +122,37 @@ def _predict_shared(here, task, bundle, device, records, options: PredictOptions
     return written
 
 
-def aligned(task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions) -> Iterator[dict]:
+def aligned(
+    task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions, check: bool = True
+) -> Iterator[dict]:
     """The task's results for `records`, one per record in order; empty records get the task's
-    empty result without reaching the model (the task sees only the others)."""
-    return (result for _, result in units(task, model, tokenizer, info, records, options))
+    empty result without reaching the model (the task sees only the others). `check=False`: the
+    records were checked already (`bertkit serve` checks each request before it joins a batch)."""
+    return (result for _, result in units(task, model, tokenizer, info, records, options, check=check))
 
 
-def units(task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions, keep=None):
+def units(
+    task, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions, keep=None, check=True
+):
     """`aligned`'s results as (unit, result). Unit u holds the task's u-th chunk of records that
     are not empty (`records_per_pass` of them, the chunks it predicts together) and the empty ones
     just before them; with `keep(unit)` (one of several processes), the task sees only the kept
-    units' records, in the same chunks, and so runs the batches one process alone would run."""
+    units' records, in the same chunks, and so runs the batches one process alone would run.
+    Every record that is not empty is first checked by the task (`Task.check_record`), every
+    process checking all of them, so that all refuse the same input."""
     queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line
+    seen: dict = {}  # shared by the checks of one input's records
+    checking = getattr(task, "check_record", None) if check else None  # (a stand-in for a task may lack it)
 
     def feed() -> Iterator[dict]:
         taken = 0  # records not empty so far
-        for record in records:
+        for number, record in enumerate(records, start=1):
             if not first and not isinstance(record, Blank):
                 first.append(record)
             hollow = is_empty(task, record, info, options)
+            if checking is not None and not hollow:
+                checking(record, tokenizer, info, options, place_of(record, number), seen)
             unit = taken // task.records_per_pass
             taken += not hollow
             if keep is not None and not keep(unit):

@@ -22,16 +22,22 @@ def serve(
     max_chars: int = typer.Option(
         200_000, "--max-chars", min=1, help="Most characters of text in one request (more: 413)."
     ),
+    max_body_bytes: int | None = typer.Option(
+        None,
+        "--max-body-bytes",
+        min=1,
+        help="Largest request body in bytes (more: 413; default: 4 MiB, or 16 bytes a character of --max-chars).",
+    ),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
     runtime: str = RuntimeOption,
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Serve a model over HTTP: POST /predict (and /embed), GET /health, /info, the API docs at
     /docs, and a page to try the model at /. Concurrent requests are gathered into batches."""
-    from bertkit.serving import check_port
+    from bertkit.serving import listening_socket
     from bertkit.serving import serve as run
-    from bertkit.serving.predictor import Limits
+    from bertkit.serving.limits import Limits
 
-    check_port(host, port)
-    limits = Limits(max_texts, max_chars)
-    run(model, host, port, max_batch, max_wait_ms, limits, device, trust_remote_code, runtime, batch_size)
+    limits = Limits(max_texts, max_chars, max_body_bytes)
+    with listening_socket(host, port) as listener:  # before the model loads: a busy port is refused at once
+        run(model, host, port, max_batch, max_wait_ms, limits, device, trust_remote_code, runtime, batch_size, listener)

@@ -29,7 +29,7 @@ from bertkit.data.conll import read_conll
 from bertkit.data.files import STDIN, check_characters, load_json, open_binary, parse_json, text_lines
 from bertkit.data.formats import PLAIN, Layout, detect_format
 from bertkit.data.squad import read_squad
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.text_columns import fill_joined
 
 
@@ -294,7 +294,7 @@ def text_value(value, where: str | None = None, field: str = "text") -> str:
         return str(value)
     kind = {bool: "true/false", list: "list", dict: "JSON object"}.get(type(value), type(value).__name__)
     place = f"{where}: " if where else ""
-    raise BertkitError(f"{place}'{field}' holds a {kind}, not text; give each record its text as a string")
+    raise RecordError(f"{place}'{field}' holds a {kind}, not text; give each record its text as a string", field)
 
 
 def _read_json(path: str) -> Iterator[dict]:

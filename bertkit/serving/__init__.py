@@ -3,7 +3,9 @@ try the model. The libraries are the `serve` extra."""
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 from contextlib import contextmanager, suppress
 
 from bertkit.errors import BertkitError
@@ -34,56 +36,97 @@ def serve(
     trust_remote_code: bool = False,
     runtime: str | None = None,
     batch_size: int | None = None,
+    listener: socket.socket | None = None,
 ) -> None:
     """Load `model` and answer HTTP requests until stopped (Ctrl-C or SIGTERM: the requests in
-    flight are answered first)."""
-    require_serving()
-    import uvicorn
+    flight are answered first). `listener`: the socket bound by `listening_socket` (else bound
+    here); the line saying where the server is names the port it really has (`--port 0`: one the
+    system chose), and is printed once the server accepts connections."""
+    with stopped_while_starting() as starting:
+        require_serving()
+        import uvicorn
+        from rich.markup import escape
 
-    from bertkit.progress import console, status
-    from bertkit.serving.app import build_app
-    from bertkit.serving.predictor import Predictor
+        from bertkit.progress import console, status
+        from bertkit.serving.app import build_app
+        from bertkit.serving.predictor import Predictor
 
-    with status(f"loading {model}"):
-        predictor = Predictor(model, device, trust_remote_code, batch_size, runtime)
-    app = build_app(predictor, max_batch, max_wait_ms, limits)
-    shown = f"[{host}]" if ":" in host else host
-    what = f"{predictor.task.name}, {predictor.runtime}"
-    console.print(f"[green]serving[/green] {model} ({what}) on http://{shown}:{port}/  (Ctrl-C stops)")
-    with _stopping_is_normal():
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=30)
+        listener = listener or listening_socket(host, port)
+        with status(f"loading {model}"):
+            predictor = Predictor(model, device, trust_remote_code, batch_size, runtime)
+        app = build_app(predictor, max_batch, max_wait_ms, limits)
+        shown = f"[{host}]" if ":" in host else host
+        bound = listener.getsockname()[1]
+        what = f"{predictor.task.name}, {predictor.runtime}"
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets=None):
+                await super().startup(sockets)
+                if not self.should_exit:  # a signal that came while starting is a stop while starting
+                    starting.server = self
+                    console.print(
+                        f"[green]serving[/green] {escape(model)} ({what}) on http://{shown}:{bound}/  (Ctrl-C stops)",
+                        soft_wrap=True,
+                    )
+
+        config = uvicorn.Config(app, host=host, port=bound, log_level="warning", timeout_graceful_shutdown=30)
+        Server(config).run(sockets=[listener])
     console.print(f"[green]stopped[/green]: {app.state.batcher.stats.records:,} texts answered")
 
 
+class _Starting:
+    """The uvicorn server once it is up (`stopped_while_starting`)."""
+
+    server = None
+
+
 @contextmanager
-def _stopping_is_normal():
-    """Ctrl-C or SIGTERM is how a server is meant to stop: uvicorn answers the requests in flight
-    and hands the signal back when done, which must then end the command quietly (exit 0), not
-    as an interrupted run."""
+def stopped_while_starting():
+    """SIGTERM, SIGINT or SIGHUP before the server is up ends the command at once with 128 + the
+    signal (143 for SIGTERM), whatever it is doing: loading torch and the model runs C++ code that
+    calls back into Python, and an exception raised there by a signal handler (the CLI's usual
+    `Interrupted`) aborts the process (exit 134) instead of ending it. Nothing is written while
+    starting, so there is nothing to clean up. Once the server is up, uvicorn handles SIGTERM and
+    SIGINT: it answers the requests in flight, then hands the signal back, which then ends the
+    command quietly (exit 0); SIGHUP stops it the same way."""
+    starting = _Starting()
+
+    def handle(number, frame):
+        if starting.server is not None:
+            if number == getattr(signal, "SIGHUP", None):
+                starting.server.handle_exit(signal.SIGTERM, frame)
+            return  # else uvicorn handing back the signal that stopped the server: its normal end
+        name = signal.Signals(number).name
+        os.write(2, f"error: {name} while starting; the server was not started\n".encode())
+        os._exit(128 + number)
+
     kept = {}
-    for name in ("SIGINT", "SIGTERM"):
-        number = getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is None or signal.getsignal(number) is signal.SIG_IGN:  # `nohup` keeps SIGHUP ignored
+            continue
         with suppress(ValueError):  # not the main thread
-            kept[number] = signal.signal(number, lambda *_: None)
+            kept[number] = signal.signal(number, handle)
     try:
-        yield
+        yield starting
     finally:
         for number, handler in kept.items():
             signal.signal(number, handler)
 
 
-def check_port(host: str, port: int) -> None:
-    """The port can be listened on, checked before the model loads (a busy port is the usual
-    mistake, and finding it after a minute of loading is unkind)."""
-    import socket
-
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (not yet listening) before the model loads: a busy port is the
+    usual mistake, and finding it after a minute of loading is unkind; the port stays the
+    server's while the model loads, and `--port 0` has its real number before the server starts."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as err:
-            raise BertkitError(
-                f"--host {host} --port {port}: cannot listen there ({err.strerror}); "
-                "give another --port, or stop what is using it"
-            ) from None
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as err:
+        listener.close()
+        raise BertkitError(
+            f"--host {host} --port {port}: cannot listen there ({err.strerror or err}); "
+            "give another --port, or stop what is using it"
+        ) from None
+    return listener

@@ -3,25 +3,31 @@
 `POST /predict` takes `{"texts": [...]}`, `{"text": "..."}` or `{"records": [{...}]}` (records
 with the fields `bertkit predict` reads: a pair's two texts, a question and its context) and
 answers `{"results": [...]}`, one result per input, exactly the records `bertkit predict` writes.
-`POST /embed` is the same for embed models. A malformed request is a 422 naming the field, a
-request over the limits a 413 naming them, a model failure a 500 with its message; the server
-keeps serving after each.
+`POST /embed` is the same for embed models. The body is read as `bertkit.serving.requests`
+says (at most `--max-body-bytes`, strict JSON), and each record is checked as `bertkit predict`
+checks its input's (`Task.check_record`) before the request joins a batch. A malformed request
+is a 422 naming the field (and the record's index), a request over the limits a 413 naming them,
+a failure that is not the client's a 500 with a generic message and an error id, under which the
+server's log holds the details; the server keeps serving after each.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, model_validator
+from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from bertkit.errors import BertkitError
-from bertkit.outputs.records import json_line
 from bertkit.serving.batching import MicroBatcher
+from bertkit.serving.limits import Limits
 from bertkit.serving.page import page
-from bertkit.serving.predictor import Limits, Predictor
+from bertkit.serving.predictor import Predictor
+from bertkit.serving.requests import Refused, parse_body, problem, read_body, strict_json
 
 
 class PredictRequest(BaseModel):
@@ -39,10 +45,9 @@ class PredictRequest(BaseModel):
             raise ValueError(f'give exactly one of "texts", "text" or "records" (got {", ".join(given) or "none"})')
         return self
 
-
-class _Refused(Exception):
-    def __init__(self, status: int, detail):
-        self.status, self.detail = status, detail
+    def form(self) -> str:
+        """Which of the three the request gives."""
+        return "records" if self.records is not None else "texts" if self.texts is not None else "text"
 
 
 def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10, limits: Limits | None = None):
@@ -55,37 +60,48 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
         yield
         await batcher.stop()  # uvicorn has answered the requests in flight by now
 
+    described = predictor.describe()
     app = FastAPI(
-        title=f"bertkit: {predictor.describe()['model']}",
+        title=f"bertkit: {described['model']}",
         description=f"A {predictor.task.name} model served by bertkit.",
         lifespan=lifespan,
     )
     app.state.batcher = batcher
 
-    @app.exception_handler(_Refused)
-    async def _refused(request: Request, err: _Refused):
-        return JSONResponse({"detail": err.detail}, status_code=err.status)
+    @app.exception_handler(Refused)
+    async def _refused(request: Request, err: Refused):
+        return Response(strict_json({"detail": err.detail}), status_code=err.status, media_type="application/json")
 
-    async def answer(body: PredictRequest) -> Response:
-        records = _records(predictor, body, limits)
+    @app.exception_handler(Exception)
+    async def _failed(request: Request, err: Exception):  # a bug: the details go to the log, not the client
+        return _internal_error(err)
+
+    async def answer(request: Request) -> Response:
         try:
-            results = await batcher.submit(records)
-        except BertkitError as err:  # the model refuses an input (fill-mask text without [MASK], ...)
-            field = "records" if body.records is not None else "texts" if body.texts is not None else "text"
-            raise _Refused(422, [_problem(("body", field), str(err))]) from None
+            body = _request_body(parse_body(await read_body(request, limits.body_bytes())))
+            records = _records(predictor, body, limits)
+            try:
+                results = await batcher.submit(records)
+            except BertkitError as err:  # the model refuses an input the checks let through
+                raise Refused(422, [problem(("body", body.form()), str(err))]) from None
+            # strict JSON: a number that is not finite (a bug, never an answer) fails here, a 500
+            return Response(strict_json({"results": results}), media_type="application/json")
+        except Refused:
+            raise
         except Exception as err:  # noqa: BLE001 - the server keeps serving
-            raise _Refused(500, f"the model failed on this request: {type(err).__name__}: {err}") from None
-        return Response(json_line({"results": results}), media_type="application/json")
+            return _internal_error(err)
 
-    @app.post("/predict", summary="Predict for texts or records, as `bertkit predict` does")
-    async def predict(body: PredictRequest) -> Response:
-        return await answer(body)
+    schema = {"requestBody": {"required": True, "content": {"application/json": {"schema": _SCHEMA}}}}
 
-    @app.post("/embed", summary="Sentence vectors (embed models)")
-    async def embed(body: PredictRequest) -> Response:
+    @app.post("/predict", summary="Predict for texts or records, as `bertkit predict` does", openapi_extra=schema)
+    async def predict(request: Request) -> Response:
+        return await answer(request)
+
+    @app.post("/embed", summary="Sentence vectors (embed models)", openapi_extra=schema)
+    async def embed(request: Request) -> Response:
         if predictor.task.name != "embed":
-            raise _Refused(400, f"this is a {predictor.task.name} model, not an embed model: POST /predict")
-        return await answer(body)
+            raise Refused(400, f"this is a {predictor.task.name} model, not an embed model: POST /predict")
+        return await answer(request)
 
     @app.get("/health", summary="Whether the server is up")
     async def health() -> dict:
@@ -95,41 +111,82 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
     async def info() -> dict:
         batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "batch_size": predictor.options.batch_size}
         batching.update(batcher.stats.to_json())
-        return {**predictor.describe(), "limits": limits.to_json(), "batching": batching}
+        return {**described, "limits": limits.to_json(), "batching": batching}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def try_it() -> str:
-        return page(predictor.describe())
+        return page(described)
 
     return app
 
 
-def _records(predictor: Predictor, body: PredictRequest, limits: Limits) -> list[dict]:
-    """The request's records, checked: the fields the model reads are there and are text, and the
-    request is within the limits."""
+_SCHEMA = PredictRequest.model_json_schema()
+_log = logging.getLogger("uvicorn.error")  # uvicorn's own log: where a server's operator looks
+
+
+def _internal_error(err: Exception) -> Response:
+    """500 for a failure that is not the client's: a generic answer with an error id, and the
+    details (the exception and its traceback) under that id in the server's log."""
+    error_id = uuid.uuid4().hex[:12]
+    _log.error("error %s: %s: %s", error_id, type(err).__name__, err, exc_info=err)
+    detail = f"the server failed on this request (error {error_id}; its log has the details)"
+    body = strict_json({"detail": detail, "error_id": error_id})
+    return Response(body, status_code=500, media_type="application/json")
+
+
+def _request_body(value) -> PredictRequest:
     try:
-        if body.records is not None:
-            records = body.records
-            for number, record in enumerate(records):
-                for name in predictor.fields():
-                    value = record.get(name)
-                    if not isinstance(value, str):
-                        got = "missing" if name not in record else f"{type(value).__name__}, not text"
-                        raise _Refused(422, [_problem(("body", "records", number, name), f"{name!r} is {got}")])
-        else:
-            records = predictor.records_of_texts(body.texts if body.texts is not None else [body.text])
-    except BertkitError as err:
-        raise _Refused(422, [_problem(("body", "texts" if body.texts is not None else "text"), str(err))]) from None
+        return PredictRequest.model_validate(value)
+    except ValidationError as err:
+        problems = [problem(("body", *e["loc"]), e["msg"], e["type"]) for e in err.errors(include_url=False)]
+        raise Refused(422, problems) from None
+
+
+def _records(predictor: Predictor, body: PredictRequest, limits: Limits) -> list[dict]:
+    """The request's records, checked as `bertkit predict` checks its input's, and within the
+    limits."""
+    form = body.form()
+    if form == "records":
+        records = body.records
+    else:
+        try:
+            records = predictor.records_of_texts(body.texts if form == "texts" else [body.text])
+        except BertkitError as err:
+            raise Refused(422, [problem(("body", form), str(err))]) from None
     if len(records) > limits.max_texts:
-        raise _Refused(413, f"{len(records):,} texts in one request; at most {limits.max_texts:,} (--max-texts)")
-    characters = predictor.characters(records)
+        raise Refused(413, f"{len(records):,} texts in one request; at most {limits.max_texts:,} (--max-texts)")
+    characters = _characters(records)
     if characters > limits.max_chars:
-        raise _Refused(
+        raise Refused(
             413, f"{characters:,} characters of text in one request; at most {limits.max_chars:,} (--max-chars)"
         )
+
+    def where(index: int) -> str:
+        return "text" if form == "text" else f"{form}[{index}]"
+
+    found = predictor.problems(records, where)
+    if found:
+        raise Refused(422, [problem(_location(form, index, field), message) for index, field, message in found])
     return records
 
 
-def _problem(where: tuple, message: str) -> dict:
-    """One problem in the shape FastAPI gives its own validation errors."""
-    return {"loc": list(where), "msg": message, "type": "value_error"}
+def _location(form: str, index: int, field: str | None) -> tuple:
+    if form == "text":
+        return ("body", "text")
+    if form == "texts" or field is None:
+        return ("body", form, index)
+    return ("body", form, index, field)
+
+
+def _characters(records: list[dict]) -> int:
+    """The characters of every string in the records (texts, token lists, ids, other fields)."""
+    total, stack = 0, list(records)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from bertkit.bundle import open_bundle
 from bertkit.errors import BertkitError
-from bertkit.prediction import aligned
+from bertkit.prediction import aligned, is_empty
+from bertkit.serving.limits import Limits  # noqa: F401 - where it used to be
 from bertkit.tasks import get_task
 from bertkit.tasks.options import PredictOptions
 
 # the fields of a request's records that `bertkit predict` reads, per task (beside the text column)
 _QA_FIELDS = ("question", "context")
-
-
-@dataclass
-class Limits:
-    """How much one request may ask: the answer to more is 413 with these numbers."""
-
-    max_texts: int = 256
-    max_chars: int = 200_000  # all the text fields of a request together
-
-    def to_json(self) -> dict:
-        return {"max_texts": self.max_texts, "max_chars": self.max_chars}
 
 
 class Predictor:
@@ -77,24 +68,52 @@ class Predictor:
             )
         return [{self.text_column: text} for text in texts]
 
-    def characters(self, records: list[dict]) -> int:
-        texts = (record.get(key) for record in records for key in self.fields())
-        return sum(len(text) for text in texts if isinstance(text, str))
+    def problems(self, records: list[dict], where: Callable[[int], str]) -> list[tuple[int, str | None, str]]:
+        """(index, field, message) for each record that `bertkit predict` would refuse, found by
+        the same check (`Task.check_record`), before the request joins a batch: a request that
+        cannot be answered never shares a batch with others. `where(index)` names a record."""
+        found, seen = [], {}
+        for index, record in enumerate(records):
+            if is_empty(self.task, record, self.info, self.options):
+                continue
+            try:
+                self.task.check_record(record, self.tokenizer, self.info, self.options, where(index), seen)
+            except BertkitError as err:
+                found.append((index, getattr(err, "field", None), str(err)))
+        return found
 
     def run(self, records: list[dict]) -> list[dict]:
-        return list(aligned(self.task, self.network, self.tokenizer, self.info, records, self.options))
+        """The results of records already checked (`problems`), one request's or several."""
+        return list(aligned(self.task, self.network, self.tokenizer, self.info, records, self.options, check=False))
 
     def describe(self) -> dict:
         """What `GET /info` says about the model."""
         info = self.info
         labels = info.get("labels")
         return {
-            "model": str(Path(self.path).resolve().name),
+            "model": public_name(self.path),
             "task": self.task.name,
             "runtime": self.runtime,
             "labels": list(labels) if labels else None,
             "problem_type": info.get("problem_type"),
             "fields": self.fields(),
             "max_length": info.get("max_length"),
-            "base_model": info.get("base_model"),
+            "base_model": public_name(info.get("base_model")),
         }
+
+
+def public_name(name: str | None) -> str | None:
+    """What a client may see of a model's name: a hub id as it is (`bert-base-uncased`,
+    `org/name`), a local path as its last part only (where the server keeps its files is nobody
+    else's business)."""
+    if not name:
+        return name
+    text = str(name)
+    local = (
+        Path(text).is_absolute()
+        or text.startswith((".", "~"))
+        or "\\" in text
+        or text.count("/") != 1
+        or Path(text).exists()
+    )
+    return Path(text.replace("\\", "/")).resolve().name if local else text

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bertkit.data.readers import blank
-from bertkit.errors import BertkitError
+from bertkit.data.readers import blank, text_value
+from bertkit.errors import BertkitError, RecordError
 
 if TYPE_CHECKING:
     from bertkit.config import RunConfig
@@ -35,6 +35,13 @@ def pad_multiple(cfg: RunConfig) -> int | None:
     import torch
 
     return cfg.train.pad_to_multiple_of or (8 if torch.cuda.is_available() else None)
+
+
+def require_field(record: dict, column: str, where: str, option: str = "--text-column", more: str = "") -> None:
+    """The record has the field `column`, or a `RecordError` naming it (`option` sets it)."""
+    if column not in record:
+        fields = ", ".join(map(str, record)) or "none"
+        raise RecordError(f"{where}: no '{column}' field (fields: {fields}); set {option}.{more}", column)
 
 
 class Task:
@@ -174,6 +181,19 @@ class Task:
         """Whether a record has nothing to predict on (its text is blank)."""
         column = options.text_column or "text"
         return column in record and blank(record[column])
+
+    def check_record(
+        self, record: dict, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict
+    ) -> None:
+        """Refuse a record that `predict` cannot read (a `RecordError` naming `where` and the
+        field), before any model runs: `bertkit predict` checks each record of its input with it,
+        and `bertkit serve` each record of a request, so the two accept and refuse the same
+        records. Records for which `is_empty` is true are not checked. `seen` is shared by the
+        records of one input (one request), for checks across records (QA's unique ids).
+        The default: the text field is there and holds text (null or a number is read as text)."""
+        column = options.text_field(info)
+        require_field(record, column, where)
+        text_value(record[column], where, column)
 
     # ------------------------------------------------------------ the model card
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bertkit import tokenization
 from bertkit.data.readers import place_of, text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.text_columns import quoted_fields
 
 
@@ -50,15 +50,21 @@ def feature_rows(columns: dict) -> list[dict]:
 
 
 def text_of(record: dict, column: str, number: int, option: str = "--text-column") -> str:
+    return text_at(record, column, place_of(record, number), option)
+
+
+def text_at(record: dict, column: str, where: str, option: str = "--text-column") -> str:
+    """The text of `record[column]`, or a `RecordError` naming `where` and the field."""
     if column not in record:
         from bertkit.data.readers import kind_hint
 
-        raise BertkitError(
-            f"{place_of(record, number)}: no {quoted_fields(column)} field (fields: {', '.join(record)}); set {option}."
+        raise RecordError(
+            f"{where}: no {quoted_fields(column)} field (fields: {', '.join(map(str, record))}); set {option}."
             + kind_hint(record)
-            + _data_as_header(record)
+            + _data_as_header(record),
+            column,
         )
-    return text_value(record[column], place_of(record, number), column)
+    return text_value(record[column], where, column)
 
 
 def _data_as_header(record: dict) -> str:

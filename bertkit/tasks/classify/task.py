@@ -15,7 +15,14 @@ from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task
-from bertkit.tasks.classify.encoding import encode_columns, encode_texts, feature_rows, text_of, window_features
+from bertkit.tasks.classify.encoding import (
+    encode_columns,
+    encode_texts,
+    feature_rows,
+    text_at,
+    text_of,
+    window_features,
+)
 from bertkit.tasks.classify.labels import (
     MULTI,
     REGRESSION,
@@ -282,6 +289,13 @@ class ClassifyTask(Task):
                 grouped[index].append(row)
             for record, mine in zip(chunk, grouped, strict=True):
                 yield self.describe(record, text_column, pair_column, mine, info, threshold, windows and pairs is None)
+
+    def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
+        """The text (and the pair's second text) there, and text."""
+        text_at(record, options.text_field(info), where)
+        pair_column = options.pair_field(info)
+        if pair_column:
+            text_at(record, pair_column, where, "--text-pair-column")
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A text (and its pair, if any) with nothing in it."""

@@ -159,5 +159,8 @@ class DistillTask(Task):
     def empty_result(self, model, record, info, options):
         return _task_of(info).empty_result(model, record, info, options)
 
+    def check_record(self, record, tokenizer, info, options, where, seen):
+        return _task_of(info).check_record(record, tokenizer, info, options, where, seen)
+
 
 TASK = DistillTask()

@@ -11,11 +11,11 @@ from bertkit import metrics, models, tokenization
 from bertkit.config import Config
 from bertkit.data.corpus import load_corpus
 from bertkit.data.readers import place_of, text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record, forward, softmax, to_numpy
 from bertkit.progress import console
 from bertkit.run_info import RunInfo
-from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.base import Task, pad_multiple, require_field
 from bertkit.tasks.mlm import sentence_pairs, streaming
 from bertkit.tasks.mlm.masking import IGNORE, MaskingCollator, fixed_masks
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
@@ -200,6 +200,14 @@ class MlmTask(Task):
         losses = forward(model, tokenizer, features, options.batch_size, output=losses_of_rows)
         return {**score_rows(losses), "texts": len(texts)}
 
+    def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
+        """A text holding the mask token (a tokenizer without one: `predict` says so itself)."""
+        column = options.text_field(info)
+        require_field(record, column, where)
+        text = text_value(record[column], where, column)
+        if tokenizer.mask_token is not None and tokenizer.mask_token not in text:
+            raise RecordError(_no_mask(where, text, tokenizer.mask_token), column)
+
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         column = options.text_field(info)
         return empty_record(record, column, masks=[], filled=record.get(column))
@@ -221,9 +229,7 @@ class MlmTask(Task):
                 number += 1
                 text = _text(record, column, number)
                 if mask not in text:
-                    raise BertkitError(
-                        f"{place_of(record, number)}: no {mask} in {text[:80]!r}; mark the word to guess with {mask}"
-                    )
+                    raise RecordError(_no_mask(place_of(record, number), text, mask), column)
                 encoded = tokenizer(text, truncation=True, max_length=info["max_length"])
                 if encoded["input_ids"].count(tokenizer.mask_token_id) < text.count(mask):
                     raise BertkitError(
@@ -374,11 +380,12 @@ def _describe(record: dict, column: str, found, tokenizer) -> dict:
 
 
 def _text(record: dict, column: str, number: int) -> str:
-    if column not in record:
-        raise BertkitError(
-            f"{place_of(record, number)}: no '{column}' field (fields: {', '.join(record)}); set --text-column"
-        )
+    require_field(record, column, place_of(record, number))
     return text_value(record[column], place_of(record, number), column)
+
+
+def _no_mask(where: str, text: str, mask: str) -> str:
+    return f"{where}: no {mask} in {text[:80]!r}; mark the word to guess with {mask}"
 
 
 def _masked_only(model):

@@ -8,7 +8,7 @@ from bertkit import data as data_mod
 from bertkit import tokenization
 from bertkit.config import DataSource, NerConfig
 from bertkit.data.readers import text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.progress import console
 from bertkit.tasks.ner import tags
 
@@ -18,6 +18,29 @@ def tokens_field_of(record: dict, info: dict) -> str | None:
     `tokens`, as CoNLL input gives it), or None for a record that is not a token list."""
     own = (info.get("ner") or {}).get("tokens_field", "tokens")
     return next((field for field in (own, "tokens") if field in record), None)
+
+
+def tokens_value(value, where: str, field: str) -> list[str]:
+    """A record's token list as words: a list of strings (a number is written out, as in a text
+    field); anything else, a text included, is a `RecordError` naming the record and the field
+    (read as it is, a text would be tagged letter by letter, a null as the word "None")."""
+    if not isinstance(value, list):
+        kind = "text" if isinstance(value, str) else type(value).__name__
+        raise RecordError(
+            f"{where}: '{field}' holds {kind}, not a list of tokens; give the words as a JSON list", field
+        )
+    words = []
+    for position, token in enumerate(value, start=1):
+        if isinstance(token, str):
+            words.append(token)
+        elif isinstance(token, (int, float)) and not isinstance(token, bool):
+            words.append(str(token))
+        else:
+            kind = "null" if token is None else type(token).__name__
+            raise RecordError(
+                f"{where}: token {position} of '{field}' is {kind}, not a word; give each token as a string", field
+            )
+    return words
 
 
 def ner_format(source: DataSource) -> str:

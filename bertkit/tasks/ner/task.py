@@ -10,7 +10,7 @@ from bertkit import data as data_mod
 from bertkit import models, tokenization
 from bertkit.config import Config, DataSource
 from bertkit.data.readers import Blank, blank, place_of, text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
@@ -21,6 +21,7 @@ from bertkit.tasks.ner.reading import (
     require_entities,
     scheme_of,
     tokens_field_of,
+    tokens_value,
     words_and_tags,
 )
 from bertkit.tasks.ner.scored import Tagged
@@ -221,6 +222,17 @@ class NerTask(Task):
         column = options.text_field(info)
         return column in record and blank(record[column])
 
+    def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
+        """A token list (of words), or a text."""
+        field = tokens_field_of(record, info)
+        if field is not None:
+            tokens_value(record[field], where, field)
+            return
+        column = options.text_field(info)
+        if column not in record:
+            raise _no_text(record, where, column, info)
+        text_value(record[column], where, column)
+
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """Token-shaped (no tokens, no tags) for a token list, and for a blank line when the
         input's records are token lists or the output is CoNLL; text-shaped (no entities) else."""
@@ -245,7 +257,7 @@ class NerTask(Task):
                 number += 1
                 field = tokens_field_of(record, info)
                 if field is not None:
-                    words.append([str(t) for t in record[field]])
+                    words.append(tokens_value(record[field], place_of(record, number), field))
                     offsets.append(None)
                     if options.output_format == "conll" and "rows" not in record:
                         check_conll_tokens(words[-1], place_of(record, number))
@@ -256,11 +268,7 @@ class NerTask(Task):
                     words.append([w for w, _, _ in found])
                     offsets.append([(s, e) for _, s, e in found])
                 else:
-                    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
-                    raise BertkitError(
-                        f"{place_of(record, number)}: no '{text_column}' or '{tokens_field}' field (fields: "
-                        f"{', '.join(record)}); set --text-column to the field holding the text"
-                    )
+                    raise _no_text(record, place_of(record, number), text_column, info)
             tagged = tag_sentences(model, tokenizer, info, words, options.batch_size)
             for record, sentence, where, found in zip(chunk, words, offsets, tagged, strict=True):
                 yield describe(record, sentence, where, found, text_column)
@@ -270,6 +278,15 @@ class NerTask(Task):
 
 
 TASK = NerTask()
+
+
+def _no_text(record: dict, where: str, text_column: str, info: RunInfo) -> RecordError:
+    tokens_field = (info.get("ner") or {}).get("tokens_field", "tokens")
+    return RecordError(
+        f"{where}: no '{text_column}' or '{tokens_field}' field (fields: {', '.join(map(str, record)) or 'none'}); "
+        "set --text-column to the field holding the text",
+        text_column,
+    )
 
 
 def check_conll_tokens(tokens: list[str], where: str) -> None:

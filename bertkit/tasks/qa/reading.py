@@ -7,7 +7,7 @@ from __future__ import annotations
 from bertkit import data as data_mod
 from bertkit.config import DataSource, QaConfig
 from bertkit.data.readers import text_value
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, RecordError
 from bertkit.progress import console
 
 
@@ -145,21 +145,26 @@ def checked_record(record: dict, fields: dict, where: str, ids: dict, default_id
     seen before (`ids` maps the ids seen so far to where they were)."""
     for name in ("question", "context"):
         if fields[name] not in record:
-            raise BertkitError(
-                f"{where}: no '{fields[name]}' field (fields: {', '.join(record) or 'none'}). Every question "
-                f"needs a '{fields['question']}' and a '{fields['context']}' field (qa.question_field / "
-                "qa.context_field name them when training on data that calls them differently)"
+            raise RecordError(
+                f"{where}: no '{fields[name]}' field (fields: {', '.join(map(str, record)) or 'none'}). Every "
+                f"question needs a '{fields['question']}' and a '{fields['context']}' field (qa.question_field / "
+                "qa.context_field name them when training on data that calls them differently)",
+                fields[name],
             )
     question = text_value(record[fields["question"]], where, fields["question"])
     context = text_value(record[fields["context"]], where, fields["context"])
     if not context.strip():
-        raise BertkitError(f"{where}: the context is empty; a question needs a passage to find its answer in")
+        raise RecordError(
+            f"{where}: the context is empty; a question needs a passage to find its answer in", fields["context"]
+        )
     if not question.strip():
-        raise BertkitError(f"{where}: the question is empty")
+        raise RecordError(f"{where}: the question is empty", fields["question"])
     key = record.get(fields["id"], default_id)
     if key is not None:
         key = str(key)
         if key in ids:
-            raise BertkitError(f"{where}: question id '{key}' is used twice (first at {ids[key]}); ids must be unique")
+            raise RecordError(
+                f"{where}: question id '{key}' is used twice (first at {ids[key]}); ids must be unique", fields["id"]
+            )
         ids[key] = where
     return key, question, context

@@ -128,6 +128,10 @@ class QaTask(Task):
         fields = fields_of(record, _complete(info)["qa"])
         return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
 
+    def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
+        """A question and a context, neither empty, and an id not used before in the input."""
+        checked_record(record, fields_of(record, _complete(info)["qa"]), where, seen)
+
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         id_field = _complete(info)["qa"]["id_field"]
         out = {"id": str(record[id_field])} if record.get(id_field) is not None else {}
@@ -141,13 +145,13 @@ class QaTask(Task):
         info = _complete(info)
         qa = info["qa"]
         alternatives = options.n_best
-        seen: dict[str, str] = {}
         number = 0
         for chunk in chunks(records, self.records_per_pass):
             checked = []
             for record in chunk:
                 number += 1
-                checked.append(checked_record(record, fields_of(record, qa), place_of(record, number), seen))
+                # ids unique across the input: `check_record`, which `predict` runs on every record first
+                checked.append(checked_record(record, fields_of(record, qa), place_of(record, number), {}))
             ids, questions, contexts = (list(column) for column in zip(*checked, strict=True))
             batch = options.batch_size
             found = answer_questions(model, tokenizer, info, questions, contexts, batch, keep=alternatives)
