@@ -93,6 +93,43 @@ def load_weights(auto_class, source: str, cfg, **kwargs):
     return (model, {"missing_keys": []}) if wants_info else model
 
 
+# ---------------------------------------------------------------- finite weights
+
+
+def nonfinite_parameters(model, limit: int = 3) -> list[str]:
+    """Names of the first `limit` parameters holding NaN or an infinity (buffers are left out: a
+    mask buffer may hold -inf on purpose)."""
+    import torch
+
+    bad = []
+    with torch.no_grad():
+        for name, tensor in model.named_parameters():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                bad.append(name)
+                if len(bad) == limit:
+                    break
+    return bad
+
+
+def weights_problem(model) -> str | None:
+    """'the weights of X, Y hold NaN or infinite values', or None when every weight is finite."""
+    bad = nonfinite_parameters(model)
+    if not bad:
+        return None
+    return f"the weights ({', '.join(bad)}{', ...' if len(bad) == 3 else ''}) hold NaN or infinite values"
+
+
+def check_finite_weights(model, where: str) -> None:
+    """A model whose weights hold NaN or infinities (one that diverged in training, saved by an
+    older bertkit) gives no meaningful output, only NaN scores: refused when it is loaded."""
+    problem = weights_problem(model)
+    if problem:
+        raise BertkitError(
+            f"{where}: {problem}, so every output would be NaN: the model diverged when it was trained. "
+            "Train it again with a lower learning rate."
+        )
+
+
 # ---------------------------------------------------------------- safe loading
 
 REMOTE_CODE_HINT = "--trust-remote-code (or `model.trust_remote_code: true` in a config)"

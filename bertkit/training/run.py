@@ -14,6 +14,7 @@ from bertkit.errors import BertkitError
 from bertkit.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
+from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
 from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
 from bertkit.training.trainer import (
@@ -101,6 +102,8 @@ def _run(
             features[role] = longest_first(features[role])
     cfg, rates = resolve_rates(cfg, features["train"])
     model = task.build_model(source, info, cfg)
+    if source is not None:  # a diverged model to start from would read as divergence at step 1
+        models.check_finite_weights(model, f"model.name: {cfg.model.name}")
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -110,7 +113,8 @@ def _run(
     roles = [role for role in ("validation", "test") if role in features]
     scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
-    callbacks = [RichProgress(), remembered] if progress else [remembered]
+    guard = DivergenceGuard(precision, advice(cfg, precision))
+    callbacks = [guard, RichProgress(), remembered] if progress else [guard, remembered]
     if cfg.train.early_stopping_patience:
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
@@ -128,6 +132,7 @@ def _run(
         preprocess_logits_for_metrics=task.reduce_logits,
         callbacks=callbacks,
     )
+    guard.watch(trainer)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
@@ -150,10 +155,16 @@ def _run(
         raise
     train_seconds = time.perf_counter() - started
 
-    scores = {}
-    for role, scorer in scorers.items():
-        reused = remembered.best(trainer.state) if role == "validation" else None
-        scores[role] = reused or score_split(trainer, scorer, features[role])
+    try:
+        # the model about to be scored and published
+        check_weights(trainer.model, trainer.state.global_step, guard.advice)
+        scores = {}
+        for role, scorer in scorers.items():
+            reused = remembered.best(trainer.state) if role == "validation" else None
+            scores[role] = reused or score_split(trainer, scorer, features[role], role, guard.advice)
+    except TrainingDiverged:
+        discard_if_empty(work)
+        raise
     headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
     scores["validation"] = {**headline, **scores["validation"]}
     if trainer.is_world_process_zero():

@@ -43,13 +43,18 @@ def check_metric(best: str, names: list[str], cfg: Config) -> None:
         )
 
 
-def score_split(trainer, scorer, features) -> dict:
-    """Full metrics of the trainer's model on `features`, by the split's own scorer."""
+def score_split(trainer, scorer, features, split: str = "validation", advice: str | None = None) -> dict:
+    """Full metrics of the trainer's model on `features`, by the split's own scorer. A loss that is
+    not finite stops the run (`divergence.check_losses`): the model's outputs overflow."""
+    from bertkit.training.divergence import ADVICE, check_losses
+
     kept, trainer.compute_metrics = trainer.compute_metrics, None
     try:
-        return scorer(trainer.predict(features))
+        prediction = trainer.predict(features)
     finally:
         trainer.compute_metrics = kept
+    check_losses(prediction.metrics or {}, trainer.state.global_step, split, advice or ADVICE)
+    return scorer(prediction)
 
 
 def longest_first(features):
@@ -79,15 +84,22 @@ class RememberEvaluations(callback_base()):
 
 
 def trainer_class(cfg: Config):
-    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, and
-    the task head in its own optimizer group when train.head_learning_rate is set."""
+    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, the
+    task head in its own optimizer group when train.head_learning_rate is set, and every step's
+    loss shown to the run's `DivergenceGuard` (`guard`, set by `DivergenceGuard.watch`)."""
     from transformers import Trainer
 
     grouped, head_lr = cfg.train.group_by_length, cfg.train.head_learning_rate
-    if not grouped and head_lr is None:
-        return Trainer
 
     class BertkitTrainer(Trainer):
+        guard = None
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            loss = super().training_step(model, inputs, num_items_in_batch)
+            if self.guard is not None:
+                self.guard.observe(loss, self.state.global_step + 1, inputs)
+            return loss
+
         def _get_train_sampler(self, train_dataset=None):
             if not grouped:
                 return super()._get_train_sampler(train_dataset)

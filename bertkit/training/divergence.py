@@ -1,0 +1,111 @@
+"""A run whose numbers stop being finite stops there, and publishes nothing.
+
+A learning rate far too high (or data that overflows) makes the loss NaN or infinite, and from then
+on every weight is NaN: such a model predicts one class for everything and writes `NaN` scores. The
+Trainer would go on to the end and save it. `DivergenceGuard` stops the run at the step where it
+happens, for every task (it watches the shared Trainer, not a task):
+
+- the training loss of every step (each micro-batch under gradient accumulation);
+- the validation loss of every evaluation;
+- the weights, before every checkpoint is saved (so `--resume` never continues from a diverged
+  checkpoint) and once more before the bundle is written (`check_weights`): an overflow in the
+  optimizer can make a weight infinite while the loss of that step was still finite.
+
+With `precision: fp16` a step whose loss is not finite and that the loss scaler skipped (its
+weights unchanged) is the scaler's ordinary work, not divergence; its weights are still checked.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bertkit.errors import BertkitError
+from bertkit.models import weights_problem
+from bertkit.progress import callback_base
+
+ADVICE = "Nothing was published. Lower train.learning_rate and run again"
+
+
+def advice(cfg, precision: str) -> str:
+    """What to change: the learning rates this run used, by their keys."""
+
+    def shown(rate) -> str:
+        return f"{rate:g}" if isinstance(rate, float | int) else str(rate)
+
+    rates = [f"train.learning_rate (it was {shown(cfg.train.learning_rate)})"]
+    if cfg.train.head_learning_rate is not None:
+        rates.append(f"train.head_learning_rate ({shown(cfg.train.head_learning_rate)})")
+    extra = "; with fp16 precision, try train.precision: bf16 or fp32" if precision == "fp16" else ""
+    return f"Nothing was published. Lower {' and '.join(rates)} and run again{extra}"
+
+
+class TrainingDiverged(BertkitError):
+    """The loss or the weights stopped being finite at `step`."""
+
+    def __init__(self, step: int, what: str, advice: str = ADVICE):
+        super().__init__(f"training diverged at step {step}: {what}. {advice}")
+        self.step = step
+
+
+def check_weights(model, step: int, advice: str = ADVICE) -> None:
+    problem = weights_problem(model)
+    if problem:
+        raise TrainingDiverged(step, problem, advice)
+
+
+def finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return True  # not a number at all: not this check's business
+
+
+def check_losses(scores: dict, step: int, split: str, advice: str = ADVICE) -> None:
+    """A split's scores after training: its loss must be finite (the weights were, so this is a
+    model whose outputs overflow)."""
+    for key, value in scores.items():
+        if key.endswith("loss") and not finite(value):
+            raise TrainingDiverged(step, f"the {split} loss is {value}", advice)
+
+
+class DivergenceGuard(callback_base()):
+    """Stops training at the first step whose loss, validation loss or weights are not finite (see
+    the module). `watch(trainer)` connects it to the Trainer whose `training_step` reports each
+    loss (`trainer.BertkitTrainer`)."""
+
+    def __init__(self, precision: str = "fp32", advice: str = ADVICE):
+        self.fp16, self.advice = precision == "fp16", advice
+        self.trainer = None
+        self.pending: tuple[int, float] | None = None  # (step, loss) of this step's first non-finite loss
+
+    def watch(self, trainer) -> None:
+        self.trainer = trainer
+        trainer.guard = self
+
+    def observe(self, loss, step: int, inputs=None) -> None:
+        """The loss of one micro-batch of optimizer step `step` (counted from 1). A batch with
+        nothing to predict (every label -100, as a masked-LM batch where no token was drawn for
+        masking) has a NaN loss and zero gradients: that is not divergence."""
+        import torch
+
+        if self.pending is not None or bool(torch.isfinite(loss).all()):
+            return
+        labels = (inputs or {}).get("labels")
+        if isinstance(labels, torch.Tensor) and not labels.is_floating_point() and bool((labels == -100).all()):
+            return
+        self.pending = (step, float(loss.detach().float().mean()))
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        pending, self.pending = self.pending, None
+        skipped = self.fp16 and getattr(getattr(self.trainer, "accelerator", None), "optimizer_step_was_skipped", False)
+        if pending is not None and not skipped:
+            step, value = pending
+            raise TrainingDiverged(step, f"the training loss is {value}", self.advice)
+        last = state.max_steps > 0 and state.global_step >= state.max_steps
+        if model is not None and (control.should_save or control.should_training_stop or last):
+            check_weights(model, state.global_step, self.advice)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        loss = (metrics or {}).get("eval_loss")
+        if loss is not None and not finite(loss):
+            raise TrainingDiverged(state.global_step, f"the validation loss is {loss}", self.advice)
