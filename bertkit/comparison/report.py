@@ -183,5 +183,5 @@ def write_report(comparison, folder: Path) -> None:
     with outputs.atomic_text(str(folder / "report.md")) as handle:
         handle.write(markdown(comparison))
     write_csv(comparison, folder / "report.csv")
-    outputs.write_json(folder / "report.json", as_dict(comparison))
+    outputs.write_json(folder / "report.json", as_dict(comparison), undefined_as_null=True)
     bar_chart(comparison, folder / "report.png")

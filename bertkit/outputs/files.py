@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import json
 import os
 import re
 import shutil
@@ -331,9 +330,16 @@ def atomic_text(path: str | None):
             yield handle
 
 
-def write_json(path: Path, data) -> None:
+def write_json(path: Path, data, undefined_as_null: bool = False) -> None:
+    """`data` as strict JSON (`strict_json`: NaN and infinities are refused, naming the field), or
+    with `undefined_as_null` (files of metrics, where a number may be undefined on the data) each
+    of them written as null and listed under `"undefined"`. Checked before anything is written."""
+    from bertkit.outputs import strict_json
+
+    if undefined_as_null:
+        data = strict_json.undefined_as_null(data)
+    text = strict_json.dumps(data, str(path), indent=2, ensure_ascii=False)
     with atomic_text(str(path)) as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+        handle.write(text + "\n")
 
 

@@ -1,0 +1,230 @@
+"""A model that diverged is never published: a NaN or infinite loss (training or validation) or
+weight stops the run with exit code 2 and the step, for every task; a model whose weights are not
+finite is refused when loaded; and no output file holds NaN or Infinity (JSON has neither)."""
+
+import json
+import math
+import shutil
+
+import pytest
+from checks import assert_refused, write_config
+
+
+def diverging(tmp_path, model, train, task="classify", extra=""):
+    steps = "train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: 1000\n  warmup_ratio: 0.0\n"
+    return write_config(tmp_path, model, train, extra=steps + extra, task=task)
+
+
+def assert_nothing_published(tmp_path):
+    assert not (tmp_path / "out").exists()
+    partial = tmp_path / "out.partial"
+    if partial.exists():  # only complete checkpoints from before the divergence, each with finite weights
+        from safetensors.numpy import load_file
+
+        for weights in partial.glob("checkpoint-*/model.safetensors"):
+            assert all(math.isfinite(float(abs(v).max())) for v in load_file(weights).values())
+
+
+@pytest.mark.slow
+def test_a_diverging_classifier_stops_with_the_step(cli, tmp_path, tiny_model, easy_data):
+    code, _, err = cli("train", "classify", "-c", diverging(tmp_path, tiny_model, easy_data["train"]))
+    assert_refused(code, err, "training diverged at step", "the training loss is nan", "Nothing was published",
+                   "train.learning_rate (it was 1000)")
+    assert_nothing_published(tmp_path)
+    assert not (tmp_path / "out.partial").exists()  # no complete checkpoint was left to resume
+
+
+@pytest.mark.slow
+def test_a_diverging_ner_model_stops_too(cli, tmp_path, tiny_model, ner_data):
+    code, _, err = cli("train", "ner", "-c", diverging(tmp_path, tiny_model, ner_data["train"], task="ner"))
+    assert_refused(code, err, "training diverged at step", "Nothing was published")
+    assert_nothing_published(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_diverging_distilled_student_stops_too(cli, tmp_path, classify_bundle, easy_data):
+    config = tmp_path / "distill.yaml"
+    config.write_text(
+        f"task: distill\ndistill:\n  teacher: {classify_bundle}\n  student_layers: [1]\n"
+        f"data:\n  train: {easy_data['train']}\n"
+        "train:\n  epochs: 1\n  learning_rate: 1000\n  warmup_ratio: 0.0\n"
+        f"output_dir: {tmp_path / 'out'}\n"
+    )
+    code, _, err = cli("train", "distill", "-c", config)
+    assert_refused(code, err, "training diverged at step", "Nothing was published")
+    assert_nothing_published(tmp_path)
+
+
+def poison(after_step: int | None = None, everything: bool = False):
+    """A Trainer callback that makes weights infinite after an optimizer step: after the last one,
+    one weight in a row of the word embeddings that no input uses (the loss stays finite, only the
+    weights show it); after step `after_step`, with `everything`, all of them (the next loss is NaN)."""
+    from transformers import TrainerCallback
+
+    class Poison(TrainerCallback):
+        def on_optimizer_step(self, args, state, control, model=None, **kwargs):
+            import torch
+
+            step = state.global_step + 1  # the step whose update this is
+            with torch.no_grad():
+                if everything and step == after_step:
+                    for parameter in model.parameters():
+                        parameter.fill_(float("inf"))
+                elif not everything and step == state.max_steps:
+                    model.get_input_embeddings().weight[-1, 0] = float("inf")
+
+    return Poison()
+
+
+@pytest.mark.slow
+def test_weights_that_overflow_after_the_last_loss_are_caught(tmp_path, tiny_model, easy_data):
+    from bertkit.config import load_config
+    from bertkit.training import train
+    from bertkit.training.divergence import TrainingDiverged
+
+    path = write_config(tmp_path, tiny_model, easy_data["train"], extra="train:\n  epochs: 1\n")
+    cfg = load_config(path)
+    with pytest.raises(TrainingDiverged) as caught:
+        train(cfg, callbacks=[poison()])
+    message = str(caught.value)
+    assert "hold NaN or infinite values" in message and "word_embeddings" in message
+    assert caught.value.step > 0 and f"at step {caught.value.step}:" in message
+    assert_nothing_published(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_that_diverges_keeps_its_healthy_checkpoints(cli, tmp_path, tiny_model, easy_data, monkeypatch):
+    from bertkit.config import load_config
+    from bertkit.training import run, train
+    from bertkit.training.divergence import TrainingDiverged
+
+    steps = "train:\n  epochs: 2\n  batch_size: 32\n  learning_rate: 3.0e-3\n  save_total_limit: 3\n"
+    path = write_config(tmp_path, tiny_model, easy_data["train"], extra=steps)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "write_bundle", interrupted)
+    cli("train", "classify", "-c", path)
+    monkeypatch.undo()
+
+    def checkpoints():
+        return sorted((p.name for p in (tmp_path / "out.partial").glob("checkpoint-*")), key=lambda n: int(n[11:]))
+
+    assert checkpoints() == ["checkpoint-7", "checkpoint-14"]
+    shutil.rmtree(tmp_path / "out.partial" / "checkpoint-14")  # resume from the first epoch's checkpoint
+    with pytest.raises(TrainingDiverged, match="at step 10: the training loss is nan"):
+        train(load_config(path), resume=True, callbacks=[poison(after_step=9, everything=True)])
+    assert_nothing_published(tmp_path)
+    assert checkpoints() == ["checkpoint-7"]
+
+
+# ---------------------------------------------------------------- the guard's own checks (no training)
+
+
+def test_the_guard_reads_nan_validation_loss_as_divergence():
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    class State:
+        global_step = 12
+
+    guard = DivergenceGuard()
+    guard.on_evaluate(None, State(), None, metrics={"eval_loss": 0.3, "eval_pearson": float("nan")})
+    with pytest.raises(TrainingDiverged, match="at step 12: the validation loss is inf"):
+        guard.on_evaluate(None, State(), None, metrics={"eval_loss": float("inf")})
+
+
+def test_a_batch_with_nothing_to_predict_is_not_divergence():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard
+
+    guard = DivergenceGuard()
+    guard.observe(torch.tensor(float("nan")), 3, {"labels": torch.full((2, 5), -100)})
+    assert guard.pending is None  # a masked-LM batch where no token was drawn: zero gradients
+    guard.observe(torch.tensor(float("nan")), 3, {"labels": torch.tensor([[1, -100]])})
+    assert guard.pending == (3, pytest.approx(float("nan"), nan_ok=True))
+
+
+def nan_model(tmp_path, source):
+    """A copy of `source` whose weights are all NaN, as a diverged run used to publish."""
+    import torch
+    from transformers import AutoModel
+
+    folder = tmp_path / "diverged"
+    shutil.copytree(source, folder)
+    model = AutoModel.from_pretrained(folder) if not (folder / "bertkit.json").exists() else None
+    if model is None:
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained(folder)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.fill_(float("nan"))
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_a_model_with_nan_weights_is_refused_by_every_command(cli, tmp_path, classify_bundle, easy_data):
+    broken = nan_model(tmp_path, classify_bundle)
+    texts = tmp_path / "in.txt"
+    texts.write_text("a great film\n")
+    code, _, err = cli("predict", "--model", broken, "--input", texts, "--output", tmp_path / "p.jsonl")
+    assert_refused(code, err, str(broken), "hold NaN or infinite values", "diverged")
+    assert not (tmp_path / "p.jsonl").exists()
+    code, _, err = cli("evaluate", "--model", broken, "--data", easy_data["test"], "--output-dir", tmp_path / "ev")
+    assert_refused(code, err, "hold NaN or infinite values")
+    assert not (tmp_path / "ev").exists()
+    # nor is it a model to start from: its first step would look like divergence
+    path = write_config(tmp_path, broken, easy_data["train"], extra="train:\n  epochs: 1\n")
+    code, _, err = cli("train", "classify", "-c", path)
+    assert_refused(code, err, f"model.name: {broken}", "hold NaN or infinite values")
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- strict JSON
+
+
+def test_json_writers_refuse_nan_and_infinity(tmp_path):
+    import io
+
+    from bertkit.outputs import RecordWriter, json_line, write_json
+    from bertkit.outputs.strict_json import NotFinite
+
+    with pytest.raises(NotFinite, match=r"'scores\.positive' is NaN"):
+        json_line({"label": "positive", "scores": {"positive": float("nan")}})
+    with pytest.raises(NotFinite, match=r"metrics\.json: 'validation\.loss' is Infinity"):
+        write_json(tmp_path / "metrics.json", {"validation": {"loss": math.inf}})
+    assert not (tmp_path / "metrics.json").exists()
+    for fmt in ("jsonl", "csv", "tsv"):
+        handle = io.StringIO()
+        with pytest.raises(NotFinite, match=r"result 2 .*'score' is -Infinity"), RecordWriter(handle, fmt) as out:
+            out.write({"text": "a", "score": 0.5})
+            out.write({"text": "b", "score": -math.inf})
+        assert "Infinity" not in handle.getvalue()
+
+
+def test_undefined_metrics_are_null_and_say_so(tmp_path):
+    from bertkit.outputs import write_json
+
+    write_json(tmp_path / "m.json", {"validation": {"loss": math.nan, "accuracy": 0.5}, "curve": [1.0, math.inf]},
+               undefined_as_null=True)
+    text = (tmp_path / "m.json").read_text()
+    assert "NaN" not in text.replace('"NaN"', "") and "Infinity" not in text.replace('"Infinity"', "")
+    data = json.loads(text)
+    assert data["validation"] == {"loss": None, "accuracy": 0.5, "undefined": {"loss": "NaN"}}
+    assert data["curve"] == [1.0, None]
+
+
+def test_vectors_that_are_not_finite_are_not_written(tmp_path):
+    import numpy as np
+
+    from bertkit.embeddings.embed import VectorWriter
+    from bertkit.outputs.strict_json import NotFinite
+
+    for fmt in ("npy", "jsonl", "parquet"):
+        writer = VectorWriter(tmp_path / f"v.{fmt}", fmt, "text")
+        with pytest.raises(NotFinite, match="input record 2: its embedding holds NaN"):
+            writer.write([{"text": "a"}, {"text": "b"}], np.array([[0.1, 0.2], [np.nan, 0.0]], dtype=np.float32))
+        writer.close()
