@@ -83,16 +83,13 @@ def _run(
     if source is not None:
         models.check_max_length(source, cfg)
     from bertkit.progress import RichProgress, status
-    from bertkit.tokenization import load_tokenizer
 
     with status("reading data"):
         raw = task.load(cfg)
         info = RunInfo(task.setup(raw, cfg))
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     check_metric(best, task.metric_names(info), cfg)
-    tokenizer = task.new_tokenizer(raw, cfg)
-    if tokenizer is None:
-        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    tokenizer = run_tokenizer(cfg, task, raw, source)
     facts = task.tokenizer_facts(tokenizer, info)
     if facts:
         info = info.replace(**facts)
@@ -101,9 +98,7 @@ def _run(
         if role in features:
             features[role] = longest_first(features[role])
     cfg, rates = resolve_rates(cfg, features["train"])
-    model = task.build_model(source, info, cfg)
-    if source is not None:  # a diverged model to start from would read as divergence at step 1
-        models.check_finite_weights(model, f"model.name: {cfg.model.name}")
+    model = starting_model(cfg, task, source, info)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -182,6 +177,28 @@ def _run(
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}
+
+
+def run_tokenizer(cfg: Config, task, raw, source: str | None):
+    """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
+    the model's. `bertkit smoke` loads it here too."""
+    from bertkit.tokenization import load_tokenizer
+
+    tokenizer = task.new_tokenizer(raw, cfg)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    return tokenizer
+
+
+def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
+    """The model training starts from, as the task builds it (`None` source: from scratch), its
+    weights read whole and finite (a diverged model to start from would look like divergence at
+    step 1). `bertkit smoke` loads the real model here too, so a damaged one stops it as it stops
+    the run."""
+    model = task.build_model(source, info, cfg)
+    if source is not None:
+        models.check_finite_weights(model, f"model.name: {cfg.model.name}")
+    return model
 
 
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
