@@ -176,6 +176,9 @@ def test_a_model_with_nan_weights_is_refused_by_every_command(cli, tmp_path, cla
     code, _, err = cli("evaluate", "--model", broken, "--data", easy_data["test"], "--output-dir", tmp_path / "ev")
     assert_refused(code, err, "hold NaN or infinite values")
     assert not (tmp_path / "ev").exists()
+    code, _, err = cli("compare", classify_bundle, broken, "--data", easy_data["test"], "-o", tmp_path / "cmp")
+    assert_refused(code, err, str(broken), "hold NaN or infinite values")
+    assert not (tmp_path / "cmp").exists()
     # nor is it a model to start from: its first step would look like divergence
     path = write_config(tmp_path, broken, easy_data["train"], extra="train:\n  epochs: 1\n")
     code, _, err = cli("train", "classify", "-c", path)
