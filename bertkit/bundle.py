@@ -44,7 +44,6 @@ class Bundle:
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
         model = models.weights_from_pretrained(loader, str(self.path), self.trust_remote_code)
-        models.check_finite_weights(model, str(self.path))
         limit = models.position_limit(model.config)
         length = self.info.get("max_length", min(limit or 512, 512))  # as for a plain Hugging Face model
         if limit and length > limit:

@@ -196,11 +196,17 @@ def weights_from_pretrained(loader, source: str, trusted: bool = False, **kwargs
     loads a checkpoint in the dtype it was saved in, so a model published in fp16 or bf16 would
     otherwise train with half-precision weights (AdamW's small updates rounded away; the fp16
     grad scaler refuses them outright) and run in half precision on a CPU. Mixed precision on a
-    GPU is the Trainer's autocast over these float32 weights (train.precision)."""
+    GPU is the Trainer's autocast over these float32 weights (train.precision).
+
+    Every command loads weights here, so a model whose weights are not finite is refused here
+    (`check_finite_weights`), whichever command reads it: training from it, predict, evaluate,
+    embed, search, compare, export, serve, attention."""
     import torch
 
     kwargs.setdefault("dtype", torch.float32)
-    return from_pretrained(loader, source, trusted, **kwargs)
+    loaded = from_pretrained(loader, source, trusted, **kwargs)
+    check_finite_weights(loaded[0] if isinstance(loaded, tuple) else loaded, source)
+    return loaded
 
 
 def explain_load_error(source: str, err: BaseException) -> BertkitError | None:

@@ -182,7 +182,7 @@ def test_a_model_with_nan_weights_is_refused_by_every_command(cli, tmp_path, cla
     # nor is it a model to start from: its first step would look like divergence
     path = write_config(tmp_path, broken, easy_data["train"], extra="train:\n  epochs: 1\n")
     code, _, err = cli("train", "classify", "-c", path)
-    assert_refused(code, err, f"model.name: {broken}", "hold NaN or infinite values")
+    assert_refused(code, err, str(broken), "hold NaN or infinite values")
     assert not (tmp_path / "out").exists()
 
 
@@ -231,3 +231,29 @@ def test_vectors_that_are_not_finite_are_not_written(tmp_path):
         with pytest.raises(NotFinite, match="input record 2: its embedding holds NaN"):
             writer.write([{"text": "a"}, {"text": "b"}], np.array([[0.1, 0.2], [np.nan, 0.0]], dtype=np.float32))
         writer.close()
+
+
+@pytest.mark.slow
+def test_a_tune_trial_that_diverges_is_failed_and_cannot_win(cli, tmp_path, tiny_model, easy_data):
+    import optuna
+
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
+        f"data:\n  train: {easy_data['train']}\n"
+        "train:\n  epochs: 1\n  warmup_ratio: 0.0\n"
+        "tune:\n  space:\n    train.learning_rate: {low: 1.0e-4, high: 1.0e+3, log: true}\n"
+        f"output_dir: {tmp_path / 'study'}\n"
+    )
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    planned = optuna.create_study(study_name="run", storage=url, direction="maximize")
+    planned.enqueue_trial({"train.learning_rate": 1000.0})  # diverges: its last scores would still look fine
+    planned.enqueue_trial({"train.learning_rate": 3e-3})
+    code, _, err = cli("tune", "-c", config, "--trials", "2", "--storage", url)
+    assert code == 0, err  # the study goes on after the failed trial
+    trials = optuna.load_study(study_name="run", storage=url).trials
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE"]
+    assert trials[0].user_attrs["diverged_at_step"] > 0
+    report = json.loads((tmp_path / "study" / "trials.json").read_text())
+    assert report["best"]["number"] == 1
+    assert "NaN" not in (tmp_path / "study" / "trials.json").read_text()

@@ -192,13 +192,10 @@ def run_tokenizer(cfg: Config, task, raw, source: str | None):
 
 def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
     """The model training starts from, as the task builds it (`None` source: from scratch), its
-    weights read whole and finite (a diverged model to start from would look like divergence at
-    step 1). `bertkit smoke` loads the real model here too, so a damaged one stops it as it stops
-    the run."""
-    model = task.build_model(source, info, cfg)
-    if source is not None:
-        models.check_finite_weights(model, f"model.name: {cfg.model.name}")
-    return model
+    weights read whole and finite (`models.weights_from_pretrained`: a diverged model to start from
+    would look like divergence at step 1). `bertkit smoke` loads the real model here too, so a
+    damaged one stops it as it stops the run."""
+    return task.build_model(source, info, cfg)
 
 
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
