@@ -257,3 +257,28 @@ def test_a_tune_trial_that_diverges_is_failed_and_cannot_win(cli, tmp_path, tiny
     report = json.loads((tmp_path / "study" / "trials.json").read_text())
     assert report["best"]["number"] == 1
     assert "NaN" not in (tmp_path / "study" / "trials.json").read_text()
+
+
+def test_weights_are_checked_before_every_checkpoint_step_or_epoch():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    class State:
+        global_step, max_steps = 7, 100
+
+    class Control:
+        should_save = should_training_stop = False
+
+    model = torch.nn.Linear(2, 2)
+    guard = DivergenceGuard()
+    guard.on_step_end(None, State(), Control(), model=model)
+    guard.on_epoch_end(None, State(), Control(), model=model)
+    with torch.no_grad():
+        model.weight[0, 0] = float("nan")
+    guard.on_step_end(None, State(), Control(), model=model)  # no checkpoint, no check: a loss will show it
+    saving = Control()
+    saving.should_save = True
+    for hook in (guard.on_step_end, guard.on_epoch_end):
+        with pytest.raises(TrainingDiverged, match=r"at step 7: the weights \(weight\) hold NaN"):
+            hook(None, State(), saving, model=model)

@@ -105,6 +105,11 @@ class DivergenceGuard(callback_base()):
         if model is not None and (control.should_save or control.should_training_stop or last):
             check_weights(model, state.global_step, self.advice)
 
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        """An epoch's checkpoint (save_strategy: epoch) is decided here, after the step's check."""
+        if model is not None and control.should_save:
+            check_weights(model, state.global_step, self.advice)
+
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         loss = (metrics or {}).get("eval_loss")
         if loss is not None and not finite(loss):
