@@ -113,8 +113,10 @@ def test_a_resumed_run_that_diverges_keeps_its_healthy_checkpoints(cli, tmp_path
 
     assert checkpoints() == ["checkpoint-7", "checkpoint-14"]
     shutil.rmtree(tmp_path / "out.partial" / "checkpoint-14")  # resume from the first epoch's checkpoint
-    with pytest.raises(TrainingDiverged, match="at step 10: the training loss is nan"):
+    with pytest.raises(TrainingDiverged, match="at step 10: the training loss is nan") as caught:
         train(load_config(path), resume=True, callbacks=[poison(after_step=9, everything=True)])
+    assert "checkpoints from before that step are kept in" in str(caught.value)
+    assert "--overwrite to start afresh" in str(caught.value)
     assert_nothing_published(tmp_path)
     assert checkpoints() == ["checkpoint-7"]
 

@@ -44,7 +44,15 @@ class TrainingDiverged(BertkitError):
 
     def __init__(self, step: int, what: str, advice: str = ADVICE):
         super().__init__(f"training diverged at step {step}: {what}. {advice}")
-        self.step = step
+        self.step, self.what, self.advice = step, what, advice
+
+    def with_checkpoints_in(self, work) -> TrainingDiverged:
+        """The same, saying that the run's checkpoints from before the step (all finite) are kept."""
+        kept = (
+            f". Its checkpoints from before that step are kept in {work}: add --overwrite to start afresh "
+            "(--resume would continue with the learning rate schedule they saved)"
+        )
+        return TrainingDiverged(self.step, self.what, self.advice + kept)
 
 
 def check_weights(model, step: int, advice: str = ADVICE) -> None:

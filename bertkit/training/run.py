@@ -143,6 +143,8 @@ def _run(
         from bertkit.checkpoints import last_complete
 
         kept = work.is_dir() and last_complete(work)[0] is not None
+        if isinstance(err, TrainingDiverged) and kept:
+            raise err.with_checkpoints_in(work) from None
         after = "The complete checkpoints are kept: make room, then run again with --resume." if kept else ""
         failed = outputs.writing_failed(err, work, after or "Nothing was kept.")
         if failed:
