@@ -93,6 +93,36 @@ def test_weights_that_overflow_after_the_last_loss_are_caught(tmp_path, tiny_mod
 
 
 @pytest.mark.slow
+def test_nan_that_only_the_validation_data_meets_is_caught(tmp_path, tiny_model, easy_data):
+    """The validation texts hold words the vocabulary lacks ([UNK]), which training never meets;
+    after the weights were checked for the epoch's checkpoint, [UNK]'s embedding turns NaN: only the
+    validation loss can show it."""
+    from transformers import TrainerCallback
+
+    from bertkit.config import load_config
+    from bertkit.training import train
+    from bertkit.training.divergence import TrainingDiverged
+
+    validation = tmp_path / "validation.csv"
+    rows = "".join(f"qxqz{i} great film,positive\nqxqz{i} awful film,negative\n" for i in range(8))
+    validation.write_text("text,label\n" + rows)
+
+    class PoisonUnknown(TrainerCallback):
+        def on_epoch_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+            import torch
+
+            with torch.no_grad():
+                model.get_input_embeddings().weight[processing_class.unk_token_id] = float("nan")
+
+    path = write_config(tmp_path, tiny_model, easy_data["train"], extra="train:\n  epochs: 1\n")
+    path.write_text(path.read_text().replace("data:\n", f"data:\n  validation: {validation}\n"))
+    with pytest.raises(TrainingDiverged, match="the validation loss is nan") as caught:
+        train(load_config(path), callbacks=[PoisonUnknown()])
+    assert caught.value.step > 0
+    assert_nothing_published(tmp_path)
+
+
+@pytest.mark.slow
 def test_a_resumed_run_that_diverges_keeps_its_healthy_checkpoints(cli, tmp_path, tiny_model, easy_data, monkeypatch):
     from bertkit.config import load_config
     from bertkit.training import run, train
@@ -124,16 +154,27 @@ def test_a_resumed_run_that_diverges_keeps_its_healthy_checkpoints(cli, tmp_path
 # ---------------------------------------------------------------- the guard's own checks (no training)
 
 
-def test_the_guard_reads_nan_validation_loss_as_divergence():
+def test_the_guard_reads_a_nan_validation_batch_as_divergence():
+    import torch
+
     from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
 
     class State:
         global_step = 12
 
     guard = DivergenceGuard()
-    guard.on_evaluate(None, State(), None, metrics={"eval_loss": 0.3, "eval_pearson": float("nan")})
+    guard.observe_evaluation(torch.tensor(0.3), torch.tensor([1, 0]))
+    guard.observe_evaluation(None)  # a prediction without labels has no loss
+    guard.on_evaluate(None, State(), None, metrics={"eval_loss": 0.3})
+    # one batch is enough, though the Trainer's mean of the others would be finite
+    guard.observe_evaluation(torch.tensor(float("inf")), torch.tensor([1, 0]))
+    guard.observe_evaluation(torch.tensor(0.3), torch.tensor([1, 0]))
     with pytest.raises(TrainingDiverged, match="at step 12: the validation loss is inf"):
-        guard.on_evaluate(None, State(), None, metrics={"eval_loss": float("inf")})
+        guard.on_evaluate(None, State(), None, metrics={"eval_loss": 0.3})
+    guard.on_evaluate(None, State(), None, metrics={"eval_loss": 0.3})  # the next evaluation starts afresh
+    guard.observe_evaluation(torch.tensor(float("nan")), torch.tensor([1, 0]))
+    with pytest.raises(TrainingDiverged, match="at step 12: the test loss is nan"):
+        guard.check_evaluation(12, "the test loss")
 
 
 def test_a_batch_with_nothing_to_predict_is_not_divergence():
@@ -141,11 +182,20 @@ def test_a_batch_with_nothing_to_predict_is_not_divergence():
 
     from bertkit.training.divergence import DivergenceGuard
 
+    class State:
+        global_step, max_steps = 3, 10
+
+    class Control:
+        should_save = should_training_stop = False
+
     guard = DivergenceGuard()
-    guard.observe(torch.tensor(float("nan")), 3, {"labels": torch.full((2, 5), -100)})
-    assert guard.pending is None  # a masked-LM batch where no token was drawn: zero gradients
-    guard.observe(torch.tensor(float("nan")), 3, {"labels": torch.tensor([[1, -100]])})
-    assert guard.pending == (3, pytest.approx(float("nan"), nan_ok=True))
+    nothing = torch.full((2, 5), -100)  # a masked-LM batch where no token was drawn: zero gradients
+    guard.observe(torch.tensor(float("nan")), 3, nothing)
+    guard.observe_evaluation(torch.tensor(float("nan")), nothing)
+    guard.on_step_end(None, State(), Control())
+    guard.on_evaluate(None, State(), None)
+    guard.observe(torch.tensor(float("nan")), 3, torch.tensor([[1, -100]]))
+    assert guard.pending[0] == 3 and math.isnan(guard.pending[1])
 
 
 def nan_model(tmp_path, source):

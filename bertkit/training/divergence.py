@@ -6,7 +6,7 @@ Trainer would go on to the end and save it. `DivergenceGuard` stops the run at t
 happens, for every task (it watches the shared Trainer, not a task):
 
 - the training loss of every step (each micro-batch under gradient accumulation);
-- the validation loss of every evaluation;
+- the loss of every evaluation batch (validation during training, each split scored after it);
 - the weights, before every checkpoint is saved (so `--resume` never continues from a diverged
   checkpoint) and once more before the bundle is written (`check_weights`): an overflow in the
   optimizer can make a weight infinite while the loss of that step was still finite.
@@ -16,8 +16,6 @@ weights unchanged) is the scaler's ordinary work, not divergence; its weights ar
 """
 
 from __future__ import annotations
-
-import math
 
 from bertkit.errors import BertkitError
 from bertkit.models import weights_problem
@@ -61,21 +59,6 @@ def check_weights(model, step: int, advice: str = ADVICE) -> None:
         raise TrainingDiverged(step, problem, advice)
 
 
-def finite(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return True  # not a number at all: not this check's business
-
-
-def check_losses(scores: dict, step: int, split: str, advice: str = ADVICE) -> None:
-    """A split's scores after training: its loss must be finite (the weights were, so this is a
-    model whose outputs overflow)."""
-    for key, value in scores.items():
-        if key.endswith("loss") and not finite(value):
-            raise TrainingDiverged(step, f"the {split} loss is {value}", advice)
-
-
 class DivergenceGuard(callback_base()):
     """Stops training at the first step whose loss, validation loss or weights are not finite (see
     the module). `watch(trainer)` connects it to the Trainer whose `training_step` reports each
@@ -85,23 +68,28 @@ class DivergenceGuard(callback_base()):
         self.fp16, self.advice = precision == "fp16", advice
         self.trainer = None
         self.pending: tuple[int, float] | None = None  # (step, loss) of this step's first non-finite loss
+        self.evaluation: float | None = None  # the first non-finite loss of the evaluation under way
 
     def watch(self, trainer) -> None:
         self.trainer = trainer
         trainer.guard = self
 
-    def observe(self, loss, step: int, inputs=None) -> None:
-        """The loss of one micro-batch of optimizer step `step` (counted from 1). A batch with
-        nothing to predict (every label -100, as a masked-LM batch where no token was drawn for
-        masking) has a NaN loss and zero gradients: that is not divergence."""
-        import torch
+    def observe(self, loss, step: int, labels=None) -> None:
+        """The loss of one training micro-batch of optimizer step `step` (counted from 1)."""
+        if self.pending is None and not _finite_or_nothing_to_predict(loss, labels):
+            self.pending = (step, _shown(loss))
 
-        if self.pending is not None or bool(torch.isfinite(loss).all()):
-            return
-        labels = (inputs or {}).get("labels")
-        if isinstance(labels, torch.Tensor) and not labels.is_floating_point() and bool((labels == -100).all()):
-            return
-        self.pending = (step, float(loss.detach().float().mean()))
+    def observe_evaluation(self, loss, labels=None) -> None:
+        """The loss of one evaluation (or scoring) batch, when the Trainer computed one."""
+        if self.evaluation is None and loss is not None and not _finite_or_nothing_to_predict(loss, labels):
+            self.evaluation = _shown(loss)
+
+    def check_evaluation(self, step: int, what: str = "the validation loss") -> None:
+        """Raise if a batch of the evaluation that just ended had a loss that was not finite (each
+        batch is looked at: the Trainer's mean leaves such batches out when others are finite)."""
+        bad, self.evaluation = self.evaluation, None
+        if bad is not None:
+            raise TrainingDiverged(step, f"{what} is {bad}", self.advice)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         pending, self.pending = self.pending, None
@@ -119,6 +107,19 @@ class DivergenceGuard(callback_base()):
             check_weights(model, state.global_step, self.advice)
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        loss = (metrics or {}).get("eval_loss")
-        if loss is not None and not finite(loss):
-            raise TrainingDiverged(state.global_step, f"the validation loss is {loss}", self.advice)
+        self.check_evaluation(state.global_step)
+
+
+def _finite_or_nothing_to_predict(loss, labels) -> bool:
+    """Whether a batch's loss is finite, or its batch had nothing to predict: every label -100 (a
+    masked-LM batch in which no token was drawn for masking, say) gives a NaN loss and zero
+    gradients, which is not divergence."""
+    import torch
+
+    if bool(torch.isfinite(loss).all()):
+        return True
+    return isinstance(labels, torch.Tensor) and not labels.is_floating_point() and bool((labels == -100).all())
+
+
+def _shown(loss) -> float:
+    return float(loss.detach().float().mean())

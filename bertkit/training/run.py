@@ -158,7 +158,7 @@ def _run(
         scores = {}
         for role, scorer in scorers.items():
             reused = remembered.best(trainer.state) if role == "validation" else None
-            scores[role] = reused or score_split(trainer, scorer, features[role], role, guard.advice)
+            scores[role] = reused or score_split(trainer, scorer, features[role], role)
     except TrainingDiverged:
         discard_if_empty(work)
         raise

@@ -43,17 +43,17 @@ def check_metric(best: str, names: list[str], cfg: Config) -> None:
         )
 
 
-def score_split(trainer, scorer, features, split: str = "validation", advice: str | None = None) -> dict:
-    """Full metrics of the trainer's model on `features`, by the split's own scorer. A loss that is
-    not finite stops the run (`divergence.check_losses`): the model's outputs overflow."""
-    from bertkit.training.divergence import ADVICE, check_losses
-
+def score_split(trainer, scorer, features, split: str = "validation") -> dict:
+    """Full metrics of the trainer's model on `features`, by the split's own scorer. A batch whose
+    loss is not finite stops the run (`DivergenceGuard.check_evaluation`)."""
     kept, trainer.compute_metrics = trainer.compute_metrics, None
     try:
         prediction = trainer.predict(features)
     finally:
         trainer.compute_metrics = kept
-    check_losses(prediction.metrics or {}, trainer.state.global_step, split, advice or ADVICE)
+    guard = getattr(trainer, "guard", None)
+    if guard is not None:
+        guard.check_evaluation(trainer.state.global_step, f"the {split} loss")
     return scorer(prediction)
 
 
@@ -95,10 +95,18 @@ def trainer_class(cfg: Config):
         guard = None
 
         def training_step(self, model, inputs, num_items_in_batch=None):
+            labels = inputs.get("labels")  # before a task's loss pops them
             loss = super().training_step(model, inputs, num_items_in_batch)
             if self.guard is not None:
-                self.guard.observe(loss, self.state.global_step + 1, inputs)
+                self.guard.observe(loss, self.state.global_step + 1, labels)
             return loss
+
+        def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+            labels = inputs.get("labels")
+            out = super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+            if self.guard is not None:
+                self.guard.observe_evaluation(out[0], labels)
+            return out
 
         def _get_train_sampler(self, train_dataset=None):
             if not grouped:
