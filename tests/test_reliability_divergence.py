@@ -334,3 +334,34 @@ def test_weights_are_checked_before_every_checkpoint_step_or_epoch():
     for hook in (guard.on_step_end, guard.on_epoch_end):
         with pytest.raises(TrainingDiverged, match=r"at step 7: the weights \(weight\) hold NaN"):
             hook(None, State(), saving, model=model)
+
+
+@pytest.mark.slow
+def test_two_processes_stop_together_when_one_diverges(tiny_model, easy_data, tmp_path):
+    """Under torchrun each process sees its own loss; all stop at once (none waits for the others)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"model: {{name: {tiny_model}, max_length: 32}}\n"
+        f"data: {{train: {easy_data['train']}, validation_split: 0.25}}\n"
+        "train: {epochs: 1, batch_size: 9, learning_rate: 1000, warmup_ratio: 0.0}\n"
+        f"output_dir: {tmp_path / 'out'}\n"
+    )
+    torchrun = Path(sys.executable).parent / "torchrun"
+    result = subprocess.run(
+        [str(torchrun), "--nproc_per_node", "2", "--master_port", str(port), "-m", "bertkit", "train", "classify",
+         "-c", str(config)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert (result.stdout + result.stderr).count("training diverged at step") >= 1, result.stderr[-3000:]
+    assert not (tmp_path / "out").exists()

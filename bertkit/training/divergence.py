@@ -88,14 +88,17 @@ class DivergenceGuard(callback_base()):
         """Raise if a batch of the evaluation that just ended had a loss that was not finite (each
         batch is looked at: the Trainer's mean leaves such batches out when others are finite)."""
         bad, self.evaluation = self.evaluation, None
-        if bad is not None:
-            raise TrainingDiverged(step, f"{what} is {bad}", self.advice)
+        if _on_any_process(bad is not None):
+            shown = bad if bad is not None else "not finite on another process"
+            raise TrainingDiverged(step, f"{what} is {shown}", self.advice)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         pending, self.pending = self.pending, None
         skipped = self.fp16 and getattr(getattr(self.trainer, "accelerator", None), "optimizer_step_was_skipped", False)
-        if pending is not None and not skipped:
-            step, value = pending
+        if pending is not None and skipped:
+            pending = None
+        if _on_any_process(pending is not None):  # every process stops, or the others would wait for it
+            step, value = pending if pending is not None else (state.global_step, "not finite on another process")
             raise TrainingDiverged(step, f"the training loss is {value}", self.advice)
         last = state.max_steps > 0 and state.global_step >= state.max_steps
         if model is not None and (control.should_save or control.should_training_stop or last):
@@ -108,6 +111,21 @@ class DivergenceGuard(callback_base()):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         self.check_evaluation(state.global_step)
+
+
+def _on_any_process(flag: bool) -> bool:
+    """`flag` of this process, or of any process of a distributed run (torchrun, accelerate): a
+    loss is each process's own, and one process stopping alone would leave the others waiting for
+    it in their next exchange. Weights are the same on every process, so their check needs none."""
+    import torch
+
+    distributed = torch.distributed
+    if not (distributed.is_available() and distributed.is_initialized()) or distributed.get_world_size() == 1:
+        return flag
+    device = f"cuda:{torch.cuda.current_device()}" if distributed.get_backend() == "nccl" else "cpu"
+    seen = torch.tensor([1 if flag else 0], device=device)
+    distributed.all_reduce(seen, op=distributed.ReduceOp.MAX)
+    return bool(seen.item())
 
 
 def _finite_or_nothing_to_predict(loss, labels) -> bool:
