@@ -256,6 +256,21 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     return None
 
 
+def damaged_weights(source: str) -> str | None:
+    """Why the weight files of a local model are unusable without reading them (a safetensors file
+    cut short: its header lists more than it holds), or None. For checks that load no weights
+    (`bertkit inspect`); loading them says the same (`explain_load_error`)."""
+    from bertkit.checkpoints import safetensors_whole
+
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        return None
+    broken = [p.name for p in sorted(folder.glob("*.safetensors")) if not safetensors_whole(p)]
+    if not broken:
+        return None
+    return f"{source}: {', '.join(broken)} is damaged or incomplete. Copy the model again, or train it again."
+
+
 def _valid_json(path: Path) -> bool:
     try:
         json.loads(path.read_text(encoding="utf-8"))

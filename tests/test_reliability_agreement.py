@@ -43,6 +43,15 @@ def test_smoke_refuses_a_damaged_model_as_training_does(cli, tmp_path, tiny_mode
     assert not (tmp_path / "out").exists()
 
 
+def test_inspect_finds_weights_cut_short_without_loading_them(cli, tmp_path, tiny_model, easy_data):
+    model = damaged(tmp_path, tiny_model, "weights cut short")
+    config = write_config(tmp_path, model, easy_data["train"])
+    code, _, err = cli("inspect", "-c", config)
+    assert_refused(code, err, f"{model}: model.safetensors is damaged or incomplete", "training would not run")
+    code, _, err = cli("train", "classify", "-c", config)
+    assert_refused(code, err, f"{model}: model.safetensors is damaged or incomplete")
+
+
 @pytest.mark.slow
 def test_smoke_loads_the_real_model_as_the_run_does(cli, tmp_path, tiny_model, easy_data, monkeypatch):
     from bertkit.training import run
