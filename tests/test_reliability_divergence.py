@@ -365,3 +365,23 @@ def test_two_processes_stop_together_when_one_diverges(tiny_model, easy_data, tm
     assert result.returncode != 0
     assert (result.stdout + result.stderr).count("training diverged at step") >= 1, result.stderr[-3000:]
     assert not (tmp_path / "out").exists()
+
+
+def test_numpy_numbers_are_held_to_the_same_rule(tmp_path):
+    import io
+
+    import numpy as np
+
+    from bertkit.outputs import RecordWriter, write_json
+    from bertkit.outputs.strict_json import NotFinite
+
+    with pytest.raises(NotFinite, match="'score' is Infinity"), RecordWriter(io.StringIO(), "csv") as out:
+        out.write({"score": np.float32("inf")})  # csv would write `inf`
+    write_json(tmp_path / "m.json", {"pearson": np.float64("nan")}, undefined_as_null=True)
+    assert json.loads((tmp_path / "m.json").read_text()) == {"pearson": None, "undefined": {"pearson": "NaN"}}
+
+
+def test_compare_tables_leave_a_bound_that_is_not_a_number_empty():
+    from bertkit.comparison.report import cell
+
+    assert cell(0.5, math.nan, 0.75, 3) == "0.500 [, 0.750]"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 
 from bertkit.errors import BertkitError
 
@@ -24,7 +25,8 @@ class NotFinite(BertkitError):
 
 
 def _bad(value) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
+    """NaN or an infinity, as a Python float or any other real number type (numpy's float32)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value)
 
 
 def _name(value: float) -> str:
