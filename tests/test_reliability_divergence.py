@@ -385,3 +385,11 @@ def test_compare_tables_leave_a_bound_that_is_not_a_number_empty():
     from bertkit.comparison.report import cell
 
     assert cell(0.5, math.nan, 0.75, 3) == "0.500 [, 0.750]"
+
+
+@pytest.mark.parametrize("setting", ["train.max_grad_norm=inf", "train.learning_rate=nan", "train.weight_decay=-inf"])
+def test_a_setting_that_is_not_a_finite_number_is_refused(cli, tmp_path, tiny_model, easy_data, setting):
+    """It would make the run's numbers NaN, and could not be written to bertkit.json."""
+    path = write_config(tmp_path, tiny_model, easy_data["train"])
+    code, _, err = cli("config", "show", "-c", path, "--set", setting)
+    assert_refused(code, err, f"--set {setting}", "Input should be a finite number")
