@@ -184,9 +184,7 @@ def attention_file(
 ) -> Attention:
     """Load `model`, compute its attention on `text`, and write the picture and the JSON; every
     output is checked before the model loads."""
-    import json
-
-    from bertkit.outputs import atomic_path, atomic_text, check_output_file
+    from bertkit.outputs import atomic_path, atomic_text, check_output_file, json_line
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to look at")
@@ -221,5 +219,5 @@ def attention_file(
             draw(matrices, titles, attention.tokens, tmp)
     if json_path is not None:
         with atomic_text(json_path) as handle:
-            handle.write(json.dumps(attention.to_json(), ensure_ascii=False) + "\n")
+            handle.write(json_line(attention.to_json()) + "\n")
     return attention

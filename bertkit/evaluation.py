@@ -52,6 +52,7 @@ def evaluate_file(
         with status(f"scoring {data}"):
             scores = task.evaluate(network, tokenizer, bundle.info, data, options)
         if staged is not None:
-            outputs.write_json(staged / "metrics.json", {"data": data, "model": model, **scores})
+            record = {"data": data, "model": model, **scores}
+            outputs.write_json(staged / "metrics.json", record, undefined_as_null=True)
             reports.task_plots(scores, staged)
     return scores, target

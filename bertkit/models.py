@@ -93,6 +93,51 @@ def load_weights(auto_class, source: str, cfg, **kwargs):
     return (model, {"missing_keys": []}) if wants_info else model
 
 
+# ---------------------------------------------------------------- finite weights
+
+
+def nonfinite_parameters(model, limit: int = 3) -> list[str]:
+    """Names of the first `limit` parameters holding NaN or an infinity (buffers are left out: a
+    mask buffer may hold -inf on purpose)."""
+    import torch
+
+    named = [(name, p) for name, p in model.named_parameters() if p.is_floating_point() and p.numel()]
+    if not named:
+        return []
+    bad = []
+    with torch.no_grad():
+        # a sum is finite only if every element is (NaN and infinities propagate), and summing is
+        # far cheaper than testing each element: one pass, one device sync for the whole model.
+        # A sum can also overflow with finite elements, so a suspect is tested element by element.
+        sums = torch.stack([p.sum(dtype=torch.float32).to(named[0][1].device) for _, p in named])
+        for index in torch.nonzero(~torch.isfinite(sums)).flatten().tolist():
+            name, tensor = named[index]
+            if not bool(torch.isfinite(tensor).all()):
+                bad.append(name)
+                if len(bad) == limit:
+                    break
+    return bad
+
+
+def weights_problem(model) -> str | None:
+    """'the weights of X, Y hold NaN or infinite values', or None when every weight is finite."""
+    bad = nonfinite_parameters(model)
+    if not bad:
+        return None
+    return f"the weights ({', '.join(bad)}{', ...' if len(bad) == 3 else ''}) hold NaN or infinite values"
+
+
+def check_finite_weights(model, where: str) -> None:
+    """A model whose weights hold NaN or infinities (one that diverged in training, saved by an
+    older bertkit) gives no meaningful output, only NaN scores: refused when it is loaded."""
+    problem = weights_problem(model)
+    if problem:
+        raise BertkitError(
+            f"{where}: {problem}, so every output would be NaN: the model diverged when it was trained. "
+            "Train it again with a lower learning rate."
+        )
+
+
 # ---------------------------------------------------------------- safe loading
 
 REMOTE_CODE_HINT = "--trust-remote-code (or `model.trust_remote_code: true` in a config)"
@@ -159,11 +204,17 @@ def weights_from_pretrained(loader, source: str, trusted: bool = False, **kwargs
     loads a checkpoint in the dtype it was saved in, so a model published in fp16 or bf16 would
     otherwise train with half-precision weights (AdamW's small updates rounded away; the fp16
     grad scaler refuses them outright) and run in half precision on a CPU. Mixed precision on a
-    GPU is the Trainer's autocast over these float32 weights (train.precision)."""
+    GPU is the Trainer's autocast over these float32 weights (train.precision).
+
+    Every command loads weights here, so a model whose weights are not finite is refused here
+    (`check_finite_weights`), whichever command reads it: training from it, predict, evaluate,
+    embed, search, compare, export, serve, attention."""
     import torch
 
     kwargs.setdefault("dtype", torch.float32)
-    return from_pretrained(loader, source, trusted, **kwargs)
+    loaded = from_pretrained(loader, source, trusted, **kwargs)
+    check_finite_weights(loaded[0] if isinstance(loaded, tuple) else loaded, source)
+    return loaded
 
 
 def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
@@ -203,6 +254,21 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     if isinstance(err, OSError | ValueError | RuntimeError | KeyError | TypeError | EnvironmentError):
         return BertkitError(f"{source}: cannot load the model: {text}")
     return None
+
+
+def damaged_weights(source: str) -> str | None:
+    """Why the weight files of a local model are unusable without reading them (a safetensors file
+    cut short: its header lists more than it holds), or None. For checks that load no weights
+    (`bertkit inspect`); loading them says the same (`explain_load_error`)."""
+    from bertkit.checkpoints import safetensors_whole
+
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        return None
+    broken = [p.name for p in sorted(folder.glob("*.safetensors")) if not safetensors_whole(p)]
+    if not broken:
+        return None
+    return f"{source}: {', '.join(broken)} is damaged or incomplete. Copy the model again, or train it again."
 
 
 def _valid_json(path: Path) -> bool:

@@ -15,6 +15,7 @@ records of that file through `bertkit predict`'s reader), reload (the bundle ope
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -118,10 +119,11 @@ def _read(load, config: Path, folder: Path, state: dict) -> str:
     cfg = load([])
     sets: list[str] = []
     job = get_task(cfg.task)
-    tiny = tokenizer = None
+    tiny = tokenizer = source = None
     if not job.starts_from_scratch(cfg):
         # the real model's positions bound model.max_length, as the real run checks them (its config only)
-        models.check_max_length(models.resolve(cfg.model.name, cfg.model.revision), cfg)
+        source = models.resolve(cfg.model.name, cfg.model.revision)
+        models.check_max_length(source, cfg)
         built = build_tiny(cfg.model.name, folder / "tiny")
         tiny = built.path
         sets = [*sets, *_within(cfg, built.positions)]
@@ -132,6 +134,7 @@ def _read(load, config: Path, folder: Path, state: dict) -> str:
     info = RunInfo(job.setup(whole, cfg))
     if tokenizer is not None:
         job.inspect_checks(whole, tokenizer, info, cfg)
+    loaded = _load_real_model(cfg, job, whole, info, source) if source is not None else ""
     smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder), *_as_whole(cfg, info)])
     state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
     # a streamed training split (data.streaming) is not read whole: it has no length to show
@@ -139,7 +142,34 @@ def _read(load, config: Path, folder: Path, state: dict) -> str:
         f"{role} {len(split):,}" if hasattr(split, "__len__") else f"{role} streamed" for role, split in whole.items()
     )
     origin = f"a tiny model of {cfg.model.name}" if tiny else "pre-trained from scratch, small"
-    return f"{cfg.task}, {origin}; {sizes} read and checked"
+    return f"{cfg.task}, {origin}; {sizes} read and checked{loaded}"
+
+
+def _load_real_model(cfg, job, whole, info, source: str) -> str:
+    """The real tokenizer and model loaded as the real run loads them (`training.run`'s own
+    functions), then dropped: a truncated weights file, a broken tokenizer or config, weights that
+    are not finite stop the smoke run with the real run's message. A Hub model whose weights are
+    not downloaded is not fetched for this (a smoke run fetches configs and tokenizers only)."""
+    from bertkit.training.run import run_tokenizer, starting_model
+
+    tokenizer = run_tokenizer(cfg, job, whole, source)
+    facts = job.tokenizer_facts(tokenizer, info)
+    if not _weights_at_hand(source, cfg.model.revision):
+        return f"; the weights of {cfg.model.name} are not downloaded, so not loaded"
+    model = starting_model(cfg, job, source, info.replace(**facts) if facts else info)
+    del model
+    return f"; {cfg.model.name} loads as the run loads it"
+
+
+def _weights_at_hand(source: str, revision: str | None) -> bool:
+    """Whether the model's weights are on this machine: a local folder (whose missing weights are
+    the run's error too), or a Hub model whose weights are in the cache."""
+    if Path(source).is_dir():
+        return True
+    from huggingface_hub import try_to_load_from_cache
+
+    names = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+    return any(isinstance(try_to_load_from_cache(source, n, revision=revision), str) for n in names)
 
 
 def _within(cfg, positions: int | None) -> list[str]:
@@ -297,27 +327,40 @@ STEPS_OF = {
 }
 
 
+# What XML 1.0 cannot hold at all, even escaped: control characters other than tab, line feed and
+# carriage return, lone surrogates, U+FFFE and U+FFFF. A message quoting a bad line of data can hold
+# them; written raw, they make the whole report unreadable (CI then shows no failure at all).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """`text` with each character XML cannot hold written as its Python escape (`\\x07`)."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
 def junit_xml(stages: list[Stage], config: Path) -> str:
-    """A JUnit report: one test case per stage, as CI systems show them."""
+    """A JUnit report: one test case per stage, as CI systems show them; every text made XML-safe."""
     from xml.etree import ElementTree as ET
 
     failures = sum(stage.status == "failed" for stage in stages)
     skipped = sum(stage.status == "skipped" for stage in stages)
     suite = ET.Element(
         "testsuite",
-        name=f"bertkit smoke {config}",
+        name=xml_safe(f"bertkit smoke {config}"),
         tests=str(len(stages)),
         failures=str(failures),
         skipped=str(skipped),
         time=f"{sum(stage.seconds for stage in stages):.2f}",
     )
     for stage in stages:
-        case = ET.SubElement(suite, "testcase", classname=f"bertkit.smoke.{Path(config).stem}", name=stage.name)
+        classname = xml_safe(f"bertkit.smoke.{Path(config).stem}")
+        case = ET.SubElement(suite, "testcase", classname=classname, name=stage.name)
         case.set("time", f"{stage.seconds:.2f}")
+        detail = xml_safe(stage.detail)
         if stage.status == "failed":
-            ET.SubElement(case, "failure", message=stage.detail[:200]).text = stage.detail
+            ET.SubElement(case, "failure", message=detail[:200]).text = detail
         elif stage.status == "skipped":
-            ET.SubElement(case, "skipped", message=stage.detail)
+            ET.SubElement(case, "skipped", message=detail)
     suites = ET.Element("testsuites")
     suites.append(suite)
     ET.indent(suites)

@@ -199,6 +199,13 @@ def summarise(task: str, data: str, rows: list[Row], rounds: int, seed: int) -> 
     metrics = list(rows[0].scored.metrics)
     for row in rows:
         row.scores = row.scored.score()
+        undefined = [m for m in metrics if not math.isfinite(float(row.scores[m]))]
+        if undefined:  # a NaN cannot be ranked: it is neither better nor worse than a number
+            raise BertkitError(
+                f"{row.path or row.name}: its {', '.join(undefined)} on {data} is not a number "
+                f"({float(row.scores[undefined[0]])}), so it cannot be compared: its outputs are not finite. "
+                "Leave it out, or train it again."
+            )
     scored = {r.name: r.scored for r in rows}
     with status(f"bootstrap: {rounds} resamples of {len(rows[0].scored)} examples"):
         start = time.perf_counter()

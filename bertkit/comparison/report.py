@@ -6,6 +6,7 @@ and report.png (a grouped bar chart with the intervals as error bars)."""
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
 from bertkit import outputs, reports
@@ -47,7 +48,13 @@ def p_text(pair: dict, rounds: int) -> str:
 
 
 def cell(value: float, low: float, high: float, places: int) -> str:
-    return f"{value:.{places}f} [{low:.{places}f}, {high:.{places}f}]"
+    return f"{value:.{places}f} [{_number(low, f'.{places}f')}, {_number(high, f'.{places}f')}]"
+
+
+def _number(value: float, spec: str = ".6g") -> str:
+    """A number as text; one that is not finite (a bound whose resamples leave the metric undefined)
+    is left empty, never written `nan`."""
+    return format(value, spec) if math.isfinite(value) else ""
 
 
 def verdict(comparison) -> str:
@@ -148,10 +155,10 @@ def write_csv(comparison, path: Path) -> None:
         for r in comparison.rows:
             bounds = [x for m in metrics for x in comparison.intervals[r.name][m]]
             size = "" if r.size_bytes is None else r.size_bytes
-            values = [f"{r.scores[m]:.6g}" for m in metrics]
+            values = [_number(r.scores[m]) for m in metrics]
             speed = f"{r.texts_per_second:.1f}"
             parameters = "" if r.parameters is None else r.parameters
-            writer.writerow([r.name, *values, parameters, size, speed, *(f"{x:.6g}" for x in bounds)])
+            writer.writerow([r.name, *values, parameters, size, speed, *(_number(x) for x in bounds)])
 
 
 def bar_chart(comparison, path: Path) -> None:
@@ -183,5 +190,5 @@ def write_report(comparison, folder: Path) -> None:
     with outputs.atomic_text(str(folder / "report.md")) as handle:
         handle.write(markdown(comparison))
     write_csv(comparison, folder / "report.csv")
-    outputs.write_json(folder / "report.json", as_dict(comparison))
+    outputs.write_json(folder / "report.json", as_dict(comparison), undefined_as_null=True)
     bar_chart(comparison, folder / "report.png")

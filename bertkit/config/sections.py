@@ -29,7 +29,9 @@ def derived_doc_stride(max_length: int) -> int:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan: a setting of NaN or infinity (`max_grad_norm: .inf`) would reach bertkit.json,
+    # which JSON cannot hold, or silently make a number NaN
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class LayoutChecks(Section):

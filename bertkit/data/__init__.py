@@ -214,6 +214,19 @@ def column(ds, name: str) -> list:
     return ds.select_columns([name]).to_dict()[name]
 
 
+def check_texts(ds, names, role: str) -> None:
+    """Text columns hold text (a string; a number or null is read as text): a list, a JSON object
+    or true/false is an error naming its `file:line` (`readers.text_value`). Checked as the split
+    is read, so training and `bertkit inspect` (which read through the same `Task.load`) agree."""
+    from bertkit.data.readers import text_value
+
+    for name in (n for n in names if n and n in ds.column_names):
+        values = column(ds, name)
+        for i, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
+                text_value(value, places(ds, role)[i], name)
+
+
 def places(ds, role: str) -> list[str]:
     """Where each example of a split came from: `file:line`, or its position in the split."""
     if WHERE in ds.column_names:
@@ -302,6 +315,7 @@ def load_splits(cfg: Config, read=None, stratify=None):
             require_columns(ds, columns, f"{source.describe()} ({role} data)")
         except BertkitError as err:
             raise BertkitError(f"{err}{_format_hint(source)}") from None
+        check_texts(ds, (data.text_column, data.text_pair_column), role)
         return ds
 
     splits = {}

@@ -37,6 +37,15 @@ class VectorWriter:
             self._handle = open(target, "wb")
 
     def write(self, records: list[dict], vectors: np.ndarray) -> None:
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():  # in every format: a NaN vector is no embedding (and .jsonl cannot hold it)
+            from bertkit.outputs.strict_json import NotFinite
+
+            first = int(np.argmin(finite))
+            raise NotFinite(
+                f"{place_of(records[first], self.rows + first + 1)}: its embedding holds NaN or "
+                "infinite values; nothing was written. The model is broken (train it again with a lower learning rate)"
+            )
         self.rows += len(records)
         self.width = vectors.shape[1]
         if self.fmt == "npy":  # raw rows now; the header, which needs the row count, at close

@@ -3,7 +3,6 @@ the text's tokens and words, and write the result (JSON, HTML, PNG)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -174,7 +173,7 @@ def explain_file(
     option and output is checked before the model loads."""
     from bertkit.bundle import open_bundle
     from bertkit.explain.inputs import BASELINES
-    from bertkit.outputs import atomic_path, atomic_text, check_output_file
+    from bertkit.outputs import atomic_path, atomic_text, check_output_file, json_line
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to explain")
@@ -215,5 +214,5 @@ def explain_file(
                 tmp.write_text(render.page(result), encoding="utf-8")
     if json_path is not None:
         with atomic_text(json_path) as handle:
-            handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+            handle.write(json_line(result) + "\n")
     return result

@@ -8,6 +8,7 @@ in docs/inspect.md); `verdict` is "ok", "warnings" or "errors", and only errors 
 
 from __future__ import annotations
 
+from bertkit import models
 from bertkit.errors import BertkitError
 from bertkit.inspection import texts as text_checks
 from bertkit.inspection import tokens as token_checks
@@ -52,6 +53,9 @@ def inspect_run(cfg) -> dict:
     if task.starts_from_scratch(cfg):
         report["warnings"].append("the tokenizer is learnt from the data when training starts: token counts skipped")
     else:
+        damaged = models.damaged_weights(cfg.model.name)  # weights are not loaded, but one cut short stops training
+        if damaged:
+            report["errors"].append(damaged)
         tokenizer = _tokenizer(cfg, report)
         if tokenizer is not None:
             _tokens(report, views, tokenizer, cfg)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
 def as_json(report: dict) -> str:
-    return json.dumps({k: v for k, v in report.items() if not k.startswith("_")}, ensure_ascii=False, indent=2)
+    """The report as strict JSON: a number that the data leaves undefined is null (`strict_json`)."""
+    from bertkit.outputs.strict_json import dumps, undefined_as_null
+
+    shown = undefined_as_null({k: v for k, v in report.items() if not k.startswith("_")})
+    return dumps(shown, "the inspection report", ensure_ascii=False, indent=2)
 
 
 def write_plots(report: dict, folder: Path) -> list[Path]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import json
 import os
 import re
 import shutil
@@ -353,13 +352,19 @@ def atomic_text(path: str | None):
             yield handle
 
 
-def write_json(path: Path, data, sync: bool = False) -> None:
-    """`data` as the file `path`, replaced in one step; `sync`: flushed to the disk before it
-    replaces the old file (a file that says which others are current: a power cut must not leave
-    it empty)."""
+def write_json(path: Path, data, undefined_as_null: bool = False, sync: bool = False) -> None:
+    """`data` as strict JSON (`strict_json`: NaN and infinities are refused, naming the field), or
+    with `undefined_as_null` (files of metrics, where a number may be undefined on the data) each
+    of them written as null and listed under `"undefined"`. Checked before anything is written.
+    `sync`: flushed to the disk before it replaces the old file (a file that says which others are
+    current: a power cut must not leave it empty)."""
+    from bertkit.outputs import strict_json
+
+    if undefined_as_null:
+        data = strict_json.undefined_as_null(data)
+    text = strict_json.dumps(data, str(path), indent=2, ensure_ascii=False)
     with atomic_text(str(path)) as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+        handle.write(text + "\n")
         if sync:
             handle.flush()
             os.fsync(handle.fileno())

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 
 from bertkit.errors import BertkitError
+from bertkit.outputs.strict_json import check, dumps
 
 OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
 # Characters that JSON leaves raw inside strings but that many line readers take for a line
@@ -15,9 +16,10 @@ OUTPUT_FORMATS = ("jsonl", "csv", "tsv", "conll", "squad")
 _LINE_BREAKING = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
-def json_line(record) -> str:
-    """One JSON lines record, without its newline: valid JSON that every line reader keeps whole."""
-    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKING)
+def json_line(record, where: str = "") -> str:
+    """One JSON lines record, without its newline: valid JSON (no NaN or Infinity: `NotFinite`
+    names the field and `where`) that every line reader keeps whole."""
+    return dumps(record, where, ensure_ascii=False).translate(_LINE_BREAKING)
 
 
 def conll_cell_error(cell: str, position: int, where: str) -> BertkitError | None:
@@ -84,8 +86,7 @@ class RecordWriter:
 
     def finish(self) -> None:
         if self.fmt == "squad":
-            json.dump(self._answers, self.handle, indent=1, ensure_ascii=False)
-            self.handle.write("\n")
+            self.handle.write(dumps(self._answers, indent=1, ensure_ascii=False) + "\n")
         elif self._rows is not None:
             self._write_table()
 
@@ -109,9 +110,12 @@ class RecordWriter:
                 lines.append(" ".join([*row, tag]) + "\n")
             self.handle.write("".join(lines) + "\n")
             return
+        self._records += 1
+        where = f"result {self._records} (input record {self._records})"
         if self.fmt == "jsonl":
-            self.handle.write(json_line(record) + "\n")
+            self.handle.write(json_line(record, where) + "\n")
             return
+        check(record, where)  # no NaN or Infinity in a table either
         flat = flatten(record)
         _merge_columns(self._columns, flat)
         self._rows.write(json.dumps(flat, ensure_ascii=False) + "\n")

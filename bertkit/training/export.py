@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bertkit import __version__, outputs, reports
 from bertkit.config import Config
+from bertkit.outputs.strict_json import undefined_as_null
 from bertkit.run_info import INFO_FILE, RunInfo
 
 
@@ -41,6 +42,8 @@ def write_bundle(
     trained module as it is: the encoder inside a wrapper, or a model with its settings changed),
     tokenizer, bertkit.json, metrics.json (headline numbers first), plots and model card."""
     final = Path(cfg.output_dir)
+    scores = undefined_as_null(scores)  # a metric the data leaves undefined is null, and says so
+    headline = undefined_as_null(headline or {})
     with outputs.staged_dir(final, overwrite, "bundle", protect) as staged:
         exported = export(trainer.model, info) if export else None
         if exported is not None:
@@ -60,8 +63,8 @@ def write_bundle(
             versions=library_versions(),
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         )
-        outputs.write_json(staged / INFO_FILE, bundle_info.to_dict())
-        outputs.write_json(staged / "metrics.json", {**(headline or {}), **scores, "training": stats})
+        outputs.write_json(staged / INFO_FILE, bundle_info.to_dict(), undefined_as_null=True)
+        outputs.write_json(staged / "metrics.json", {**headline, **scores, "training": stats}, undefined_as_null=True)
         reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
         reports.task_plots(scores.get(main_role, {}), staged)
         reports.model_card(bundle_info, staged / "README.md")

@@ -14,6 +14,7 @@ from bertkit.errors import BertkitError
 from bertkit.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
+from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
 from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
 from bertkit.training.trainer import (
@@ -82,16 +83,13 @@ def _run(
     if source is not None:
         models.check_max_length(source, cfg)
     from bertkit.progress import RichProgress, status
-    from bertkit.tokenization import load_tokenizer
 
     with status("reading data"):
         raw = task.load(cfg)
         info = RunInfo(task.setup(raw, cfg))
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     check_metric(best, task.metric_names(info), cfg)
-    tokenizer = task.new_tokenizer(raw, cfg)
-    if tokenizer is None:
-        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    tokenizer = run_tokenizer(cfg, task, raw, source)
     facts = task.tokenizer_facts(tokenizer, info)
     if facts:
         info = info.replace(**facts)
@@ -100,7 +98,7 @@ def _run(
         if role in features:
             features[role] = longest_first(features[role])
     cfg, rates = resolve_rates(cfg, features["train"])
-    model = task.build_model(source, info, cfg)
+    model = starting_model(cfg, task, source, info)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -110,7 +108,8 @@ def _run(
     roles = [role for role in ("validation", "test") if role in features]
     scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
-    callbacks = [RichProgress(), remembered] if progress else [remembered]
+    guard = DivergenceGuard(precision, advice(cfg, precision))
+    callbacks = [guard, RichProgress(), remembered] if progress else [guard, remembered]
     if cfg.train.early_stopping_patience:
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
@@ -128,6 +127,7 @@ def _run(
         preprocess_logits_for_metrics=task.reduce_logits,
         callbacks=callbacks,
     )
+    guard.watch(trainer)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
@@ -143,6 +143,8 @@ def _run(
         from bertkit.checkpoints import last_complete
 
         kept = work.is_dir() and last_complete(work)[0] is not None
+        if isinstance(err, TrainingDiverged) and kept:
+            raise err.with_checkpoints_in(work) from None
         after = "The complete checkpoints are kept: make room, then run again with --resume." if kept else ""
         failed = outputs.writing_failed(err, work, after or "Nothing was kept.")
         if failed:
@@ -150,10 +152,16 @@ def _run(
         raise
     train_seconds = time.perf_counter() - started
 
-    scores = {}
-    for role, scorer in scorers.items():
-        reused = remembered.best(trainer.state) if role == "validation" else None
-        scores[role] = reused or score_split(trainer, scorer, features[role])
+    try:
+        # the model about to be scored and published
+        check_weights(trainer.model, trainer.state.global_step, guard.advice)
+        scores = {}
+        for role, scorer in scorers.items():
+            reused = remembered.best(trainer.state) if role == "validation" else None
+            scores[role] = reused or score_split(trainer, scorer, features[role], role)
+    except TrainingDiverged:
+        discard_if_empty(work)
+        raise
     headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
     scores["validation"] = {**headline, **scores["validation"]}
     if trainer.is_world_process_zero():
@@ -171,6 +179,25 @@ def _run(
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}
+
+
+def run_tokenizer(cfg: Config, task, raw, source: str | None):
+    """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
+    the model's. `bertkit smoke` loads it here too."""
+    from bertkit.tokenization import load_tokenizer
+
+    tokenizer = task.new_tokenizer(raw, cfg)
+    if tokenizer is None:
+        tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
+    return tokenizer
+
+
+def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
+    """The model training starts from, as the task builds it (`None` source: from scratch), its
+    weights read whole and finite (`models.weights_from_pretrained`: a diverged model to start from
+    would look like divergence at step 1). `bertkit smoke` loads the real model here too, so a
+    damaged one stops it as it stops the run."""
+    return task.build_model(source, info, cfg)
 
 
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:

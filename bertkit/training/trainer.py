@@ -43,13 +43,18 @@ def check_metric(best: str, names: list[str], cfg: Config) -> None:
         )
 
 
-def score_split(trainer, scorer, features) -> dict:
-    """Full metrics of the trainer's model on `features`, by the split's own scorer."""
+def score_split(trainer, scorer, features, split: str = "validation") -> dict:
+    """Full metrics of the trainer's model on `features`, by the split's own scorer. A batch whose
+    loss is not finite stops the run (`DivergenceGuard.check_evaluation`)."""
     kept, trainer.compute_metrics = trainer.compute_metrics, None
     try:
-        return scorer(trainer.predict(features))
+        prediction = trainer.predict(features)
     finally:
         trainer.compute_metrics = kept
+    guard = getattr(trainer, "guard", None)
+    if guard is not None:
+        guard.check_evaluation(trainer.state.global_step, f"the {split} loss")
+    return scorer(prediction)
 
 
 def longest_first(features):
@@ -79,15 +84,30 @@ class RememberEvaluations(callback_base()):
 
 
 def trainer_class(cfg: Config):
-    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, and
-    the task head in its own optimizer group when train.head_learning_rate is set."""
+    """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, the
+    task head in its own optimizer group when train.head_learning_rate is set, and every step's
+    loss shown to the run's `DivergenceGuard` (`guard`, set by `DivergenceGuard.watch`)."""
     from transformers import Trainer
 
     grouped, head_lr = cfg.train.group_by_length, cfg.train.head_learning_rate
-    if not grouped and head_lr is None:
-        return Trainer
 
     class BertkitTrainer(Trainer):
+        guard = None
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            labels = inputs.get("labels")  # before a task's loss pops them
+            loss = super().training_step(model, inputs, num_items_in_batch)
+            if self.guard is not None:
+                self.guard.observe(loss, self.state.global_step + 1, labels)
+            return loss
+
+        def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+            labels = inputs.get("labels")
+            out = super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+            if self.guard is not None:
+                self.guard.observe_evaluation(out[0], labels)
+            return out
+
         def _get_train_sampler(self, train_dataset=None):
             if not grouped:
                 return super()._get_train_sampler(train_dataset)

@@ -111,7 +111,7 @@ def _write_tables(folder: Path, rows: list[dict], keys: list[str], result, impor
         "importances": importances,
         "notes": result.notes,
         "trials": rows,
-    })  # fmt: skip
+    }, undefined_as_null=True)  # fmt: skip
 
 
 def _cell(value) -> str:

@@ -69,6 +69,7 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     space = space_of(cfg)
     check_space(cfg, space)
     metric = metric_of(cfg)
+    from bertkit.training.divergence import TrainingDiverged
     from bertkit.training.trainer import LOWER_IS_BETTER
 
     direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
@@ -113,7 +114,7 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
             n_trials=options.trials,
             timeout=options.timeout,
             callbacks=[_progress_line(metric)],
-            catch=_out_of_memory(),
+            catch=(*_out_of_memory(), TrainingDiverged),  # a trial that diverged fails alone
             gc_after_trial=True,
         )
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
@@ -235,6 +236,7 @@ def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Pat
 
     from bertkit.metrics import scalars
     from bertkit.training import train
+    from bertkit.training.divergence import TrainingDiverged
     from bertkit.tuning.space import suggest
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar per trial: one line each
@@ -254,6 +256,9 @@ def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Pat
             _, scores = train(trial_cfg, callbacks=[reporter], progress=False)
             trial.set_user_attr("validation", scalars(scores["validation"]))
             trial.set_user_attr("train_seconds", round(time.perf_counter() - started, 1))
+        except TrainingDiverged as err:  # failed (study.optimize catches it), never complete: it cannot win
+            trial.set_user_attr("diverged_at_step", err.step)
+            raise
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         value = scores["validation"].get(metric)

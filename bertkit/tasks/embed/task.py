@@ -40,6 +40,7 @@ class EmbedTask(Task):
             data_mod.require_columns(ds, columns, f"{source.describe()} ({role} data)")
             for name in negative_columns(cfg.data.negative_column) if role == "train" else []:
                 data_mod.require_columns(ds, {"negative_column": name}, f"{source.describe()} ({role} data)")
+            data_mod.check_texts(ds, (cfg.data.text_column, cfg.data.text_pair_column), role)
             return ds
 
         return data_mod.load_splits(cfg, read=read)

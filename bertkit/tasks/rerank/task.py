@@ -92,6 +92,7 @@ class RerankTask(Task):
                     f"{source.describe()} ({role} data): {kinds[role]} rows, but the training data has "
                     f"{kinds['train']} rows; give both splits the same columns"
                 )
+            data_mod.check_texts(ds, (cfg.data.text_column, cfg.data.text_pair_column), role)
             return ds
 
         return data_mod.load_splits(cfg, read=read)

@@ -1,0 +1,143 @@
+"""A run whose numbers stop being finite stops there, and publishes nothing.
+
+A learning rate far too high (or data that overflows) makes the loss NaN or infinite, and from then
+on every weight is NaN: such a model predicts one class for everything and writes `NaN` scores. The
+Trainer would go on to the end and save it. `DivergenceGuard` stops the run at the step where it
+happens, for every task (it watches the shared Trainer, not a task):
+
+- the training loss of every step (each micro-batch under gradient accumulation);
+- the loss of every evaluation batch (validation during training, each split scored after it);
+- the weights, before every checkpoint is saved (so `--resume` never continues from a diverged
+  checkpoint) and once more before the bundle is written (`check_weights`): an overflow in the
+  optimizer can make a weight infinite while the loss of that step was still finite.
+
+With `precision: fp16` a step whose loss is not finite and that the loss scaler skipped (its
+weights unchanged) is the scaler's ordinary work, not divergence; its weights are still checked.
+"""
+
+from __future__ import annotations
+
+from bertkit.errors import BertkitError
+from bertkit.models import weights_problem
+from bertkit.progress import callback_base
+
+ADVICE = "Nothing was published. Lower train.learning_rate and run again"
+
+
+def advice(cfg, precision: str) -> str:
+    """What to change: the learning rates this run used, by their keys."""
+
+    def shown(rate) -> str:
+        return f"{rate:g}" if isinstance(rate, float | int) else str(rate)
+
+    rates = [f"train.learning_rate (it was {shown(cfg.train.learning_rate)})"]
+    if cfg.train.head_learning_rate is not None:
+        rates.append(f"train.head_learning_rate ({shown(cfg.train.head_learning_rate)})")
+    extra = "; with fp16 precision, try train.precision: bf16 or fp32" if precision == "fp16" else ""
+    return f"Nothing was published. Lower {' and '.join(rates)} and run again{extra}"
+
+
+class TrainingDiverged(BertkitError):
+    """The loss or the weights stopped being finite at `step`."""
+
+    def __init__(self, step: int, what: str, advice: str = ADVICE):
+        super().__init__(f"training diverged at step {step}: {what}. {advice}")
+        self.step, self.what, self.advice = step, what, advice
+
+    def with_checkpoints_in(self, work) -> TrainingDiverged:
+        """The same, saying that the run's checkpoints from before the step (all finite) are kept."""
+        kept = (
+            f". Its checkpoints from before that step are kept in {work}: add --overwrite to start afresh "
+            "(--resume would continue with the learning rate schedule they saved)"
+        )
+        return TrainingDiverged(self.step, self.what, self.advice + kept)
+
+
+def check_weights(model, step: int, advice: str = ADVICE) -> None:
+    problem = weights_problem(model)
+    if problem:
+        raise TrainingDiverged(step, problem, advice)
+
+
+class DivergenceGuard(callback_base()):
+    """Stops training at the first step whose loss, validation loss or weights are not finite (see
+    the module). `watch(trainer)` connects it to the Trainer whose `training_step` reports each
+    loss (`trainer.BertkitTrainer`)."""
+
+    def __init__(self, precision: str = "fp32", advice: str = ADVICE):
+        self.fp16, self.advice = precision == "fp16", advice
+        self.trainer = None
+        self.pending: tuple[int, float] | None = None  # (step, loss) of this step's first non-finite loss
+        self.evaluation: float | None = None  # the first non-finite loss of the evaluation under way
+
+    def watch(self, trainer) -> None:
+        self.trainer = trainer
+        trainer.guard = self
+
+    def observe(self, loss, step: int, labels=None) -> None:
+        """The loss of one training micro-batch of optimizer step `step` (counted from 1)."""
+        if self.pending is None and not _finite_or_nothing_to_predict(loss, labels):
+            self.pending = (step, _shown(loss))
+
+    def observe_evaluation(self, loss, labels=None) -> None:
+        """The loss of one evaluation (or scoring) batch, when the Trainer computed one."""
+        if self.evaluation is None and loss is not None and not _finite_or_nothing_to_predict(loss, labels):
+            self.evaluation = _shown(loss)
+
+    def check_evaluation(self, step: int, what: str = "the validation loss") -> None:
+        """Raise if a batch of the evaluation that just ended had a loss that was not finite (each
+        batch is looked at: the Trainer's mean leaves such batches out when others are finite)."""
+        bad, self.evaluation = self.evaluation, None
+        if _on_any_process(bad is not None):
+            shown = bad if bad is not None else "not finite on another process"
+            raise TrainingDiverged(step, f"{what} is {shown}", self.advice)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        pending, self.pending = self.pending, None
+        skipped = self.fp16 and getattr(getattr(self.trainer, "accelerator", None), "optimizer_step_was_skipped", False)
+        if pending is not None and skipped:
+            pending = None
+        if _on_any_process(pending is not None):  # every process stops, or the others would wait for it
+            step, value = pending if pending is not None else (state.global_step, "not finite on another process")
+            raise TrainingDiverged(step, f"the training loss is {value}", self.advice)
+        last = state.max_steps > 0 and state.global_step >= state.max_steps
+        if model is not None and (control.should_save or control.should_training_stop or last):
+            check_weights(model, state.global_step, self.advice)
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        """An epoch's checkpoint (save_strategy: epoch) is decided here, after the step's check."""
+        if model is not None and control.should_save:
+            check_weights(model, state.global_step, self.advice)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        self.check_evaluation(state.global_step)
+
+
+def _on_any_process(flag: bool) -> bool:
+    """`flag` of this process, or of any process of a distributed run (torchrun, accelerate): a
+    loss is each process's own, and one process stopping alone would leave the others waiting for
+    it in their next exchange. Weights are the same on every process, so their check needs none."""
+    import torch
+
+    distributed = torch.distributed
+    if not (distributed.is_available() and distributed.is_initialized()) or distributed.get_world_size() == 1:
+        return flag
+    device = f"cuda:{torch.cuda.current_device()}" if distributed.get_backend() == "nccl" else "cpu"
+    seen = torch.tensor([1 if flag else 0], device=device)
+    distributed.all_reduce(seen, op=distributed.ReduceOp.MAX)
+    return bool(seen.item())
+
+
+def _finite_or_nothing_to_predict(loss, labels) -> bool:
+    """Whether a batch's loss is finite, or its batch had nothing to predict: every label -100 (a
+    masked-LM batch in which no token was drawn for masking, say) gives a NaN loss and zero
+    gradients, which is not divergence."""
+    import torch
+
+    if bool(torch.isfinite(loss).all()):
+        return True
+    return isinstance(labels, torch.Tensor) and not labels.is_floating_point() and bool((labels == -100).all())
+
+
+def _shown(loss) -> float:
+    return float(loss.detach().float().mean())
