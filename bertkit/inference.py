@@ -2,6 +2,15 @@
 
 Inputs are processed in chunks (constant memory on any input size); inside a chunk, features are
 sorted by length so each batch pads little, and results come back in input order.
+
+A text's result is a function of the text alone, byte for byte, whatever else is in its call (so
+`serve`, which batches concurrent requests, answers exactly what `predict` writes). onnxruntime's
+CPU kernels give each row the same bits at any batch size and padded length (its GEMMs reduce
+every row in the same order; padding adds exact zeros), so ONNX bundles are batched. PyTorch's
+CPU GEMMs (MKL, oneDNN) do not: the same text's logits differ in the last bits (up to 3e-8 on
+MiniLM) alone, twice in a batch, or padded, even on one thread. So on a CPU a PyTorch model runs
+each feature alone, at its own length (`ALONE_ON_CPU`); on a GPU it is batched (cuBLAS makes no
+such promise either way, see docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ from itertools import islice
 import numpy as np
 
 from bertkit import sharding
+
+ALONE_ON_CPU = True  # a PyTorch model on a CPU runs one feature per forward pass (see above)
 
 
 def pick_device(name: str | None = None):
@@ -87,6 +98,9 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
 
         device, context = next(model.parameters()).device, torch.inference_mode()
     multiple = 8 if device is not None and device.type == "cuda" else None
+    if device is not None and device.type == "cpu" and ALONE_ON_CPU:
+        batch_size = 1  # no batch-mates, no padding: the same bits as the text alone
+
     # evaluate under a launcher: this process runs every N-th batch, the others' rows are gathered
     share = sharding.forward_share()
     batches = list(chunks(order, batch_size))
