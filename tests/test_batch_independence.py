@@ -46,8 +46,10 @@ def _records(task: str, column: str = "text", n: int = MANY) -> list[dict]:
             text = " ".join(words[:length])
         else:
             text = " ".join(rng.choices(FILLER + POSITIVE + NEGATIVE, k=length))
-        if task == "mlm-adapt":
-            text = text + " [MASK]" if i % 3 else "[MASK] " + text
+        if task == "mlm-adapt":  # the mask within the model's first 32 tokens, the text maybe past them
+            words = text.split()
+            words.insert(min(len(words), i % 5), "[MASK]")
+            text = " ".join(words)
         rows.append({"id": str(i), column: "" if i % 50 == 7 else text})
     return rows
 
