@@ -196,7 +196,7 @@ def _residual_projections_stay_fp32(target: Path, config: dict) -> None:
     plain = [n.name for n in weight_matmuls if not set(n.input) & dequantised]
     assert len(plain) == 2 * config["num_hidden_layers"], plain
     assert all("output/dense" in name for name in plain), plain
-    quantised = [n.name for n in weight_matmuls if set(n.input) <= dequantised]
+    quantised = [n.name for n in nodes if n.op_type == "MatMul" and set(n.input) <= dequantised]  # q, k, v too
     assert len(quantised) >= 4 * config["num_hidden_layers"], quantised
 
 
