@@ -131,7 +131,8 @@ def _alone(inference):
     """One intra-op thread while features run one at a time: a pass over one short text is too
     small to share, and two threads waiting on each other made it 20 times slower on a busy
     2-core machine (200 SST-2 sentences: 232 s alone on 2 threads, 9.8 s alone on 1, 21-28 s in
-    batches of 32 on 2; CPU seconds 54.7, 2.7 and 5.4)."""
+    batches of 32 on 2; CPU seconds 54.7, 2.7 and 5.4). On a quiet machine, alone costs about
+    2.2x the batched time (docs/deployment.md)."""
     import torch
 
     threads = torch.get_num_threads()
