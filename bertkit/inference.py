@@ -2,6 +2,15 @@
 
 Inputs are processed in chunks (constant memory on any input size); inside a chunk, features are
 sorted by length so each batch pads little, and results come back in input order.
+
+A text's result is a function of the text alone, byte for byte, whatever else is in its call (so
+`serve`, which batches concurrent requests, answers exactly what `predict` writes). onnxruntime's
+CPU kernels give each row the same bits at any batch size and padded length (its GEMMs reduce
+every row in the same order; padding adds exact zeros), so ONNX bundles are batched. PyTorch's
+CPU GEMMs (MKL, oneDNN) do not: the same text's logits differ in the last bits (up to 3e-8 on
+MiniLM) alone, twice in a batch, or padded, even on one thread. So on a CPU a PyTorch model runs
+each feature alone, at its own length, on one thread (`ALONE_ON_CPU`, `_alone`); on a GPU it is
+batched (cuBLAS makes no such promise either way, see docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ from itertools import islice
 import numpy as np
 
 from bertkit import sharding
+
+ALONE_ON_CPU = True  # a PyTorch model on a CPU runs one feature per forward pass (see above)
 
 
 def pick_device(name: str | None = None):
@@ -87,6 +98,10 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
 
         device, context = next(model.parameters()).device, torch.inference_mode()
     multiple = 8 if device is not None and device.type == "cuda" else None
+    if device is not None and device.type == "cpu" and ALONE_ON_CPU:
+        batch_size = 1  # no batch-mates, no padding: the same bits as the text alone
+        context = _alone(context)
+
     # evaluate under a launcher: this process runs every N-th batch, the others' rows are gathered
     share = sharding.forward_share()
     batches = list(chunks(order, batch_size))
@@ -109,6 +124,24 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
             for index, value in theirs:
                 results[index] = value
     return results
+
+
+@contextlib.contextmanager
+def _alone(inference):
+    """One intra-op thread while features run one at a time: a pass over one short text is too
+    small to share, and two threads waiting on each other made it 20 times slower on a busy
+    2-core machine (200 SST-2 sentences: 232 s alone on 2 threads, 9.8 s alone on 1, 21-28 s in
+    batches of 32 on 2; CPU seconds 54.7, 2.7 and 5.4). On a quiet machine, alone costs about
+    2.2x the batched time (docs/deployment.md)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with inference:
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def to_numpy(values) -> np.ndarray:

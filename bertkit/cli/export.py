@@ -11,15 +11,17 @@ def export(
     model: str = typer.Option(..., "--model", "-m", help="The bundle to export (written by `bertkit train`)."),
     fmt: str = typer.Option("onnx", "--format", "-f", help="The format to export to: onnx."),
     quantize: str | None = typer.Option(
-        None, "--quantize", help="int8: dynamic int8 quantisation (smaller, faster on CPU; checked on data)."
+        None,
+        "--quantize",
+        help="int8: static int8, calibrated on the bundle's data (smaller, faster on CPU; checked on data).",
     ),
     output: str | None = typer.Option(
         None, "--output", "-o", help="The new bundle's directory (default: <model>-onnx, or <model>-onnx-int8)."
     ),
     check_data: str | None = typer.Option(
-        None, "--check-data", help="Labelled file to check int8 on (default: the bundle's own validation data)."
+        None, "--check-data", help="Labelled file to calibrate and check int8 on (default: the bundle's own data)."
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the output if bertkit wrote it."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier export of this bundle."),
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Export a bundle to ONNX; `predict`, `evaluate`, `embed`, `similarity` and `search` run the

@@ -4,7 +4,8 @@ fp32: the ONNX graph's outputs against the PyTorch model's on the same texts (pa
 mixed lengths): every output within `TOLERANCE` × (1 + the largest PyTorch value), else the
 export fails. int8: on a sample of the bundle's own data, the share of records whose prediction
 is the same as fp32's (label, entities, answer; cosine for embeddings) and the main metric of
-both, with a warning when int8 loses more than half a point.
+both, with a warning when int8 loses more than half a point. A check that cannot run on its data
+is an error, never a note.
 """
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
         )
 
 
-def check_texts(info, data: Path | None) -> list[str]:
+def check_texts(info, data: Path | None, given: bool = False) -> list[str]:
     """Texts for the fp32 check: the built-in ones (plain sentences of several lengths) and up to
-    ten of the check data's, when it holds text records."""
+    ten of the check data's, when it holds text records. Data the user gave (`given`, --check-data)
+    that gives no text is an error: the check asked for cannot run."""
     from itertools import islice
 
     from bertkit.data.formats import detect_format
@@ -92,19 +94,29 @@ def check_texts(info, data: Path | None) -> list[str]:
         column = info.get("text_column") or "text"
         try:
             located = located_records(str(data), detect_format(str(data), None), column, keep_blank=False)
-            texts += [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
-        except (BertkitError, KeyError):
-            pass
+            found = [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
+        except (BertkitError, KeyError) as err:
+            if given:
+                raise BertkitError(f"--check-data {data}: cannot check the export on it ({_reason(err)})") from None
+            found = []
+        if given and not found:
+            raise BertkitError(
+                f"--check-data {data}: no record with a {column!r} text to check the export on; give a file in the "
+                "format the bundle was trained on"
+            )
+        texts += found
     return texts
 
 
-def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: Report) -> None:
-    """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX."""
+def _reason(err: Exception) -> str:
+    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+
+
+def compare_int8(task, fp32, int8, tokenizer, info, data: Path, report: Report) -> None:
+    """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX; data on which
+    either cannot be computed is an error (exit 2): the export is not kept unchecked."""
     from bertkit.tasks.options import EvaluateOptions
 
-    if data is None:
-        report.notes.append("no data to check int8 on (the bundle records none that exists here; give --check-data)")
-        return
     agree = _agreement(task, fp32, int8, tokenizer, info, data)
     if agree is not None:
         report.int8.update(agree)
@@ -114,11 +126,11 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path | None, report: R
         before = task.evaluate(fp32, tokenizer, info, str(data), options)
         after = task.evaluate(int8, tokenizer, info, str(data), options)
     except BertkitError as err:
-        report.notes.append(f"main metric not computed on {data}: {err}")
-        return
+        raise BertkitError(f"the int8 check cannot score {data}: {err}") from None
     if not isinstance(before.get(metric), int | float):
-        report.notes.append(f"main metric {metric} not among the scores of {data}")
-        return
+        raise BertkitError(
+            f"the int8 check cannot compare {metric} (the bundle's main metric): {data} gives no {metric} score"
+        )
     loss = before[metric] - after[metric]
     relative = any(word in metric for word in HIGHER_IS_BETTER_NOT)
     if relative:
@@ -152,7 +164,7 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
         first = list(aligned(task, fp32, tokenizer, info, records, options))
         second = list(aligned(task, int8, tokenizer, info, records, options))
     except BertkitError as err:
-        return {"agreement_note": f"predictions not compared: {err}"}
+        raise BertkitError(f"the int8 check cannot compare predictions on {data}: {err}") from None
     if task.name == "embed":
         a = np.array([r["embedding"] for r in first if not r.get("empty")], dtype=np.float64)
         b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 from bertkit.errors import BertkitError
+from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
 from bertkit.exporting.checks import Report, check_fp32, check_texts, compare_int8
-from bertkit.exporting.graphs import OPSET, OUTPUTS, export_graph, quantize_int8
+from bertkit.exporting.graphs import OPSET, OUTPUTS, export_graph, residual_projections
 from bertkit.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
 
 FORMATS = ("onnx",)
@@ -47,6 +48,46 @@ def check_data_of(info, given: str | None) -> Path | None:
     return None
 
 
+def no_calibration_data(info, given: str | None) -> BertkitError:
+    data = (info.get("config") or {}).get("data") or {}
+    named = [
+        str(source.get("path"))
+        for role in ("validation", "test", "train")
+        if isinstance(data, dict) and isinstance(source := data.get(role), dict) and source.get("path")
+    ]
+    where = (
+        f"the files its bertkit.json names ({', '.join(named)}) are not here"
+        if named
+        else "its bertkit.json names none"
+    )
+    return BertkitError(
+        f"--quantize int8 calibrates its int8 scales on the bundle's own data, and {where}; give a labelled file "
+        "in the task's format with --check-data FILE"
+    )
+
+
+def check_overwrite_target(target: Path, model: str) -> None:
+    """`--overwrite` replaces an existing folder only when it is an earlier export of this same
+    bundle (its bertkit.json says runtime onnx, exported from `model`): never a trained bundle, nor
+    another model's export."""
+    import json
+
+    if not target.exists():
+        return
+    info_file = target / "bertkit.json"
+    try:
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+        source = info["export"]["source"] if info.get("runtime") == "onnx" else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        source = None
+    if not isinstance(source, str) or Path(source).resolve() != Path(model).resolve():
+        what = f"an export of {source}" if isinstance(source, str) else "not an ONNX export made by bertkit export"
+        raise BertkitError(
+            f"--overwrite: {target} is {what}, not an earlier export of {model}; --overwrite replaces only this "
+            "export's own earlier output. Choose another --output, or remove the folder yourself"
+        )
+
+
 def export_bundle(
     model: str,
     fmt: str = "onnx",
@@ -75,10 +116,14 @@ def export_bundle(
     task = get_task(bundle.task)
     target = Path(output) if output else default_output(model, quantize)
     outputs.check_output_dir(target, overwrite, [model], "bundle")
+    if overwrite:
+        check_overwrite_target(target, model)
     tokenizer = bundle.load_tokenizer()
     network = bundle.load_model(task.auto_model, "cpu")
     info = bundle.info
     data = check_data_of(info, check_data)
+    if quantize and data is None:
+        raise no_calibration_data(info, check_data)
     report = Report(data=str(data) if data else None)
     started = time.perf_counter()
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
@@ -89,10 +134,15 @@ def export_bundle(
         tokenizer.save_pretrained(str(staged))
         fp32 = OnnxModel(staged, file=fp32_file.name)
         with status("checking the ONNX graph against PyTorch"):
-            check_fp32(graph, fp32, tokenizer, check_texts(info, data), names, report)
+            check_fp32(graph, fp32, tokenizer, check_texts(info, data, given=bool(check_data)), names, report)
+        calibration = None
         if quantize:
+            with status(f"calibrating int8 on {data}"):
+                rows = record_inputs(task, fp32, tokenizer, info, data)
+            kept_fp32 = residual_projections(fp32_file) if task.name == "embed" else []
             with status("quantising to int8"):
-                kept_fp32 = quantize_int8(fp32_file, staged / ONNX_FILE, task.name)
+                quantize_static(fp32_file, staged / ONNX_FILE, rows, activation_matmuls(fp32_file) + kept_fp32)
+            calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
             with status("checking int8 against fp32"):
                 compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, report)
             del fp32
@@ -100,15 +150,17 @@ def export_bundle(
         record = {
             "format": "onnx",
             "precision": quantize or "fp32",
-            "quantization": "onnxruntime dynamic: int8 weights (MatMul, Gemm) per channel, activations per batch"
+            "quantization": "onnxruntime static (QDQ): int8 weights (MatMul, Gemm) per channel, uint8 activations "
+            "with fixed scales calibrated on the bundle's data"
             + (f"; {len(kept_fp32)} residual projections kept in fp32" if kept_fp32 else "")
             if quantize
             else None,
+            "calibration": calibration,
             "opset": OPSET,
             "exporter": "torch.onnx (TorchScript)",
             "inputs": names,
             "outputs": OUTPUTS[task.name],
-            "source": str(model),
+            "source": str(Path(model).resolve()),
             "onnxruntime": ort.__version__,
             "seconds": round(time.perf_counter() - started, 1),
             "check": report.as_dict(),
