@@ -153,3 +153,21 @@ def test_serve_answers_what_predict_writes(task, kind, kinds, tmp_path, cli):
         for thread in threads:
             thread.join()
     assert [served[i] for i in range(len(records))] == offline
+
+
+def test_a_features_batch_shape_depends_on_its_own_length_alone():
+    from bertkit.inference import bucket_length, bucket_rows, fixed_shapes
+
+    rng = random.Random(3)
+    features = [{"input_ids": [0] * rng.randint(1, 130)} for _ in range(300)]
+    shape_of = {}
+    for batch, (rows, length) in fixed_shapes(features, list(range(300)), positions=128):
+        assert len(batch) <= rows and rows * length <= max(1024, length)
+        for index in batch:
+            n = len(features[index]["input_ids"])
+            assert length == bucket_length(n, 128) >= n and rows == bucket_rows(length)
+            shape_of[index] = (rows, length)
+    assert sorted(shape_of) == list(range(300))  # every feature once
+    for index in rng.sample(range(300), 20):  # alone, a feature gets the batch shape it had among all
+        assert [shape for _, shape in fixed_shapes(features, [index], positions=128)] == [shape_of[index]]
+    assert bucket_length(127, 128) == 128 and bucket_length(126, 127) == 127 and bucket_length(130, 128) == 130
