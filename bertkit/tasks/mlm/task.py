@@ -10,7 +10,7 @@ from bertkit import data as data_mod
 from bertkit import metrics, models, tokenization
 from bertkit.config import Config
 from bertkit.data.corpus import load_corpus
-from bertkit.data.readers import place_of, text_value
+from bertkit.data.records import place_of, text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record, forward, softmax, to_numpy
 from bertkit.progress import console
