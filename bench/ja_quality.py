@@ -79,7 +79,8 @@ def word_order(model_dir) -> dict:
 
     from bertkit.inference import forward
     from bertkit.tasks.mlm.masking import fixed_masks
-    from bertkit.tasks.mlm.task import examples, losses_of_rows, score_rows
+    from bertkit.tasks.mlm.scoring import losses_of_rows, score_rows
+    from bertkit.tasks.mlm.task import examples
     from bertkit.tokenization import load_tokenizer
 
     if not (model_dir / "config.json").exists():

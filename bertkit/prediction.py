@@ -14,7 +14,8 @@ from pathlib import Path
 
 from bertkit import sharding
 from bertkit.bundle import open_bundle
-from bertkit.data.readers import Blank, count_records, located_records, place_of, placed
+from bertkit.data.readers import count_records, located_records
+from bertkit.data.records import Blank, place_of, placed
 from bertkit.errors import BertkitError
 from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
 from bertkit.progress import bar, console

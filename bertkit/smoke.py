@@ -254,7 +254,8 @@ def _predict(load, config: Path, folder: Path, state: dict) -> str:
     from itertools import islice
 
     from bertkit.data.formats import Layout, detect_format
-    from bertkit.data.readers import located_records, placed
+    from bertkit.data.readers import located_records
+    from bertkit.data.records import placed
     from bertkit.prediction import predict_file
     from bertkit.tasks.options import PredictOptions
 

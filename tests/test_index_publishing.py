@@ -110,7 +110,7 @@ CRASH = """
 import os, sys
 from pathlib import Path
 import index_fakes
-from bertkit.embeddings import ann, index_folder
+from bertkit.embeddings import ann, index_publishing
 
 index_fakes.use_fake_encoder()
 
@@ -122,9 +122,9 @@ def die(*args, **kwargs):
 if point == "writing the vectors":
     ann.save = die
 elif point == "flushing the generation":
-    index_folder._sync = die
+    index_publishing._sync = die
 elif point == "before index.json is replaced":
-    index_folder._list_info = die
+    index_publishing._list_info = die
 elif point == "flushing index.json":  # its new text written beside it, not yet renamed over it
     real_fsync = os.fsync
     os.fsync = lambda fd: die() if ".index.json.tmp-" in os.readlink(f"/proc/self/fd/{fd}") else real_fsync(fd)
@@ -132,12 +132,12 @@ elif point == "replacing index.json":
     real = os.replace
     os.replace = lambda src, dst, *a, **k: die() if str(dst).endswith("index.json") else real(src, dst, *a, **k)
 elif point == "before the old generations go":
-    index_folder._remove_old = die
+    index_publishing._remove_old = die
 elif point == "removing an old generation":
     def halfway(path, *args, **kwargs):
         next(p for p in Path(path).iterdir() if p.name == "texts.jsonl").unlink()
         die()
-    index_folder.shutil.rmtree = halfway
+    index_publishing.shutil.rmtree = halfway
 if action == "build":
     index_fakes.build(folder, "new", 25)
 else:

@@ -4,7 +4,7 @@ how units are dealt, and how rank 0 puts the parts back in input order."""
 import pytest
 
 from bertkit import sharding
-from bertkit.data.readers import Blank, Record
+from bertkit.data.records import Blank, Record
 from bertkit.errors import BertkitError
 from bertkit.prediction import aligned, units
 from bertkit.tasks.options import PredictOptions

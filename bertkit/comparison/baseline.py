@@ -62,7 +62,7 @@ def training_split(bundle, train_file: str | None, options):
 
 def texts_of(ds, info: dict) -> list[str]:
     """The text of each example, with its pair (if the model reads pairs) after a space."""
-    from bertkit.data.readers import text_value
+    from bertkit.data.records import text_value
 
     column, pair = info.get("text_column") or "text", info.get("text_pair_column")
     texts = [text_value(t, None, column) for t in ds[column]]

@@ -28,8 +28,9 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
         if text_column not in ds.column_names and all(p in ds.column_names for p in parts_of(text_column)):
             ds = ds.map(lambda row: fill_joined(dict(row), text_column, text_join))
         return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
+    from bertkit.data.class_folders import class_files_records
     from bertkit.data.formats import Layout
-    from bertkit.data.readers import class_files_records, located_records
+    from bertkit.data.readers import located_records
 
     layout = Layout.of(source)
     if source.files:
@@ -171,7 +172,7 @@ def require_columns(ds, columns: dict[str, str | None], where: str, options: dic
         # a joined column made from some of its parts only: one part is never there (a typo?)
         partial = 0 < sum(part not in present for part in parts_of(column or "")) < len(parts_of(column or ""))
         if column and (column not in present or partial):
-            from bertkit.data.readers import kind_hint
+            from bertkit.data.records import kind_hint
 
             missing = next((part for part in parts_of(column) if part not in present), column)
             setting = (options or {}).get(key) or f"data.{key}"
@@ -216,9 +217,9 @@ def column(ds, name: str) -> list:
 
 def check_texts(ds, names, role: str) -> None:
     """Text columns hold text (a string; a number or null is read as text): a list, a JSON object
-    or true/false is an error naming its `file:line` (`readers.text_value`). Checked as the split
+    or true/false is an error naming its `file:line` (`records.text_value`). Checked as the split
     is read, so training and `bertkit inspect` (which read through the same `Task.load`) agree."""
-    from bertkit.data.readers import text_value
+    from bertkit.data.records import text_value
 
     for name in (n for n in names if n and n in ds.column_names):
         values = column(ds, name)

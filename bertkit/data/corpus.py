@@ -62,7 +62,8 @@ def read_lines(
     """The texts of a corpus path, line by line (or record by record), in order, stripped; blank
     ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
     from bertkit.data.formats import PLAIN, detect_format
-    from bertkit.data.readers import Blank, located_records
+    from bertkit.data.readers import located_records
+    from bertkit.data.records import Blank
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)

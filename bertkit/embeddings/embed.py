@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.data.readers import place_of, text_value
+from bertkit.data.records import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.outputs.records import json_line
 
@@ -143,7 +143,8 @@ def embed_file(
 def _encoded(encoder, source, input_format, text_column, batch_size, chunk_size, here):
     """(unit, records, vectors) for each chunk of `chunk_size` records (one unit), or for this
     process's units only (unit u is process u mod N's)."""
-    from bertkit.data.readers import located_records, placed
+    from bertkit.data.readers import located_records
+    from bertkit.data.records import placed
     from bertkit.inference import chunks
 
     located = located_records(source, input_format, text_column=text_column, keep_blank=True)

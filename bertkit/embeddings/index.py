@@ -194,13 +194,13 @@ def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
     """A new folder is renamed into place whole; an index already there (or an empty folder) gets
     a new generation, which readers switch to in one step (index.json replaced to name it).
     Returns index.json."""
-    from bertkit.embeddings import index_folder
+    from bertkit.embeddings import index_publishing
     from bertkit.outputs import cannot_write, writing_failed
 
     if not folder.exists() or folder.is_symlink():
-        return index_folder.publish_new(folder, overwrite, protect, fill)
+        return index_publishing.publish_new(folder, overwrite, protect, fill)
     try:
-        return index_folder.publish_generation(folder, fill)
+        return index_publishing.publish_generation(folder, fill)
     except Exception as err:  # a full disk, as the OS or a library (FAISS) reports it: one clear error
         failed = writing_failed(err, folder, "The index is as it was.")
         if failed is not None:

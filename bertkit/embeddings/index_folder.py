@@ -14,7 +14,7 @@ the old index or the new one, whole, and a writer killed at any moment leaves a 
 
 A generation is assembled as `.gen-N.tmp-PID-*`, flushed and renamed to `gen-N` when whole; only
 then is index.json replaced to name it, and only then are generations older than the previous one
-removed. A reader that finds its generation gone (two writes went by while it read) reads
+removed (`index_publishing`). A reader that finds its generation gone (two writes went by while it read) reads
 index.json again and starts over. An index of bertkit's earlier flat layout (format 1: index.json
 without "generation", texts.jsonl and vectors.faiss beside it) reads as generation 0, and becomes
 this layout (format 2) at its next write.
@@ -35,9 +35,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import stat
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +50,7 @@ INFO, TEXTS = "index.json", "texts.jsonl"
 FLAT, FORMAT = 1, 2  # index.json's layouts: 1 the data files beside it, 2 in the generation it names
 KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index
 GENERATION_KIND = "index generation"
-_GENERATION = re.compile(r"gen-([0-9]{6,18})")  # ASCII digits, few enough to be a number
+GENERATION_NAME = re.compile(r"gen-([0-9]{6,18})")  # ASCII digits, few enough to be a number
 REBUILD = "rebuild the index (`bertkit index build ... --overwrite`)"
 READ_ATTEMPTS = 5  # a reader starts over at most this often when writers keep replacing its generation
 
@@ -138,10 +136,10 @@ def _named(root: Path, path: Path, info: dict) -> Generation:
         raise damaged(path, f"'generation' names {name}, a symbolic link, not a generation folder bertkit wrote")
     if mode is not None and not stat.S_ISDIR(mode):
         raise damaged(path, f"'generation' names {name}, which is not a folder")
-    return Generation(root, root / name, int(_GENERATION.fullmatch(name)[1]))
+    return Generation(root, root / name, int(GENERATION_NAME.fullmatch(name)[1]))
 
 
-def _named_now(folder: Path) -> int | None:
+def named_now(folder: Path) -> int | None:
     """The generation index.json names now, None where it cannot tell."""
     try:
         return current(folder)[0].number
@@ -187,7 +185,7 @@ def check_info(path, info) -> None:
             raise damaged(path, f"holds 'generation', which an index of format {FLAT} (its files beside it) has not")
     else:
         name = _field(path, info, "generation", (str,))
-        match = _GENERATION.fullmatch(name)
+        match = GENERATION_NAME.fullmatch(name)
         if not match or int(match[1]) < 1:
             raise damaged(
                 path, f"'generation' is {json.dumps(name)}, not the name of a generation folder beside it "
@@ -337,7 +335,7 @@ def load(folder, texts: bool = True, vectors: bool = True) -> Loaded:
             index = read_vectors(generation, info, lines) if vectors else None
             return Loaded(generation, info, lines, index)
         except _Gone as gone:
-            if _named_now(Path(folder)) == generation.number:
+            if named_now(Path(folder)) == generation.number:
                 raise _missing(generation, str(gone)) from None
     raise BertkitError(f"--index {folder} was replaced {READ_ATTEMPTS} times while it was read; try again")
 
@@ -352,7 +350,7 @@ def _missing(generation: Generation, name: str) -> BertkitError:
     return BertkitError(f"--index {generation.folder} lacks {where}{name}; the index is damaged: {REBUILD}")
 
 
-# ---------------------------------------------------------------- writing a generation
+# ---------------------------------------------------------------- checksums
 
 
 def file_sha256(path: Path) -> str:
@@ -365,146 +363,3 @@ def _sha256_of(handle) -> str:
     for block in iter(lambda: handle.read(1 << 22), b""):
         digest.update(block)
     return digest.hexdigest()
-
-
-def _sync(folder: Path) -> None:
-    """Flush a generation's files and its folder to the disk before index.json names it, so that a
-    power cut after the switch cannot leave index.json naming files still in memory."""
-    for item in [*folder.iterdir(), folder]:
-        _fsync(item)
-
-
-def _fsync(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _generations(folder: Path) -> dict[int, Path]:
-    found = {}
-    for item in folder.iterdir():
-        match = _GENERATION.fullmatch(item.name)
-        if match and item.is_dir() and not item.is_symlink():
-            found[int(match[1])] = item
-    return found
-
-
-def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
-    """The generation's data files, written by `fill(dir)` (which returns index.json's other
-    fields), its manifest, all flushed."""
-    from bertkit.outputs import write_manifest
-    from bertkit.outputs.files import follow_umask_tree
-
-    info = fill(staged)
-    follow_umask_tree(staged)
-    write_manifest(staged, GENERATION_KIND)
-    _sync(staged)
-    return info
-
-
-def _write_info(folder: Path, info: dict, name: str) -> dict:
-    """Replace `folder`/index.json in one step by `info` naming the generation `name` (written
-    beside it, flushed, renamed over it)."""
-    from bertkit.outputs import write_json
-
-    rest = {k: v for k, v in info.items() if k not in ("format", "generation")}
-    record = {"format": FORMAT, "generation": name, **rest}  # the two first, for a reader's eye
-    _clear_odd(folder / INFO)
-    write_json(folder / INFO, record, sync=True)
-    _fsync(folder)
-    return record
-
-
-def _clear_odd(path: Path) -> None:
-    """Remove what stands at `path` in place of a file (a link, a FIFO, an empty folder: put there
-    by hand, refused by readers), so that writing it replaces it rather than writes through it."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(mode):
-        path.rmdir()  # a folder holding something is not emptied (check_output_dir names what it holds)
-    elif not stat.S_ISREG(mode):
-        path.unlink()
-
-
-def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], dict]) -> dict:
-    """Publish a new index folder whose first generation `fill(dir)` writes: assembled beside
-    `folder` and renamed into place whole (`outputs.staged_dir`). Returns index.json."""
-    from bertkit.outputs import staged_dir
-
-    with staged_dir(folder, overwrite, KIND, protect) as staged:
-        name = generation_name(1)
-        (staged / name).mkdir()
-        info = _fill_generation(staged / name, fill)
-        return _write_info(staged, info, name)
-
-
-def publish_generation(folder: Path, fill: Callable[[Path], dict]) -> dict:
-    """Add a generation whose data files `fill(dir)` writes (it returns index.json's other fields)
-    to the index folder `folder` (which exists and holds an index, or nothing), then replace
-    index.json to name it; the caller holds the folder's lock. The previous generation stays for
-    the readers still on it; older ones, and what killed writers left, are removed. Returns
-    index.json."""
-    from bertkit.outputs import MANIFEST, cannot_write, staging_dir
-
-    before = _named_now(folder)
-    taken = [int(m[1]) for m in map(_GENERATION.fullmatch, os.listdir(folder)) if m]  # folders or not
-    number = 1 + max([before or 0, *taken])
-    name = generation_name(number)
-    staged = staging_dir(folder / name)  # .gen-N.tmp-PID-*: a leftover the next write sweeps
-    try:
-        info = _fill_generation(staged, fill)
-        staged.rename(folder / name)
-        _fsync(folder)
-    except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
-        raise
-    try:
-        _list_info(folder / MANIFEST)
-        record = _write_info(folder, info, name)
-    except BaseException as err:
-        if _named_now(folder) != number:  # index.json still names the old generation: the new one goes
-            shutil.rmtree(folder / name, ignore_errors=True)
-        if isinstance(err, OSError):
-            raise cannot_write(err, folder / INFO) from None
-        raise
-    _remove_old(folder, keep={number, before})
-    return record
-
-
-def _list_info(manifest: Path) -> None:
-    """The folder's manifest lists index.json (an empty folder's has no manifest yet), so that
-    `--overwrite` counts it as bertkit's."""
-    from bertkit import __version__
-    from bertkit.outputs import write_json
-
-    try:
-        record = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict) or not isinstance(record.get("files"), list):
-        record = {"written_by": "bertkit", "version": __version__, "kind": KIND, "files": []}
-    if INFO not in record["files"]:
-        record["files"] = sorted({*map(str, record["files"]), INFO})
-        write_json(manifest, record)
-
-
-def _remove_old(folder: Path, keep: set) -> None:
-    """Generations other than `keep` (a flat index's data files once generation 0 is not kept),
-    and generations that killed writers were assembling."""
-    from bertkit.outputs.files import is_leftover
-
-    for number, path in _generations(folder).items():
-        if number not in keep:
-            shutil.rmtree(path, ignore_errors=True)
-    if 0 not in keep:
-        for name in (TEXTS, ann.FILE):
-            with contextlib.suppress(FileNotFoundError):
-                (folder / name).unlink()
-    for item in folder.glob(".gen-*.tmp-*"):
-        if is_leftover(item.name):
-            shutil.rmtree(item, ignore_errors=True)

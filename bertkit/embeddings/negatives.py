@@ -69,7 +69,8 @@ class Mined:
 
 def read_pairs(path: str, options: MineOptions) -> list[tuple[str, dict]]:
     """(where, record) of every pair, each with a non-blank anchor and positive."""
-    from bertkit.data.readers import blank, located_records, text_value
+    from bertkit.data.readers import located_records
+    from bertkit.data.records import blank, text_value
 
     rows = []
     for where, record in located_records(path, None, options.text_column):

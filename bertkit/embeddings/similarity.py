@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.data.readers import Blank, located_records, place_of, placed, text_value
+from bertkit.data.readers import located_records
+from bertkit.data.records import Blank, place_of, placed, text_value
 from bertkit.embeddings.pooling import unit_vectors
 from bertkit.errors import BertkitError
 from bertkit.outputs import RecordWriter, atomic_path, atomic_text, check_output_file

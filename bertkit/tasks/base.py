@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bertkit.data.readers import blank, text_value
+from bertkit.data.records import blank, text_value
 from bertkit.errors import BertkitError, RecordError
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ windows for long texts.
 from __future__ import annotations
 
 from bertkit import tokenization
-from bertkit.data.readers import place_of, text_value
+from bertkit.data.records import place_of, text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.text_columns import quoted_fields
 
@@ -56,7 +56,7 @@ def text_of(record: dict, column: str, number: int, option: str = "--text-column
 def text_at(record: dict, column: str, where: str, option: str = "--text-column") -> str:
     """The text of `record[column]`, or a `RecordError` naming `where` and the field."""
     if column not in record:
-        from bertkit.data.readers import kind_hint
+        from bertkit.data.records import kind_hint
 
         raise RecordError(
             f"{where}: no {quoted_fields(column)} field (fields: {', '.join(map(str, record))}); set {option}."

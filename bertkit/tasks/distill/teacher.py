@@ -149,7 +149,7 @@ def read_unlabeled(paths: list[str] | None, teacher: Teacher) -> list[dict]:
     and a record without its second text is an error naming its file and line."""
     from bertkit import data as data_mod
     from bertkit.config import DataSource
-    from bertkit.data.readers import blank
+    from bertkit.data.records import blank
 
     c = teacher.cfg.data
     pair_column = c.text_pair_column if teacher.info["task"] == "classify" else None

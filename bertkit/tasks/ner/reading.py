@@ -7,7 +7,7 @@ from __future__ import annotations
 from bertkit import data as data_mod
 from bertkit import tokenization
 from bertkit.config import DataSource, NerConfig
-from bertkit.data.readers import text_value
+from bertkit.data.records import text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.progress import console
 from bertkit.tasks.ner import tags

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertkit import graphemes, metrics, tokenization
-from bertkit.data.readers import place_of, text_value
+from bertkit.data.records import place_of, text_value
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, forward, softmax
 from bertkit.progress import console

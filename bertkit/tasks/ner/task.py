@@ -9,7 +9,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import models, tokenization
 from bertkit.config import Config, DataSource
-from bertkit.data.readers import Blank, blank, place_of, text_value
+from bertkit.data.records import Blank, blank, place_of, text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo

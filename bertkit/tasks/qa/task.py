@@ -9,7 +9,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import models
 from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
-from bertkit.data.readers import blank, place_of
+from bertkit.data.records import blank, place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo

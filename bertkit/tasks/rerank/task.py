@@ -9,7 +9,7 @@ import numpy as np
 from bertkit import data as data_mod
 from bertkit import models
 from bertkit.config import Config
-from bertkit.data.readers import blank
+from bertkit.data.records import blank
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
 from bertkit.run_info import RunInfo
