@@ -102,6 +102,10 @@ def test_similarity_and_tokenize_keep_blank_lines(cli, tmp_path, tiny_model):
     assert code == 0 and rows[1]["empty"] and rows[1]["scores"] == [None, None, None], err
     assert rows[0]["scores"][1] is None and rows[0]["scores"][2] is not None
     assert (tmp_path / "h" / "m.png").stat().st_size > 0
+    code, _, err = cli("similarity", "-m", tiny_model, "-i", texts, "--matrix", "-o", tmp_path / "m.csv")
+    cells = [line.split(",") for line in (tmp_path / "m.csv").read_text().splitlines()]
+    assert code == 0 and "None" not in (tmp_path / "m.csv").read_text(), err  # a null is an empty cell
+    assert cells[2][2] == "||" and cells[1][2].split("|")[1] == ""
     code, out, err = cli("tokenize", "-m", tiny_model, "-i", texts, "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [r["text"] for r in rows] == ["great film", "", "awful film"] and rows[1]["tokens"] == []

@@ -163,15 +163,23 @@ def _cell(value) -> str | int | float:
     return value
 
 
+def _plain(value) -> str:
+    """One value of a flattened list as CSV / TSV cells spell it (null empty, booleans as JSON)."""
+    if value is None:
+        return ""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
 def flatten(record: dict, prefix: str = "") -> dict:
-    """{'scores': {'pos': 0.9}} -> {'scores.pos': 0.9}; lists of plain values joined with '|'."""
+    """{'scores': {'pos': 0.9}} -> {'scores.pos': 0.9}; lists of plain values joined with '|' (a null
+    as nothing between its bars, as a null field is an empty cell)."""
     flat = {}
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
-            flat[name] = "|".join(str(v) for v in value)
+            flat[name] = "|".join(_plain(v) for v in value)
         elif isinstance(value, list):
             flat[name] = json.dumps(value, ensure_ascii=False)
         else:
