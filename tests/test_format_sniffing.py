@@ -75,7 +75,10 @@ def test_flat_records_with_long_contexts_stay_flat(tmp_path):
         ('{"version": "v2.0", "data": [{"paragraphs"', True),
         ('{"data": [{"title": "x", "qas": []}], "version": 1}', False),  # an article without paragraphs
         ('{"records": [{"paragraphs": []}]}', False),  # not under data
-        ('{"records": [{"context": "' + "y" * 10, False),  # told at the list, before its first record
+        ('{"records": [{"context": "' + "y" * 10, False),  # told at the list's first record
+        ('{"meta": [1, 2], "version": "1.1", "data": [{"paragraphs"', True),  # plain values passed over
+        ('{"meta": [[1], "x"], "data": [{"paragraphs"', True),
+        ('{"records": [[1, 2], {"context"', False),
         ('{"data": {"paragraphs": []}}', False),
         ('[{"data": [{"paragraphs": []}]}]', False),
         ('{"data": [{"title": "paragraphs', None),  # cut inside a string: read on

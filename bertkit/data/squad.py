@@ -48,8 +48,9 @@ def looks_like_squad(path: str) -> bool:
 def squad_layout(text: str) -> bool | None:
     """Whether the JSON text `text` (the start of a document) is in the SQuAD layout: True at the
     first article's `paragraphs` key, False as soon as the structure says otherwise (a list, a
-    list under another key than `data`, an article without paragraphs, a document without
-    `data`), None when `text` ends first."""
+    list of objects under another key than `data`, an article without paragraphs, a document
+    without `data`), None when `text` ends first. A list of plain values under another key
+    (`"meta": [1, 2]`) is passed over."""
     stack: list[list] = []  # per open object or list: [kind ('{' or '['), its current key or index]
     want_key = False
     position = 0
@@ -77,7 +78,7 @@ def squad_layout(text: str) -> bool | None:
         elif mark in "{[":
             if not stack and mark == "[":
                 return False  # a list of records
-            if mark == "[" and len(stack) == 1 and stack[0][1] != "data":
+            if mark == "{" and len(stack) == 2 and stack[1][0] == "[" and stack[0][1] != "data":
                 return False  # an object holding its records under another name than SQuAD's `data`
             stack.append([mark, None if mark == "{" else 0])
             want_key = mark == "{"
