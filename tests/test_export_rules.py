@@ -25,6 +25,12 @@ def test_check_data_of_the_wrong_kind_is_exit_2(quantize, classify_bundle, ner_d
     assert not target.exists()
     unlabelled = tmp_path / "texts.txt"
     unlabelled.write_text("a lovely film\nthe plot was dull\n")
+    folder = tmp_path / "classes"  # a folder of classes, which the export does not read: said so
+    folder.mkdir()
+    (folder / "positive.txt").write_text("a lovely film\n")
+    code, _, err = cli("export", "-m", classify_bundle, "-o", target, "--check-data", folder, *quantize)
+    assert code == 2 and "a folder" in err and "no such file" not in err, err
+    assert not target.exists()
     if quantize:  # texts without labels: nothing to score int8 on
         code, _, err = cli("export", "-m", classify_bundle, "-o", target, "--check-data", unlabelled, *quantize)
         assert code == 2 and str(unlabelled) in err, err

@@ -36,8 +36,14 @@ def check_data_of(info, given: str | None) -> Path | None:
     """The labelled data the int8 check scores: --check-data, else the bundle's validation file,
     else its test file, else its training file (the automatic validation split is drawn from it)."""
     if given:
+        if Path(given).is_dir():
+            raise BertkitError(
+                f"--check-data {given}: a folder; the export checks on one file (CSV, TSV, JSON lines, JSON, "
+                "Parquet, CoNLL or SQuAD): give one of the folder's files, or the data as one file"
+            )
         if not Path(given).is_file():
-            raise BertkitError(f"--check-data {given}: no such file")
+            what = "no such file" if not Path(given).exists() else "not a regular file"
+            raise BertkitError(f"--check-data {given}: {what}")
         return Path(given)
     data = (info.get("config") or {}).get("data") or {}
     for role in ("validation", "test", "train"):
