@@ -96,3 +96,14 @@ def test_a_models_own_label_spelling_is_read_as_the_datas():
         tag_ids([["B-ORG"]], info, "evaluation")
     raw = ["S-PER", "O", "B-LOC", "E-LOC", "U-ORG", "I_MISC"]
     assert iob2_over_seen(raw, [True] * 6) == ["B-PER", "O", "B-LOC", "I-LOC", "B-ORG", "B-MISC"]
+
+
+def test_a_tag_the_given_labels_lack_is_named_with_its_file_and_line(tmp_path):
+    from bertkit.tasks.ner.tagging import tag_ids
+
+    train = conll(tmp_path / "train.conll", lambda k: f"B-{k}" if k else "O")
+    cfg, task, ds = loaded(tmp_path, "ner", f"  train: {train}\n  labels: [O, B-PER, I-PER]\n")
+    info = task.setup(ds, cfg)
+    split = ds["train"]
+    with pytest.raises(BertkitError, match=rf"^{train}:\d+: tag 'B-LOC' is not one the model knows"):
+        tag_ids([list(t) for t in split["tags"]], info, "train", split)

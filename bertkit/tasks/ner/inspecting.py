@@ -41,7 +41,7 @@ def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
     windowed = unseen = 0
     for role, split in ds.items():
         words, word_tags = words_and_tags(split, tokenizer, role)
-        tag_ids(word_tags, info, role)  # a tag the model will not know stops training: it stops inspect too
+        tag_ids(word_tags, info, role, split)  # a tag the model will not know stops training: it stops inspect too
         for (ids, owners), sentence_tags in zip(
             tokenization.subwords_of_words(tokenizer, words), word_tags, strict=True
         ):

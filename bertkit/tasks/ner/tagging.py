@@ -21,20 +21,33 @@ IGNORE = -100
 CHUNK = 512  # sentences tagged together by predict and evaluate (the same batches, so the same tags)
 
 
-def tag_ids(word_tags: list[list[str]], info: dict, role: str) -> list[list[int]]:
+def tag_ids(word_tags: list[list[str]], info: dict, role: str, split=None) -> list[list[int]]:
     """The ids of the data's (IOB2) tags among the model's labels, both read in one spelling
-    (`tags.normal_tag`): a model whose labels are written `B_PER` knows the data's `B-PER`."""
+    (`tags.normal_tag`): a model whose labels are written `B_PER` knows the data's `B-PER`. A tag
+    the model does not know is an error naming its sentence's `file:line` (from `split`'s place
+    column, where it has one)."""
     index = {_spelled(name): i for i, name in enumerate(info["labels"])}
     out = []
     for number, seq in enumerate(word_tags, start=1):
         for tag in seq:
             if tag not in index:
                 raise BertkitError(
-                    f"{role} data, sentence {number}: tag '{tag}' is not one the model knows "
-                    f"({', '.join(info['labels'])}). Fix the data, or list every tag in data.labels."
+                    f"{_place(split, number) or f'{role} data, sentence {number}'}: tag '{tag}' is not one the "
+                    f"model knows ({', '.join(info['labels'])}). Fix the data, or list every tag in data.labels."
                 )
         out.append([index[t] for t in seq])
     return out
+
+
+def _place(split, number: int) -> str:
+    """Where the `number`-th sentence of `split` (a `datasets.Dataset`) came from, when it says."""
+    from bertkit.data import WHERE
+
+    names = getattr(split, "column_names", None) or []
+    for name in (WHERE, "where"):
+        if name in names:
+            return str(split[number - 1][name] or "")
+    return ""
 
 
 def _spelled(name: str) -> str:

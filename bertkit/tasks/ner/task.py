@@ -98,7 +98,7 @@ class NerTask(Task):
         prepared = {}
         for role, split in ds.items():
             words, word_tags = words_and_tags(split, tokenizer, role)
-            features = encode_words(tokenizer, words, info, tag_ids(word_tags, info, role), role)
+            features = encode_words(tokenizer, words, info, tag_ids(word_tags, info, role, split), role)
             prepared[role] = datasets.Dataset.from_list(features)
         return datasets.DatasetDict(prepared)
 
@@ -202,7 +202,7 @@ class NerTask(Task):
             split = normalise_scheme(split, scheme, data)
         words, word_tags = words_and_tags(split, tokenizer, data)
         require_entities(word_tags, data)
-        tag_ids(word_tags, info, data)  # every gold tag must be one the model knows
+        tag_ids(word_tags, info, data, split)  # every gold tag must be one the model knows
         # the very tags `predict` writes for this file: same words, same chunks, same batches
         tagged = tag_sentences(model, tokenizer, info, words, options.batch_size)
         unseen = sum(
