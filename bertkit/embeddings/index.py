@@ -48,11 +48,18 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
     (other weights, other settings, another width) would put queries in another space, so it is
     an error rather than quietly worse hits."""
     from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.index_folder import REBUILD
 
-    stored = info["settings"]
-    encoder = load_encoder(
-        info["model"], stored["pooling"], stored["normalize"], stored["max_length"], device, trust_remote_code, runtime
-    )
+    stored, where = info["settings"], f"{INFO}'s 'settings.max_length'"
+    try:
+        encoder = load_encoder(
+            info["model"], stored["pooling"], stored["normalize"], stored["max_length"], device, trust_remote_code,
+            runtime, length_from=where,
+        )  # fmt: skip
+    except BertkitError as err:  # a length the model cannot read: no option fixes it, a rebuild does
+        if str(err).startswith(where):
+            raise BertkitError(f"{err}: {REBUILD}") from None
+        raise
     if encoder.dimension != info["dimension"]:
         raise BertkitError(
             f"{info['model']} now gives vectors of {encoder.dimension} dimensions, the index holds "
@@ -232,6 +239,20 @@ def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimensi
     return index, graph
 
 
+def _writable(folder: str) -> None:
+    """What `index add` needs to write the index at `folder`, checked before the model loads: the
+    folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
+    through a link: give the folder it points to), and one this user may write in."""
+    path = Path(folder)
+    if path.is_symlink():
+        raise BertkitError(
+            f"--index {folder} is a symbolic link to {path.resolve()}: `index add` writes only the index folder "
+            f"itself; give --index {path.resolve()}"
+        )
+    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
+        raise BertkitError(f"--index {folder}: this user may not write in it (permission denied); nothing was added")
+
+
 def add_to_index(
     folder: str, corpus: str, text_column: str, batch_size: int, device, trust_remote_code: bool, runtime
 ) -> dict:
@@ -243,6 +264,7 @@ def add_to_index(
     from bertkit.outputs import OutputLock
 
     ann.require()
+    _writable(folder)
     read_index(folder)
     texts = _corpus_texts(corpus, text_column)
     with OutputLock(Path(folder)):
