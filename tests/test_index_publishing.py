@@ -371,7 +371,7 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (without("vectors_sha256"), "index.json: lacks 'vectors_sha256'"),
         (lambda: (without("texts_sha256")(), edit_lines(swap)()), "lacks 'texts_sha256'"),
         # numbers in their ranges: what FAISS keeps in a C int, what bertkit writes
-        (edit_info(ann={**info["ann"], "ef_search": 2**31}), "'ann.ef_search' is 2147483648, above 1,000,000"),
+        (edit_info(ann={**info["ann"], "ef_search": 2**31}), "'ann.ef_search' is 2147483648, above 100,000"),
         (edit_info(ann={**info["ann"], "ef_search": 0}), "'ann.ef_search' is 0, below 1"),
         (edit_info(ann={**info["ann"], "m": 2**40}), "'ann.m' is 1099511627776, above"),
         (edit_info(ann={**info["ann"], "rescore": float("nan")}), "'ann.rescore' is nan, not a finite number"),

@@ -156,10 +156,13 @@ def build_index(
     """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
     index.json. Every check that can fail is made before the model loads; the run holds the
     output's lock throughout, so no `index add` or other build writes it meanwhile."""
-    from bertkit.outputs import OutputLock, check_output_dir
+    from bertkit.outputs import OutputLock, check_output_dir, check_writable
 
     ann.require()
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)
+    folder = Path(output)
+    # a new index is assembled beside its folder, a new generation inside an index already there
+    check_writable(folder / INFO if folder.is_dir() and not folder.is_symlink() else folder)
     with OutputLock(Path(output)):
         return _build(load, model, corpus, output, text_column, batch_size, overwrite, params)
 
@@ -243,14 +246,16 @@ def _writable(folder: str) -> None:
     """What `index add` needs to write the index at `folder`, checked before the model loads: the
     folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
     through a link: give the folder it points to), and one this user may write in."""
+    from bertkit.outputs import check_writable
+
     path = Path(folder)
     if path.is_symlink():
         raise BertkitError(
             f"--index {folder} is a symbolic link to {path.resolve()}: `index add` writes only the index folder "
             f"itself; give --index {path.resolve()}"
         )
-    if path.is_dir() and not os.access(path, os.W_OK | os.X_OK):
-        raise BertkitError(f"--index {folder}: this user may not write in it (permission denied); nothing was added")
+    if path.is_dir():
+        check_writable(path / INFO)  # where the new generation is assembled
 
 
 def add_to_index(
