@@ -392,6 +392,7 @@ def damage_cases(folder: Path, outside: Path) -> list:
             "'settings.max_length' is 1000000000000, above",
         ),
         (edit_info(dimension=10**12), "'dimension' is 1000000000000, above"),
+        (edit_info(metric="l2"), "'metric' is \"l2\", not cosine"),
         (edit_info(extra=[1, float("-inf")]), "'extra[1]' is -inf, not a finite number"),
         (edit_info(vectors_sha256=7), "'vectors_sha256' is 7, not text"),
         (edit_info(format="2"), "'format' is \"2\", not a whole number"),
@@ -664,3 +665,8 @@ def test_index_add_through_a_link_is_refused_before_the_model_loads(tmp_path, cl
     monkeypatch.setattr("bertkit.embeddings.index.index_encoder", lambda *args, **kwargs: FakeEncoder())
     assert check_search(link) == ("g1", 17)  # reading through the link is fine
     assert cli("index", "add", "--index", folder, "--corpus", more)[0] == 0
+    # index build --overwrite through the link: refused up front too, naming the folder to give
+    monkeypatch.setattr("bertkit.embeddings.index._build", no_model)
+    code, _, err = cli("index", "build", "-m", "m", "--corpus", more, "-o", link, "--overwrite")
+    flat = " ".join(err.split())
+    assert code == 2 and f"--output {link} is a symbolic link to {folder}" in flat and f"give --output {folder}" in flat

@@ -159,8 +159,9 @@ def build_index(
     from bertkit.outputs import OutputLock, check_output_dir, check_writable
 
     ann.require()
-    check_output_dir(Path(output), overwrite, [corpus, model], KIND)
     folder = Path(output)
+    _not_a_link("--output", folder, "index build")
+    check_output_dir(folder, overwrite, [corpus, model], KIND)
     # a new index is assembled beside its folder, a new generation inside an index already there
     check_writable(folder / INFO if folder.is_dir() and not folder.is_symlink() else folder)
     with OutputLock(Path(output)):
@@ -242,6 +243,17 @@ def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimensi
     return index, graph
 
 
+def _not_a_link(option: str, path: Path, command: str) -> None:
+    """An index is written in its own folder, never through a symbolic link to it: the link and
+    the folder to give instead are named, before any work."""
+    if path.is_symlink():
+        real = path.resolve()
+        raise BertkitError(
+            f"{option} {path} is a symbolic link to {real}: `{command}` writes only the index folder itself; "
+            f"give {option} {real}"
+        )
+
+
 def _writable(folder: str) -> None:
     """What `index add` needs to write the index at `folder`, checked before the model loads: the
     folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
@@ -249,11 +261,7 @@ def _writable(folder: str) -> None:
     from bertkit.outputs import check_writable
 
     path = Path(folder)
-    if path.is_symlink():
-        raise BertkitError(
-            f"--index {folder} is a symbolic link to {path.resolve()}: `index add` writes only the index folder "
-            f"itself; give --index {path.resolve()}"
-        )
+    _not_a_link("--index", path, "index add")
     if path.is_dir():
         check_writable(path / INFO)  # where the new generation is assembled
 

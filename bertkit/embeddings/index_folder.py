@@ -247,6 +247,8 @@ def check_info(path, info) -> None:
     if (first, texts) != (lines, count):
         raise damaged(path, f"its corpora hold {first} lines and {texts} texts, where it counts {lines} and {count}")
     _field(path, info, "text_column", (str,), optional=True)
+    if _field(path, info, "metric", (str,), optional=True) not in (None, "cosine"):
+        raise damaged(path, f"'metric' is {json.dumps(info['metric'])}, not cosine, the only metric bertkit writes")
     for key in ("texts_sha256", "vectors_sha256"):  # absent only in the flat layout, of bertkit before checksums
         if _field(path, info, key, (str,), optional=fmt == FLAT) is not None and not re.fullmatch(
             r"[0-9a-f]{64}", info[key]
