@@ -334,6 +334,9 @@ def test_errors_a_user_can_make(tmp_path, tiny_model, corpus_texts, cli):
     edits = [
         ("settings", {**stored["settings"], "max_length": "128"}, "'settings.max_length' is"),
         ("count", "20", "'count' is \"20\""),
+        # a length the model cannot read is index.json's, not an option the user did not give
+        ("settings", {**stored["settings"], "max_length": 100_000}, "index.json's 'settings.max_length' is 100000"),
+        ("settings", {**stored["settings"], "max_length": 10**12}, "'settings.max_length' is 1000000000000, above"),
         ("generation", "../idx", "'generation' is"),
     ]
     for key, wrong, said in edits:
@@ -341,6 +344,7 @@ def test_errors_a_user_can_make(tmp_path, tiny_model, corpus_texts, cli):
         code, _, err = cli("search", "--index", idx, "-q", "film")
         flat = " ".join(err.split())
         assert code == 2 and said in flat and "index.json" in flat and "rebuild the index" in flat, err
+        assert "--max-length" not in flat, err
     (idx / "index.json").write_text(json.dumps(stored))
     current_file(idx, "vectors.faiss").unlink()
     code, _, err = cli("search", "--index", idx, "-q", "film")

@@ -347,9 +347,11 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (edit_lines(swap), "edited, reordered or replaced by hand"),
         (edit_lines(lambda lines: lines.pop()), "holds 19 lines, not the 20"),
         (edit_lines(lambda lines: lines.__setitem__(-1, lines[-1].rstrip("\n"))), ":20: is cut short"),
-        (lambda: (generation / texts).write_bytes((generation / texts).read_bytes().replace(b"line 5", b"\xff")),
-         f"{texts}:6: is not UTF-8 text"),  # fmt: skip
-        (edit_info(dimension="16"), 'index.json: \'dimension\' is "16", not a whole number'),
+        (
+            lambda: (generation / texts).write_bytes((generation / texts).read_bytes().replace(b"line 5", b"\xff")),
+            f"{texts}:6: is not UTF-8 text",
+        ),  # fmt: skip
+        (edit_info(dimension="16"), "index.json: 'dimension' is \"16\", not a whole number"),
         (edit_info(count=-1), "'count' is -1, below 0"),
         (edit_info(lines=None), "'lines' is null, not a whole number"),
         (edit_info(settings={**info["settings"], "normalize": "yes"}), "'settings.normalize' is \"yes\""),
@@ -358,10 +360,40 @@ def damage_cases(folder: Path, outside: Path) -> list:
         (edit_info(ann={**info["ann"], "ef_search": 9.5}), "'ann.ef_search' is 9.5, not a whole number"),
         (edit_info(corpora="all"), "'corpora' is \"all\", not a list"),
         (edit_info(corpora=[{**info["corpora"][0], "first": 3}]), "'corpora[0].first' is 3"),
-        (edit_info(count=info["count"] + 1, corpora=[{**info["corpora"][0], "texts": info["count"] + 1}]),
-         "holds 17 vectors, not the 18"),  # fmt: skip
+        (
+            edit_info(count=info["count"] + 1, corpora=[{**info["corpora"][0], "texts": info["count"] + 1}]),
+            "holds 17 vectors, not the 18",
+        ),  # fmt: skip
         (edit_info(model=["a"]), "'model' is [\"a\"], not text"),
         (edit_info(texts_sha256="abc"), "'texts_sha256' is not a SHA-256 checksum"),
+        # format 2 always has its checksums: without them, texts reordered by hand would pair with other vectors
+        (without("texts_sha256"), "index.json: lacks 'texts_sha256'"),
+        (without("vectors_sha256"), "index.json: lacks 'vectors_sha256'"),
+        (lambda: (without("texts_sha256")(), edit_lines(swap)()), "lacks 'texts_sha256'"),
+        # numbers in their ranges: what FAISS keeps in a C int, what bertkit writes
+        (edit_info(ann={**info["ann"], "ef_search": 2**31}), "'ann.ef_search' is 2147483648, above 100,000"),
+        (edit_info(ann={**info["ann"], "ef_search": 0}), "'ann.ef_search' is 0, below 1"),
+        (edit_info(ann={**info["ann"], "m": 2**40}), "'ann.m' is 1099511627776, above"),
+        (edit_info(ann={**info["ann"], "rescore": float("nan")}), "'ann.rescore' is nan, not a finite number"),
+        (edit_info(ann={**info["ann"], "rescore": float("inf")}), "'ann.rescore' is inf, not a finite number"),
+        (edit_info(ann={**info["ann"], "rescore": "2"}), "'ann.rescore' is \"2\", not a whole number or a number"),
+        (
+            lambda: (folder / "index.json").write_text(json.dumps(info).replace('"rescore": 2', '"rescore": 1e999')),
+            "'ann.rescore' is inf",
+        ),  # fmt: skip
+        (edit_info(ann={**info["ann"], "kind": "hnsw"}), "'ann.kind' is \"hnsw\", not one of"),
+        (
+            edit_info(ann={**info["ann"], "kind": "HNSW"}),
+            "an index of kind HNSW-SQ8, where index.json's 'ann.kind' says HNSW",
+        ),
+        (edit_info(ann={**info["ann"], "kind": "IVF-PQ4FS", "lists": 4, "probes": 1}), "'ann.kind' says IVF-PQ4FS"),
+        (
+            edit_info(settings={**info["settings"], "max_length": 10**12}),
+            "'settings.max_length' is 1000000000000, above",
+        ),
+        (edit_info(dimension=10**12), "'dimension' is 1000000000000, above"),
+        (edit_info(metric="l2"), "'metric' is \"l2\", not cosine"),
+        (edit_info(extra=[1, float("-inf")]), "'extra[1]' is -inf, not a finite number"),
         (edit_info(vectors_sha256=7), "'vectors_sha256' is 7, not text"),
         (edit_info(format="2"), "'format' is \"2\", not a whole number"),
         (edit_info(format=1), "holds 'generation', which an index of format 1"),
@@ -580,3 +612,61 @@ def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_
         load_encoder(str(final), "mean")
     monkeypatch.setattr(tokenization, "load_tokenizer", real)
     assert load_encoder(str(final), "mean").dimension == 64
+
+
+# ---------------------------------------------------------------- options in range, links refused before any work
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "--index", "{idx}", "-q", "x", "--ef-search", "3000000000"),
+        ("search", "--index", "{idx}", "-q", "x", "--probes", "3000000000"),
+        ("index", "build", "-m", "m", "--corpus", "{corpus}", "-o", "{tmp}/b", "--ef-search", "2147483648"),
+        ("index", "build", "-m", "m", "--corpus", "{corpus}", "-o", "{tmp}/b", "--links", "100000"),
+        ("index", "build", "-m", "m", "--corpus", "{corpus}", "-o", "{tmp}/b", "--ef-construction", "9999999999"),
+        ("index", "build", "-m", "m", "--corpus", "{corpus}", "-o", "{tmp}/b", "--lists", "9999999999"),
+        ("index", "build", "-m", "m", "--corpus", "{corpus}", "-o", "{tmp}/b", "--probes", "9999999999"),
+    ],
+)
+def test_a_number_faiss_cannot_hold_is_refused_naming_the_option_and_its_limit(tmp_path, cli, args):
+    from bertkit.embeddings import ann
+
+    folder = tmp_path / "idx"
+    build(folder, "g1", 20)
+    source = index_fakes.corpus(tmp_path, "c", 5)
+    asked = [a.format(idx=folder, corpus=source, tmp=tmp_path) for a in args]
+    code, _, err = cli(*asked)
+    option = next(a for a in asked if a.startswith("--") and a.lstrip("-") in ("ef-search", "probes", "links",
+                  "ef-construction", "lists"))  # fmt: skip
+    flat = " ".join(err.split())
+    limit = ann.LIMITS[{"links": "m"}.get(option[2:], option[2:].replace("-", "_"))]
+    assert code == 2 and option in flat and str(limit) in flat.replace(",", ""), err
+    assert "Traceback" not in err and not (tmp_path / "b").exists()
+
+
+def test_index_add_through_a_link_is_refused_before_the_model_loads(tmp_path, cli, monkeypatch):
+    folder = tmp_path / "idx"
+    build(folder, "g1", 20)
+    link = tmp_path / "lnk"
+    link.symlink_to(folder)
+    kept = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the index was checked")
+
+    monkeypatch.setattr("bertkit.embeddings.index.index_encoder", no_model)
+    more = index_fakes.corpus(tmp_path, "more", 3, 20)
+    code, _, err = cli("index", "add", "--index", link, "--corpus", more)
+    flat = " ".join(err.split())
+    assert code == 2 and f"--index {link} is a symbolic link to {folder}" in flat, err
+    assert f"give --index {folder}" in flat and "--overwrite" not in flat
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == kept
+    monkeypatch.setattr("bertkit.embeddings.index.index_encoder", lambda *args, **kwargs: FakeEncoder())
+    assert check_search(link) == ("g1", 17)  # reading through the link is fine
+    assert cli("index", "add", "--index", folder, "--corpus", more)[0] == 0
+    # index build --overwrite through the link: refused up front too, naming the folder to give
+    monkeypatch.setattr("bertkit.embeddings.index._build", no_model)
+    code, _, err = cli("index", "build", "-m", "m", "--corpus", more, "-o", link, "--overwrite")
+    flat = " ".join(err.split())
+    assert code == 2 and f"--output {link} is a symbolic link to {folder}" in flat and f"give --output {folder}" in flat

@@ -353,3 +353,44 @@ def test_sigterm_while_starting_exits_143_at_every_moment(classify_model):  # no
         # system ended the process as SIGTERM does; a shell shows both as 143
         assert code in ((0,) if up else (143, -signal.SIGTERM)), (delay, code, err)
     assert sum(code == 143 for _, code, _, _ in outcomes) >= 6, outcomes  # most came while bertkit was starting
+
+
+# ---------------------------------------------------------------- texts as records, messages in the request's terms
+
+
+@pytest.mark.parametrize("value", [5, 2.5, None, "fine"])
+def test_a_text_is_read_alike_in_texts_text_and_records(served, value):
+    as_records = served.post("/predict", json={"records": [{"text": value}]})
+    assert as_records.status_code == 200, as_records.text
+    for body in ({"texts": [value]}, {"text": value}):
+        if body.get("text", "") is None:
+            continue  # "text": null is no input given
+        answer = served.post("/predict", json=body)
+        assert answer.status_code == 200, (body, answer.text)
+        assert answer.json()["results"] == as_records.json()["results"], body
+
+
+@pytest.mark.parametrize("value", [True, ["a"], {"a": 1}])
+def test_a_text_that_is_no_text_is_refused_alike_in_texts_and_records(served, value):
+    for body in ({"texts": ["fine", value]}, {"records": [{"text": "fine"}, {"text": value}]}):
+        answer = served.post("/predict", json=body)
+        assert answer.status_code == 422, (body, answer.text)
+        assert answer.json()["detail"][0]["loc"][:3] == ["body", next(iter(body)), 1], answer.text
+
+
+def _missing_field_message(client, record) -> str:
+    answer = client.post("/predict", json={"records": [record]})
+    assert answer.status_code == 422, answer.text
+    (problem,) = answer.json()["detail"]
+    return problem["msg"]
+
+
+def test_a_record_without_its_field_is_told_in_the_requests_terms(served, ner_client, qa_client):
+    for client, record, field in (
+        (served, {"body": "hello"}, "'text'"),
+        (ner_client, {"words": ["Paris"]}, "'tokens'"),
+        (qa_client, {"question": "where is Paris"}, "'context'"),
+    ):
+        message = _missing_field_message(client, record)
+        assert field in message and '{"records"' in message, message
+        assert "--" not in message and "qa.question_field" not in message, message

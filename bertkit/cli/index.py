@@ -15,7 +15,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
-from bertkit.embeddings.ann import IVF_MIN, Params
+from bertkit.embeddings.ann import IVF_MIN, LIMITS, Params
 
 index_app = typer.Typer(
     help="Approximate nearest-neighbour indexes for `bertkit search --index` (large corpora).", no_args_is_help=True
@@ -34,24 +34,41 @@ def build(
     pooling: str | None = PoolingOption,
     max_length: int | None = MaxLengthOption,
     kind: str = typer.Option(
-        Params.kind, "--kind", help="auto: an IVF index (k-means lists of 4-bit codes, re-scored exactly) from "
+        Params.kind,
+        "--kind",
+        help="auto: an IVF index (k-means lists of 4-bit codes, re-scored exactly) from "
         f"{IVF_MIN:,} texts, an HNSW graph below; ivf or hnsw to choose.",
     ),
     lists: int | None = typer.Option(
-        None, "--lists", min=1, help="IVF: k-means lists (default: the power of two nearest 4.6 x sqrt(texts))."
+        None,
+        "--lists",
+        min=1,
+        max=LIMITS["lists"],
+        help="IVF: k-means lists (default: the power of two nearest 4.6 x sqrt(texts)).",
     ),
     probes: int | None = typer.Option(
-        None, "--probes", min=1, help="IVF: lists scanned per query, kept as the index's default (default: a "
-        "quarter of the lists).",
+        None,
+        "--probes",
+        min=1,
+        max=LIMITS["probes"],
+        help="IVF: lists scanned per query, kept as the index's default (default: a quarter of the lists).",
     ),
     links: int = typer.Option(
-        Params.m, "--links", min=4, help="HNSW M: links per vector (more: better recall, more memory)."
+        Params.m, "--links", min=4, max=LIMITS["m"], help="HNSW M: links per vector (more: better recall, more memory)."
     ),
     ef_construction: int = typer.Option(
-        Params.ef_construction, "--ef-construction", min=8, help="HNSW breadth while building."
+        Params.ef_construction,
+        "--ef-construction",
+        min=8,
+        max=LIMITS["ef_construction"],
+        help="HNSW breadth while building.",
     ),
     ef_search: int = typer.Option(
-        Params.ef_search, "--ef-search", min=1, help="HNSW breadth while searching, kept as the index's default."
+        Params.ef_search,
+        "--ef-search",
+        min=1,
+        max=LIMITS["ef_search"],
+        help="HNSW breadth while searching, kept as the index's default.",
     ),
     quantize: bool = typer.Option(
         Params.quantized,

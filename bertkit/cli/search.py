@@ -17,6 +17,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
+from bertkit.embeddings.ann import LIMITS
 from bertkit.errors import BertkitError
 
 
@@ -31,11 +32,18 @@ def search(
         None, "--index", help="Search an index made by `bertkit index build` instead (no --model or --corpus)."
     ),
     ef_search: int | None = typer.Option(
-        None, "--ef-search", min=1, help="--index: the graph's search breadth for this search (default: the index's)."
+        None,
+        "--ef-search",
+        min=1,
+        max=LIMITS["ef_search"],
+        help="--index: the graph's search breadth for this search (default: the index's).",
     ),
     probes: int | None = typer.Option(
-        None, "--probes", min=1, help="--index of kind IVF: lists scanned per query in this search (default: the "
-        "index's).",
+        None,
+        "--probes",
+        min=1,
+        max=LIMITS["probes"],
+        help="--index of kind IVF: lists scanned per query in this search (default: the index's).",
     ),
     query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
     queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),

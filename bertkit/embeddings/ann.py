@@ -50,6 +50,12 @@ IVF_RESCORE = 30  # codes re-scored exactly per hit asked for (IVF): 50 x k adde
 # `auto` builds the graph instead and an explicit `ivf` says so.
 CHECK_QUERIES, CHECK_RECALL = 200, 0.95
 KINDS = ("auto", "ivf", "hnsw")
+# The largest value each integer setting may take (an option, or a field of index.json): FAISS keeps
+# them in C ints, and a search allocates heaps of the breadth it is given, so a value past these
+# would overflow there or exhaust the memory (a search of all its queries at once keeps breadth x
+# queries candidates: 1.2 GB for 1,000 queries at 100,000); each is far beyond any useful setting.
+LIMITS = {"m": 1024, "ef_construction": 100_000, "ef_search": 100_000, "lists": 1 << 22, "probes": 1 << 22}
+KIND_NAMES = ("HNSW", "HNSW-SQ8", "IVF-PQ4FS")  # what index.json's ann.kind may say (`describe`)
 GRAPH_OPTIONS = {
     "--links": "m", "--ef-construction": "ef_construction", "--ef-search": "ef_search", "--no-quantize": "quantized"
 }  # fmt: skip
@@ -141,6 +147,15 @@ def describe(params: Params) -> dict:
     kind = {"kind": "HNSW-SQ8", "rescore": RESCORE} if params.quantized else {"kind": "HNSW"}
     graph = {k: v for k, v in asdict(params).items() if k not in ("kind", "lists", "probes")}
     return {"library": "faiss", "version": faiss.__version__, **kind, **graph}
+
+
+def kind_of(index) -> str:
+    """The kind (`describe`'s "kind") of a FAISS index as read: what index.json's ann.kind must say."""
+    faiss = require()
+    graph, rescoring = _graph(index)
+    if isinstance(graph, faiss.IndexIVF):
+        return "IVF-PQ4FS"
+    return "HNSW-SQ8" if rescoring is not None else "HNSW"
 
 
 def is_ivf(described: dict) -> bool:

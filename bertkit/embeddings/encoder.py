@@ -151,16 +151,18 @@ def load_encoder(
     device: str | None = None,
     trust_remote_code: bool = False,
     runtime: str | None = None,
+    length_from: str | None = None,
 ) -> Encoder:
     """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
     explicit options win over what the model folder says, which wins over defaults. An ONNX
-    export of an embed bundle (`runtime` auto or onnx) runs without torch."""
+    export of an embed bundle (`runtime` auto or onnx) runs without torch. `length_from`: where
+    `max_length` was read, when not from --max-length (an index's index.json), named in errors."""
     from bertkit.bundle import check_unchanged, directory_identity
     from bertkit.onnx_runtime import choose_runtime
 
     opened = directory_identity(name) if Path(name).is_dir() else None  # before any of its files is read
     if opened is not None and choose_runtime(Path(name), runtime) == "onnx":
-        encoder = _onnx_encoder(name, pooling, normalize, max_length)
+        encoder = _onnx_encoder(name, pooling, normalize, max_length, length_from)
         check_unchanged(name, opened)
         return encoder
     from transformers import AutoConfig, AutoModel
@@ -176,10 +178,7 @@ def load_encoder(
     config = models.from_pretrained(AutoConfig, path, trust_remote_code)
     limit = models.position_limit(config)
     if max_length is not None and limit is not None and max_length > limit:
-        raise BertkitError(
-            f"--max-length {max_length}: {name} reads at most {limit} tokens (its position embeddings). "
-            f"Give --max-length {limit} or less."
-        )
+        raise _too_long(name, max_length, limit, length_from)
     # the model's own files are checked before its weights are read
     settings = (
         model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
@@ -201,7 +200,22 @@ def load_encoder(
     return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
 
 
-def _onnx_encoder(name: str, pooling: str | None, normalize: bool | None, max_length: int | None) -> Encoder:
+def _too_long(name: str, max_length: int, limit: int, length_from: str | None) -> BertkitError:
+    """A length past the model's: the option given, or the file it was read from (which no option fixes)."""
+    if length_from is not None:
+        return BertkitError(
+            f"{length_from} is {max_length}: {name} reads at most {limit} tokens (its position embeddings); "
+            "the file is damaged or the model was replaced"
+        )
+    return BertkitError(
+        f"--max-length {max_length}: {name} reads at most {limit} tokens (its position embeddings). "
+        f"Give --max-length {limit} or less."
+    )
+
+
+def _onnx_encoder(
+    name: str, pooling: str | None, normalize: bool | None, max_length: int | None, length_from: str | None = None
+) -> Encoder:
     """An exported embed bundle: pooling and normalisation are inside its graph, so options that
     ask for others cannot be honoured."""
     from bertkit import onnx_runtime
@@ -226,7 +240,7 @@ def _onnx_encoder(name: str, pooling: str | None, normalize: bool | None, max_le
     if max_length is not None:
         limit = _limit(model.config)
         if max_length > limit:
-            raise BertkitError(f"--max-length {max_length}: {name} reads at most {limit} tokens")
+            raise _too_long(name, max_length, limit, length_from)
         settings.max_length = max_length
     return Encoder(model, onnx_runtime.load_tokenizer(Path(name)), settings, name, str(name))
 

@@ -48,11 +48,18 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
     (other weights, other settings, another width) would put queries in another space, so it is
     an error rather than quietly worse hits."""
     from bertkit.embeddings.encoder import load_encoder
+    from bertkit.embeddings.index_folder import REBUILD
 
-    stored = info["settings"]
-    encoder = load_encoder(
-        info["model"], stored["pooling"], stored["normalize"], stored["max_length"], device, trust_remote_code, runtime
-    )
+    stored, where = info["settings"], f"{INFO}'s 'settings.max_length'"
+    try:
+        encoder = load_encoder(
+            info["model"], stored["pooling"], stored["normalize"], stored["max_length"], device, trust_remote_code,
+            runtime, length_from=where,
+        )  # fmt: skip
+    except BertkitError as err:  # a length the model cannot read: no option fixes it, a rebuild does
+        if str(err).startswith(where):
+            raise BertkitError(f"{err}: {REBUILD}") from None
+        raise
     if encoder.dimension != info["dimension"]:
         raise BertkitError(
             f"{info['model']} now gives vectors of {encoder.dimension} dimensions, the index holds "
@@ -149,10 +156,14 @@ def build_index(
     """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
     index.json. Every check that can fail is made before the model loads; the run holds the
     output's lock throughout, so no `index add` or other build writes it meanwhile."""
-    from bertkit.outputs import OutputLock, check_output_dir
+    from bertkit.outputs import OutputLock, check_output_dir, check_writable
 
     ann.require()
-    check_output_dir(Path(output), overwrite, [corpus, model], KIND)
+    folder = Path(output)
+    _not_a_link("--output", folder, "index build")
+    check_output_dir(folder, overwrite, [corpus, model], KIND)
+    # a new index is assembled beside its folder, a new generation inside an index already there
+    check_writable(folder / INFO if folder.is_dir() and not folder.is_symlink() else folder)
     with OutputLock(Path(output)):
         return _build(load, model, corpus, output, text_column, batch_size, overwrite, params)
 
@@ -232,6 +243,29 @@ def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimensi
     return index, graph
 
 
+def _not_a_link(option: str, path: Path, command: str) -> None:
+    """An index is written in its own folder, never through a symbolic link to it: the link and
+    the folder to give instead are named, before any work."""
+    if path.is_symlink():
+        real = path.resolve()
+        raise BertkitError(
+            f"{option} {path} is a symbolic link to {real}: `{command}` writes only the index folder itself; "
+            f"give {option} {real}"
+        )
+
+
+def _writable(folder: str) -> None:
+    """What `index add` needs to write the index at `folder`, checked before the model loads: the
+    folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
+    through a link: give the folder it points to), and one this user may write in."""
+    from bertkit.outputs import check_writable
+
+    path = Path(folder)
+    _not_a_link("--index", path, "index add")
+    if path.is_dir():
+        check_writable(path / INFO)  # where the new generation is assembled
+
+
 def add_to_index(
     folder: str, corpus: str, text_column: str, batch_size: int, device, trust_remote_code: bool, runtime
 ) -> dict:
@@ -243,6 +277,7 @@ def add_to_index(
     from bertkit.outputs import OutputLock
 
     ann.require()
+    _writable(folder)
     read_index(folder)
     texts = _corpus_texts(corpus, text_column)
     with OutputLock(Path(folder)):

@@ -20,7 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
 from bertkit.errors import BertkitError
 from bertkit.serving.batching import MicroBatcher
@@ -34,8 +34,10 @@ class PredictRequest(BaseModel):
     """One of `texts`, `text` or `records`."""
 
     model_config = ConfigDict(extra="forbid")
-    texts: list[str] | None = None
-    text: str | None = None
+    # a text may be a number, as in a record's text field and in `bertkit predict`'s input (read as
+    # it is written); true/false, lists and objects are refused in both
+    texts: list[StrictStr | StrictInt | StrictFloat | None] | None = None
+    text: StrictStr | StrictInt | StrictFloat | None = None
     records: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")

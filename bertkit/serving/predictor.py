@@ -79,8 +79,26 @@ class Predictor:
             try:
                 self.task.check_record(record, self.tokenizer, self.info, self.options, where(index), seen)
             except BertkitError as err:
-                found.append((index, getattr(err, "field", None), str(err)))
+                field = getattr(err, "field", None)
+                missing = field is not None and field not in record
+                found.append((index, field, self._no_field(record, field, where(index)) if missing else str(err)))
         return found
+
+    def _no_field(self, record: dict, field: str, where: str) -> str:
+        """A record without a field the model reads, said in the request's terms: `predict`'s
+        message names its options (--text-column) or training settings, which a client cannot set."""
+        present = ", ".join(f"'{name}'" for name in map(str, record)) or "none"
+        wanted = self.fields()
+        if self.task.name == "ner":
+            tokens = (self.info.get("ner") or {}).get("tokens_field", "tokens")
+            reads = f"'{wanted[0]}' (a text) or '{tokens}' (a list of words)"
+        else:
+            reads = " and ".join(f"'{name}'" for name in wanted)
+        return (
+            f"{where}: no '{field}' field (it has {present}); this {self.task.name} model reads {reads} from each "
+            f"record: send {{\"records\": [{{\"{field}\": ...}}]}}"
+            + ("" if len(wanted) > 1 else ', or {"texts": [...]}')
+        )
 
     def run(self, records: list[dict]) -> list[dict]:
         """The results of records already checked (`problems`), one request's or several."""
