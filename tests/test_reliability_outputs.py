@@ -435,3 +435,21 @@ def test_ctrl_c_says_it_was_interrupted(tmp_path, classify_bundle):
     assert process.returncode == 130, err.decode()
     assert "interrupted" in err.decode() and "Traceback" not in err.decode()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_what_was_being_deleted_is_swept_never_put_back(tmp_path):
+    """A folder deleted as trash (`files.discard`) and cut short leaves `.NAME.trash-PID-*`: swept,
+    never restored as NAME (an old directory moved aside whole, `.NAME.old-PID`, is)."""
+    from bertkit.outputs import files
+
+    half = tmp_path / ".best.trash-999999999-0"  # a half-deleted bundle of a process that no longer runs
+    half.mkdir()
+    (half / "config.json").write_text("{}")
+    files.recover_dir(tmp_path / "best")
+    assert not (tmp_path / "best").exists()
+    files.sweep_stale(tmp_path, "best")
+    assert not half.exists()
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "a.txt").write_text("x")
+    files.discard(tmp_path / "gone")
+    assert list(tmp_path.iterdir()) == []

@@ -188,7 +188,9 @@ def test_a_folder_bertkit_tune_did_not_write_is_refused(cli, tmp_path, easy_data
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     path = tmp_path / "run.yaml"
-    path.write_text(f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\n")
+    path.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {easy_data['train']}\n"
+    )
     for extra in ([], ["--overwrite"]):
         code, _, err = cli("tune", "-c", path, "-o", out, "--trials", "1", *extra)
         assert code == 2
@@ -223,7 +225,9 @@ def test_an_interrupted_trial_is_marked_failed_not_left_running(tmp_path, monkey
 
     monkeypatch.setattr("bertkit.training.train", interrupted)
     path = tmp_path / "run.yaml"
-    path.write_text(f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\n")
+    path.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {easy_data['train']}\n"
+    )
     cfg = load_config(path, output_dir=str(tmp_path / "out"))
     with pytest.raises(Interrupted):
         study.tune(cfg, TuneOptions(trials=2, study="run"))

@@ -275,7 +275,9 @@ def test_kill_9_in_the_first_trial_leaves_a_study_that_continues(tmp_path, tiny_
 
 @pytest.mark.parametrize(
     "storage", ["sqlite://", "sqlite:///:memory:", "sqlite:///file::memory:?cache=shared&uri=true",
-                "sqlite:///file:study?mode=memory&uri=true", "sqlite+pysqlite:///:memory:", "SQLite://"],
+                "sqlite:///file:study?mode=memory&uri=true", "sqlite+pysqlite:///:memory:", "SQLite://",
+                "sqlite:///file:%3Amemory%3A?cache=shared&uri=true", "sqlite:///file:x1?mode=%6Demory&cache=shared&uri=true",
+                "sqlite:///%3amemory%3a", "sqlite:///file:%3amemory%3a?uri=true"],
 )  # fmt: skip
 def test_an_in_memory_storage_is_refused(cli, tmp_path, tiny_model, easy_data, storage):
     config = write_config(tmp_path, tiny_model, easy_data["train"])
@@ -390,8 +392,10 @@ def test_a_bertkit_error_repeating_the_storage_is_scrubbed_and_keeps_its_kind():
 def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     cli, tmp_path, tiny_model, easy_data, quick_trials, monkeypatch
 ):
-    """--overwrite moves each old item out of the way under a leftover's name before deleting it,
-    and keeps the manifest to the end: killed midway, the folder is still bertkit's."""
+    """--overwrite deletes each old item as trash (`.NAME.trash-PID-*`) and keeps the manifest to
+    the end: killed midway, the folder is still bertkit's, and the half-deleted bundle is swept,
+    never put back as best/ (a bundle without its weights)."""
+    from bertkit.outputs import files
     from bertkit.tuning import study
 
     config = write_config(tmp_path, tiny_model, easy_data["train"])
@@ -401,16 +405,17 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     (out / "best" / "model.safetensors").write_bytes(b"weights")
     (out / "best" / ".bertkit-output.json").write_text(json.dumps({"kind": "bundle", "files": ["model.safetensors"]}))
 
-    def killed(path, *args, **kwargs):
-        raise KeyboardInterrupt  # as if the process died here, the bundle moved but not yet deleted
+    def killed(path, *args, **kwargs):  # as if the process died here, the weights deleted, the rest not yet
+        (Path(path) / "model.safetensors").unlink()
+        raise KeyboardInterrupt
 
-    monkeypatch.setattr(study.shutil, "rmtree", killed)
+    monkeypatch.setattr(files.shutil, "rmtree", killed)
     with pytest.raises(KeyboardInterrupt):
         study.prepare_output(out, clear=True, kept=[], own_storage=True)
     monkeypatch.undo()
-    moved = out / f".best.old-{os.getpid()}"
-    assert moved.is_dir() and (out / ".bertkit-output.json").is_file()
-    moved.rename(out / ".best.old-999999999")  # what a process that no longer runs left
+    [moved] = [p for p in out.iterdir() if p.name.startswith(".best.")]
+    assert ".trash-" in moved.name and (out / ".bertkit-output.json").is_file()
+    moved.rename(out / ".best.trash-999999999-0")  # what a process that no longer runs left
     quick = pytest.MonkeyPatch()
     quick.setattr("bertkit.training.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}))
     try:
@@ -418,3 +423,128 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     finally:
         quick.undo()
     assert code == 0, err
+    assert "put back" not in err and not (out / "best").exists()
+    assert not [p.name for p in out.iterdir() if ".trash-" in p.name]  # swept
+
+
+def test_overwrite_keeps_a_storage_in_a_sub_folder_and_all_beside_it(
+    cli, tmp_path, tiny_model, easy_data, quick_trials
+):
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    url = f"sqlite:///{out / 'sub' / 'my.db'}"
+    out.mkdir()
+    (out / ".bertkit-output.json").write_text(json.dumps({"kind": "tune", "files": []}))  # a tune output
+    (out / "sub").mkdir()  # the user's folder for the storage
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--storage", url, "--study", "s3")
+    assert code == 0, err
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--storage", url, "--study", "s3", "--overwrite")
+    assert code == 0, err
+    assert (out / "sub" / "my.db").is_file() and len(stored_trials(url, "s3")) == 2  # the study goes on
+    assert "Traceback" not in err
+    (out / "sub" / "keep.txt").write_text("mine")  # anything the user put beside it stays too
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--storage", url, "--study", "s3", "--overwrite")
+    assert code == 0, err
+    assert (out / "sub" / "keep.txt").read_text() == "mine" and len(stored_trials(url, "s3")) == 3
+
+
+def test_bertkit_s_study_db_stays_bertkit_s_and_a_named_one_stays_the_user_s(
+    cli, tmp_path, tiny_model, easy_data, quick_trials
+):
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    assert cli("tune", "-c", config, "--trials", "1")[0] == 0  # study.db: bertkit's
+    (out / "sub").mkdir()
+    other = f"sqlite:///{out / 'sub' / 'my.db'}"
+    assert cli("tune", "-c", config, "--trials", "1", "--storage", other, "--study", "s2")[0] == 0
+    assert "study.db" in json.loads((out / ".bertkit-output.json").read_text())["files"]
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--storage", other, "--study", "s2", "--overwrite")
+    assert code == 0, err
+    assert (out / "sub" / "my.db").is_file() and len(stored_trials(other, "s2")) == 2
+    # the reverse: study.db named with --storage first is the user's, never deleted by --overwrite
+    (tmp_path / "b").mkdir()
+    config2 = write_config(tmp_path / "b", tiny_model, easy_data["train"])
+    out2 = tmp_path / "b" / "out"
+    named = f"sqlite:///{out2 / 'study.db'}"
+    out2.mkdir()
+    assert cli("tune", "-c", config2, "--trials", "1", "--storage", named)[0] == 0
+    assert "study.db" not in json.loads((out2 / ".bertkit-output.json").read_text())["files"]
+    code, _, err = cli("tune", "-c", config2, "--trials", "1", "--overwrite")
+    assert code == 0, err
+    assert (out2 / "study.db").is_file() and len(stored_trials(named)) == 2
+    assert "not the study" in flat(err)
+    assert "study.db" not in json.loads((out2 / ".bertkit-output.json").read_text())["files"]
+
+
+def test_a_model_that_cannot_load_stops_before_the_output_and_any_trial(cli, tmp_path, easy_data, quick_trials):
+    config = write_config(tmp_path, tmp_path / "no-such-model", easy_data["train"])
+    code, _, err = cli("tune", "-c", config, "--trials", "1")
+    assert code == 2 and "no-such-model" in err
+    assert "Traceback" not in err and "Trial 0 failed" not in err
+    assert not (tmp_path / "out").exists() and not quick_trials
+
+
+def test_a_user_error_in_a_trial_stops_the_study_in_one_line(cli, tmp_path, tiny_model, easy_data, monkeypatch):
+    def train(cfg, callbacks=(), progress=True, **kwargs):
+        raise BertkitError("data.train: something only a trial finds")
+
+    monkeypatch.setattr("bertkit.training.train", train)
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    code, _, err = cli("tune", "-c", config, "--trials", "3")
+    assert code == 2 and "something only a trial finds" in err
+    assert "Traceback" not in err and "Trial 0 failed" not in err and "[W " not in err
+    assert len(stored_trials(f"sqlite:///{tmp_path / 'out' / 'study.db'}")) == 1  # stopped at the first
+
+
+def test_a_diverged_trial_fails_alone_without_a_traceback(cli, tmp_path, tiny_model, easy_data, monkeypatch):
+    from bertkit.training.divergence import TrainingDiverged
+
+    def train(cfg, callbacks=(), progress=True, **kwargs):
+        raise TrainingDiverged(3, "the loss is NaN")
+
+    monkeypatch.setattr("bertkit.training.train", train)
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    code, _, err = cli("tune", "-c", config, "--trials", "2")
+    assert code == 0, err
+    assert "Traceback" not in err and "[W " not in err and "training diverged at step 3" in err
+    assert len(stored_trials(f"sqlite:///{tmp_path / 'out' / 'study.db'}")) == 2  # the study went on
+
+
+def test_retrain_best_puts_back_a_moved_bundle_before_deciding(cli, tmp_path, tiny_model, easy_data, quick_trials):
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    assert cli("tune", "-c", config, "--trials", "1")[0] == 0
+    aside = out / ".best.old-999999999"  # a retrained bundle a killed publish had moved aside
+    aside.mkdir()
+    (aside / "model.safetensors").write_bytes(b"weights")
+    (aside / "bertkit.json").write_text("{}")
+    files = ["bertkit.json", "model.safetensors"]
+    (aside / ".bertkit-output.json").write_text(json.dumps({"kind": "bundle", "files": files}))
+    kwargs = {}
+
+    def train(cfg, callbacks=(), progress=True, **given):
+        kwargs.update(given)
+        return Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr("bertkit.training.train", train)
+    try:
+        code, _, err = cli("tune", "-c", config, "--trials", "1", "--retrain-best")
+    finally:
+        mp.undo()
+    assert code == 0, err
+    assert kwargs.get("overwrite") is True and (out / "best" / "model.safetensors").is_file()
+
+
+def test_retrain_best_into_a_folder_it_may_not_replace_is_refused_before_any_trial(
+    cli, tmp_path, tiny_model, easy_data, quick_trials
+):
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    assert cli("tune", "-c", config, "--trials", "1")[0] == 0
+    (out / "best").mkdir()
+    (out / "best" / "notes.txt").write_text("mine")
+    before = len(quick_trials)
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--retrain-best")
+    assert code == 2 and "best" in err and len(quick_trials) == before
+    assert (out / "best" / "notes.txt").read_text() == "mine"

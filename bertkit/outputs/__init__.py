@@ -30,9 +30,11 @@ from bertkit.outputs.files import (
     cannot_write,
     check_output_file,
     check_writable,
+    discard,
     ensure_folder,
     host,
     pid_alive,
+    recover_dir,
     write_json,
     writing_failed,
 )
@@ -42,6 +44,6 @@ from bertkit.outputs.records import OUTPUT_FORMATS, RecordWriter, flatten, json_
 __all__ = [
     "INFO_FILE", "LOCK_UNREADABLE_AFTER", "MANIFEST", "OUTPUT_FORMATS", "OutputLock", "RecordWriter",
     "atomic_path", "atomic_text", "cannot_write", "check_output_dir", "check_output_file",
-    "check_writable", "ensure_folder", "flatten", "host", "json_line", "pid_alive", "publish_dir",
-    "staged_dir", "staging_dir", "write_json", "write_manifest", "writing_failed",
-]
+    "check_writable", "discard", "ensure_folder", "flatten", "host", "json_line", "pid_alive", "publish_dir",
+    "recover_dir", "staged_dir", "staging_dir", "write_json", "write_manifest", "writing_failed",
+]  # fmt: skip

@@ -19,6 +19,7 @@ from bertkit.errors import BertkitError
 from bertkit.outputs.files import (
     cannot_write,
     contains,
+    discard,
     ensure_folder,
     follow_umask,
     follow_umask_tree,
@@ -159,8 +160,7 @@ def check_output_dir(
         raise BertkitError(f"output directory {path} is a file; choose a directory name with -o")
     if not overwrite:
         raise BertkitError(
-            f"output directory {path} already exists; pass --overwrite to replace it, "
-            "or choose another with -o"
+            f"output directory {path} already exists; pass --overwrite to replace it, or choose another with -o"
         )
     why = _refusal(path, protect, kind, allowed)
     if why:
@@ -179,15 +179,16 @@ def staging_dir(final: Path) -> Path:
     return staged
 
 
-def write_manifest(folder: Path, kind: str, files: Iterable[str] | None = None) -> None:
-    """The manifest of `folder`: every file in it, or only `files` where others' may be there too."""
+def write_manifest(folder: Path, kind: str, files: Iterable[str] | None = None, **notes) -> None:
+    """The manifest of `folder`: every file in it, or only `files` where others' may be there too
+    (`notes`: more fields, such as the files a command keeps there for the user)."""
     from bertkit import __version__
 
     if files is None:
         files = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
     record = {"written_by": "bertkit", "version": __version__, "kind": kind, "files": sorted(files)}
     record["created"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    write_json(folder / MANIFEST, record)
+    write_json(folder / MANIFEST, {**record, **notes})
 
 
 def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=()) -> None:
@@ -198,7 +199,8 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
     point leaves one of them there (the old one, after the exchange, is a leftover that the next
     write sweeps). Where the file system cannot exchange, the old directory is first renamed to
     `.NAME.old-PID`: a kill before the new one is renamed in leaves it there, and the next bertkit
-    run that looks at `final` puts it back (`files.recover_dir`)."""
+    run that looks at `final` puts it back (`files.recover_dir`); once the new one is in, the old
+    one is deleted as trash (`files.discard`), which is never put back."""
     check_output_dir(final, overwrite, protect, kind)
     follow_umask_tree(staged)
     write_manifest(staged, kind)
@@ -216,7 +218,8 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
     except BaseException:
         old.rename(final)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the new one is in: a leftover the next write sweeps
+        discard(old)  # as trash: a kill while deleting it leaves nothing that could be put back
 
 
 _RENAME_EXCHANGE, _AT_FDCWD = 2, -100
@@ -263,5 +266,3 @@ def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[
         if isinstance(err, BertkitError) and str(staged) in str(err):  # a file inside it could not be written
             raise BertkitError(str(err).replace(str(staged), str(final))) from None
         raise
-
-

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 
-_LEFTOVER = re.compile(r"\..+\.(?:tmp-(\d+)-.*|old-(\d+))")
+# `.NAME.tmp-PID-*`: being written; `.NAME.old-PID`: a whole old directory moved aside to be
+# replaced (put back if nothing replaced it); `.NAME.trash-PID-*`: being deleted (never put back)
+_LEFTOVER = re.compile(r"\..+\.(?:tmp-(\d+)-.*|old-(\d+)|trash-(\d+)-.*)")
 # how a failed write reads when a library reports it without an errno (safetensors, numpy)
 WRITE_FAILURES = {
     "No space left on device": "No space left on device",
@@ -79,12 +81,12 @@ def tmp_prefix(name: str) -> str:
 
 
 def is_leftover(name: str) -> bool:
-    """Whether `name` is a temporary (`.NAME.tmp-PID-*`, `.NAME.old-PID`) of a bertkit writer
-    that no longer runs."""
+    """Whether `name` is a temporary (`.NAME.tmp-PID-*`, `.NAME.old-PID`, `.NAME.trash-PID-*`) of
+    a bertkit writer that no longer runs."""
     match = _LEFTOVER.fullmatch(name)
     if not match:
         return False
-    pid = int(match.group(1) or match.group(2))
+    pid = int(match.group(1) or match.group(2) or match.group(3))
     return pid != os.getpid() and not pid_alive(pid)
 
 
@@ -96,14 +98,31 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
+def discard(path: Path) -> None:
+    """Delete a file or folder, first renamed to `.NAME.trash-PID-*`: a process killed while
+    deleting it leaves a leftover that sweeping removes and that `recover_dir` never puts back (a
+    half-deleted bundle is not a bundle). The one way bertkit deletes what it replaces."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    trash = path.with_name(f".{path.name}.trash-{os.getpid()}-{os.urandom(4).hex()}")
+    path.rename(trash)
+    if trash.is_dir() and not trash.is_symlink():
+        shutil.rmtree(trash, ignore_errors=True)
+        if trash.exists():  # a file that would not go: the error, as rmtree gives it
+            shutil.rmtree(trash)
+    else:
+        trash.unlink()
+
+
 def sweep_stale(folder: Path, name: str) -> None:
     """Remove what writers of `folder/name` that no longer run left behind (`.NAME.tmp-PID-*`,
-    `.NAME.old-PID`), so a process killed mid-write leaves no lasting debris; an old directory
+    `.NAME.old-PID`, `.NAME.trash-PID-*`), so a process killed mid-write leaves no lasting debris; an old directory
     that nothing replaced is put back first (`recover_dir`)."""
     if not folder.is_dir():
         return
     recover_dir(folder / name)
-    for kind in ("tmp", "old"):
+    for kind in ("tmp", "old", "trash"):
         for leftover in folder.glob(f".{glob_escape(name)}.{kind}-*"):
             if is_leftover(leftover.name):
                 _remove(leftover)
@@ -112,7 +131,8 @@ def sweep_stale(folder: Path, name: str) -> None:
 def recover_dir(final: Path) -> None:
     """Put back a directory that a killed writer had moved aside to replace it (`.NAME.old-PID`, of
     a process that no longer runs: `dirs.publish_dir` where directories cannot be exchanged) when
-    nothing took its place; the newest such copy wins, and the others are swept as leftovers."""
+    nothing took its place; the newest such copy wins, and the others are swept as leftovers.
+    What was being deleted (`.NAME.trash-PID-*`, `discard`) is never put back."""
     final = Path(final)
     if final.exists() or final.is_symlink() or not final.parent.is_dir():
         return
@@ -368,5 +388,3 @@ def write_json(path: Path, data, undefined_as_null: bool = False, sync: bool = F
         if sync:
             handle.flush()
             os.fsync(handle.fileno())
-
-

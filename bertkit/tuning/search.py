@@ -3,6 +3,8 @@ seeded per trial) and the pruner fed by each evaluation (the storage: `storage`)
 
 from __future__ import annotations
 
+import contextlib
+
 from bertkit.errors import BertkitError
 
 
@@ -13,6 +15,39 @@ def require_optuna():
         raise BertkitError("bertkit tune needs Optuna, which is not installed: pip install 'bertkit[tune]'") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # bertkit prints one line per trial itself
     return optuna
+
+
+@contextlib.contextmanager
+def user_errors_untraced():
+    """A user error (BertkitError) raised in a trial without Optuna's traceback: Optuna logs every
+    failed trial with its traceback, then re-raises what it does not catch. That one stops the
+    study and is shown as bertkit shows every user error (one line, exit 2), so its log is dropped;
+    a trial that diverged (caught: the study goes on) is said in one line, no traceback."""
+    import logging
+
+    from bertkit.progress import console
+    from bertkit.training.divergence import TrainingDiverged
+
+    dropped: list = []  # a trial whose error record was dropped: its "failed with value" one goes too
+
+    def untraced(record: logging.LogRecord) -> bool:
+        err = record.exc_info[1] if record.exc_info else None
+        if isinstance(err, BertkitError):
+            dropped.append(err)
+            if isinstance(err, TrainingDiverged):  # the study goes on: said in one line
+                console.print(f"[yellow]{err}[/yellow]")
+            return False
+        if dropped and record.getMessage().endswith("failed with value None."):
+            dropped.clear()
+            return False
+        return True
+
+    logger = logging.getLogger("optuna.study._optimize")  # where Optuna logs a failed trial
+    logger.addFilter(untraced)
+    try:
+        yield
+    finally:
+        logger.removeFilter(untraced)
 
 
 def sampler(seed: int, random_trials: int):

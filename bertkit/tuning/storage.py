@@ -75,13 +75,19 @@ def sqlite_file(url: str) -> Path | None:
     rest = url[match.end() :]
     if not rest.startswith("/"):  # sqlite:// or sqlite://host...: no file
         return None
+    # %-escapes decoded first (SQLite decodes them in a URI filename and its query, in any case):
+    # `file:%3Amemory%3A` and `mode=%6Demory` are in memory too
     database, _, query = rest[1:].partition("?")
-    if database.startswith("file:"):  # a SQLite URI filename (uri=true): file:path?mode=...
+    database, query = unquote(database), unquote(query)
+    if database.lower().startswith("file:"):  # a SQLite URI filename (uri=true): file:path?mode=...
         database, _, inner = database[len("file:") :].partition("?")
+        database = unquote(database)
         query = f"{inner}&{query}"
-    if not database or database == ":memory:" or "mode=memory" in query:
+    pairs = (part.partition("=") for part in query.split("&"))
+    params = {key.strip().lower(): value.strip().lower() for key, _, value in pairs}
+    if not database or database.lower() == ":memory:" or params.get("mode") == "memory":
         return None
-    return Path(unquote(database)).expanduser().resolve()
+    return Path(database).expanduser().resolve()
 
 
 def companions(name: str) -> list[str]:

@@ -4,7 +4,6 @@ reports and `best.yaml` in the config's output folder."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from pathlib import Path
 from bertkit import outputs
 from bertkit.config import Config
 from bertkit.errors import BertkitError
+from bertkit.outputs.files import contains, is_leftover
 from bertkit.progress import console, status
 from bertkit.tuning import search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
@@ -63,23 +63,36 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     from bertkit.tuning import report
 
     final = Path(cfg.output_dir)
-    own_storage = options.storage is None  # study.db in the output folder: bertkit's, replaced by --overwrite
-    stored = storage.sqlite_files(url)  # the storage's files, the user's (--storage) never deleted
+    own_storage = options.storage is None  # study.db in the output folder by default
+    stored = storage.sqlite_files(url)  # the storage's files
     protect = run_inputs(cfg, get_task(cfg.task), options.protect)
     space = space_of(cfg)
     check_space(cfg, space)
-    metric = metric_of(cfg)
+    metric = metric_of(cfg)  # the data, model and tokenizer checked too: a user error stops here, not in a trial
     from bertkit.training.divergence import TrainingDiverged
     from bertkit.training.trainer import LOWER_IS_BETTER
 
     direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
-    kept = [] if own_storage else stored
+    # What bertkit wrote stays bertkit's; what the user named is never deleted: the default
+    # study.db is bertkit's when bertkit made it (listed in the manifest, or new), never when a
+    # --storage named it first.
+    listed, named = manifest_files(final)
+    ours = storage.STUDY_FILE in listed or (own_storage and storage.STUDY_FILE not in named)
+    if not own_storage and stored and contains(final.resolve(), stored[0]):  # the user's, recorded as such
+        named = {*named, stored[0].relative_to(final.resolve()).as_posix()}
+    named = sorted(named - {storage.STUDY_FILE} if ours else named)
+    mine = [final / n for n in storage.companions(storage.STUDY_FILE)] if ours else []
+    user = [] if own_storage and ours else stored  # the user's storage files: kept, with the folders above them
+    deletable = options.overwrite and own_storage and ours  # --overwrite replaces bertkit's study.db too
     # the reports are tune's by their names too: a kill -9 between writing them and the manifest
-    check_output(final, options.overwrite, protect, allowed=[*stored, *(final / n for n in report.REPORTS)])
+    allowed = [*mine, *user, *_beside(final, user), *(final / n for n in report.REPORTS)]
+    check_output(final, options.overwrite, protect, allowed=allowed)
+    if options.retrain_best:  # best/ checked now, not after the whole study
+        check_retrain_target(final / "best", protect)
     made = not final.exists()
-    prepare_output(final, clear=options.overwrite and own_storage, kept=kept, own_storage=own_storage)
+    prepare_output(final, clear=deletable, kept=user, own_storage=ours, named=named)
     name = options.study or cfg.task
-    fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if own_storage else "")
+    fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if own_storage and ours else "")
     try:
         study = optuna.create_study(
             storage=storage.open_storage(url),
@@ -89,7 +102,7 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
             pruner=search.pruner(cfg.tune),
             load_if_exists=True,
         )
-        write_manifest(final, own_storage)  # study.db is bertkit's from now on (a kill -9 in a trial included)
+        write_manifest(final, ours, named)  # study.db is bertkit's from now on (a kill -9 in a trial included)
         check_same_study(study, name, metric, direction)
         check_study_space(study, name, space, fresh)
         note = check_experiment(study, name, experiment_of(cfg, list(space), protect), fresh)
@@ -98,8 +111,8 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
             shutil.rmtree(final, ignore_errors=True)  # made for this run only
         raise
     result = TuneResult(final, name, url, metric, direction, notes=[note] if note else [])
-    if options.overwrite and not own_storage:  # the study in the user's storage goes on
-        prepare_output(final, clear=True, kept=kept, own_storage=False)
+    if options.overwrite and not deletable:  # the study in the storage the user named goes on
+        prepare_output(final, clear=True, kept=user, own_storage=ours, named=named)
         if study.trials:
             result.notes.append(
                 f"--overwrite replaced the reports, not the study: '{name}' in --storage goes on from its "
@@ -109,20 +122,21 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     current: dict = {}  # the number of the trial this process is running
     objective = _objective(cfg, space, metric, direction, final, current)
     try:
-        study.optimize(
-            objective,
-            n_trials=options.trials,
-            timeout=options.timeout,
-            callbacks=[_progress_line(metric)],
-            catch=(*_out_of_memory(), TrainingDiverged),  # a trial that diverged fails alone
-            gc_after_trial=True,
-        )
+        with search.user_errors_untraced():
+            study.optimize(
+                objective,
+                n_trials=options.trials,
+                timeout=options.timeout,
+                callbacks=[_progress_line(metric)],
+                catch=(*_out_of_memory(), TrainingDiverged),  # a trial that diverged fails alone
+                gc_after_trial=True,
+            )
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
         _fail_unfinished(study, current.get("trial"))
         raise
     finally:  # interrupted too: what finished is reported
         best = report.write(study, cfg, result, space)
-        write_manifest(final, own_storage)
+        write_manifest(final, ours, named)
     if options.retrain_best and best is not None:
         result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
     return result
@@ -149,7 +163,9 @@ def metric_of(cfg: Config) -> str:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     task = get_task(cfg.task)
     with status("reading the data to find the task's metric"):
-        info = RunInfo(task.setup(task.load(cfg), cfg))
+        raw = task.load(cfg)
+        info = RunInfo(task.setup(raw, cfg))
+    check_model(cfg, task, raw)
     given = cfg.tune.metric or cfg.train.metric_for_best_model
     metric = (given or task.best_metric(info)).removeprefix("eval_")
     if cfg.tune.metric:
@@ -160,6 +176,22 @@ def metric_of(cfg: Config) -> str:
     if cfg.train.eval_strategy == "no":
         console.print("[yellow]train.eval_strategy is no: trials are scored at the end only, none is pruned[/yellow]")
     return metric
+
+
+def check_model(cfg: Config, task, raw) -> None:
+    """The model and tokenizer a trial starts from, found and loaded as `bertkit train` and
+    `bertkit smoke` find and load them (`models.resolve`, `training.run.run_tokenizer`): a model
+    folder that does not exist is one clear error before the output folder or any trial, not a
+    failed trial in a study."""
+    from bertkit import models
+    from bertkit.training.run import run_tokenizer
+
+    source = None
+    if not task.starts_from_scratch(cfg):
+        source = models.resolve(cfg.model.name, cfg.model.revision)
+        models.check_max_length(source, cfg)
+    with status("loading the tokenizer"):
+        run_tokenizer(cfg, task, raw, source)
 
 
 def check_output(final: Path, overwrite: bool, protect, allowed) -> None:
@@ -175,33 +207,68 @@ def check_output(final: Path, overwrite: bool, protect, allowed) -> None:
     outputs.check_output_dir(final, overwrite, protect, KIND, allowed)
 
 
-def prepare_output(final: Path, clear: bool, kept, own_storage: bool) -> None:
+def prepare_output(final: Path, clear: bool, kept, own_storage: bool, named=()) -> None:
     """The output folder, made (with a manifest, so that it is bertkit's from the start) or, with
-    `clear`, emptied of all but `kept` (the user's study storage, never deleted)."""
-    if clear and final.is_dir():
-        keep = {Path(k).resolve() for k in kept}
+    `clear`, emptied of all but `kept` (the user's study storage, never deleted) and every folder
+    on the way to it (with all it holds: the user's). `own_storage`: study.db is bertkit's."""
+    if final.is_dir():  # what killed runs were deleting (`.NAME.trash-PID-*`) or writing: swept
         for item in final.iterdir():
-            if item.resolve() in keep or item.name == outputs.MANIFEST:
+            if is_leftover(item.name) and ".trash-" in item.name:
+                outputs.discard(item)
+    if clear and final.is_dir():
+        keep = [Path(k).resolve() for k in kept]
+        for item in final.iterdir():
+            if item.name == outputs.MANIFEST or is_leftover(item.name):
                 continue
-            # out of the way first, under a leftover's name: a kill -9 midway leaves a folder that
-            # is still bertkit's (the manifest stays to the end), with nothing in it that is not
-            trash = item.with_name(f".{item.name}.old-{os.getpid()}")
-            item.rename(trash)
-            if trash.is_dir() and not trash.is_symlink():
-                shutil.rmtree(trash)
-            else:
-                trash.unlink()
+            if any(contains(item.resolve(), k) for k in keep):
+                continue
+            # deleted as trash (`.NAME.trash-PID-*`), the manifest kept to the end: a kill -9
+            # midway leaves a folder that is still bertkit's, and nothing that could be put back
+            outputs.discard(item)
     final.mkdir(parents=True, exist_ok=True)
-    write_manifest(final, own_storage)
+    write_manifest(final, own_storage, named)
 
 
-def write_manifest(final: Path, own_storage: bool) -> None:
-    """The manifest lists what bertkit tune writes there (the reports, and study.db when the study
-    is kept there by default), never a storage given with --storage nor anything else."""
+def manifest_files(final: Path) -> tuple[set, set]:
+    """The files the manifest of `final` lists as bertkit's (study.db among them when bertkit made
+    it: a --storage naming it later does not make it the user's), and those it records as the
+    user's (a storage named with --storage inside the folder: never bertkit's, never deleted)."""
+    import json
+
+    try:
+        record = json.loads((final / outputs.MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set(), set()
+    if not isinstance(record, dict):
+        return set(), set()
+    listed, named = record.get("files"), record.get("user_storage")
+    return (set(listed) if isinstance(listed, list) else set()), (set(named) if isinstance(named, list) else set())
+
+
+def write_manifest(final: Path, own_storage: bool, named=()) -> None:
+    """The manifest lists what bertkit tune writes there: the reports, and study.db when bertkit
+    made it (`own_storage`), never a storage the user named with --storage nor anything else;
+    `named`: the user's storage files in the folder, recorded so that they stay the user's."""
     from bertkit.tuning.report import REPORTS
 
     names = [*REPORTS, *(storage.companions(storage.STUDY_FILE) if own_storage else ())]
-    outputs.write_manifest(final, KIND, files=[n for n in names if (final / n).is_file()])
+    files = [n for n in names if (final / n).is_file()]
+    outputs.write_manifest(final, KIND, files=files, user_storage=sorted(named))
+
+
+def _beside(final: Path, kept) -> list[Path]:
+    """The files of the folders on the way from `final` to a kept storage file (sub/my.db): kept
+    with it, never deleted, so not counted against the folder either."""
+    top = {final.resolve() / Path(k).resolve().relative_to(final.resolve()).parts[0] for k in kept
+           if contains(final.resolve(), Path(k).resolve()) and Path(k).resolve() != final.resolve()}  # fmt: skip
+    return [p for folder in top if folder.is_dir() for p in folder.rglob("*") if p.is_file()]
+
+
+def check_retrain_target(best: Path, protect) -> None:
+    """--retrain-best's folder checked before any trial: a bundle moved aside by a killed run is
+    put back first, then it must be new or an earlier retrained bundle (which it replaces)."""
+    outputs.recover_dir(best)
+    outputs.check_output_dir(best, best.exists(), protect, "bundle")
 
 
 def check_same_study(study, name: str, metric: str, direction: str) -> None:
@@ -221,8 +288,7 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
     done = len(study.trials)
     console.print(
         f"[bold]study {result.study}[/bold] ({storage.shown_url(result.storage)}): "
-        f"{result.direction} validation {result.metric}"
-        + (f", continuing after {done} trials" if done else "")
+        f"{result.direction} validation {result.metric}" + (f", continuing after {done} trials" if done else "")
     )
     for key, text in describe(space):
         console.print(f"  {key}: {text}")
@@ -303,5 +369,6 @@ def _retrain(best: Config, protect) -> tuple[Path, dict]:
 
     console.print(f"[bold]retraining the best config[/bold] into {best.output_dir}")
     final = Path(best.output_dir)
+    outputs.recover_dir(final)  # before deciding: a bundle put back is one to replace
     replace = final.exists() and (final / outputs.INFO_FILE).is_file()  # an earlier retrained bundle
     return train(best, overwrite=replace, protect=protect)
