@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.embeddings import ann
-from bertkit.embeddings.index_folder import FORMAT, INFO, KIND, TEXTS  # noqa: F401 (the names of the files)
+from bertkit.embeddings.index_folder import INFO, KIND, TEXTS  # noqa: F401 (the names of the files)
+from bertkit.embeddings.index_info import FORMAT
 from bertkit.errors import BertkitError
 
 # ---------------------------------------------------------------- reading an index
@@ -48,7 +49,7 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
     (other weights, other settings, another width) would put queries in another space, so it is
     an error rather than quietly worse hits."""
     from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.index_folder import REBUILD
+    from bertkit.embeddings.index_info import REBUILD
 
     stored, where = info["settings"], f"{INFO}'s 'settings.max_length'"
     try:

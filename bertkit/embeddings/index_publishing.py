@@ -13,16 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bertkit.embeddings import ann
-from bertkit.embeddings.index_folder import (
-    FORMAT,
-    GENERATION_KIND,
-    GENERATION_NAME,
-    INFO,
-    KIND,
-    TEXTS,
-    generation_name,
-    named_now,
-)
+from bertkit.embeddings.index_folder import GENERATION_KIND, INFO, KIND, TEXTS, generation_name, named_now
+from bertkit.embeddings.index_info import FORMAT, GENERATION_NAME
 
 
 def _sync(folder: Path) -> None:
