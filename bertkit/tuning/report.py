@@ -162,13 +162,14 @@ def _history_plot(rows: list[dict], result, path: Path) -> None:
             steps.append((r["number"], best))
     if steps:
         ax.step(*zip(*steps, strict=True), where="post", color="tab:green", label="best so far")
-    if not rows:
-        ax.text(0.5, 0.5, "no trials yet", ha="center", va="center", transform=ax.transAxes)
+    if not rows or not (steps or any(r["value"] is not None for r in rows)):
+        said = "no trials yet" if not rows else "no trial gave a value (every one failed)"
+        ax.text(0.5, 0.5, said, ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("trial")
     ax.set_ylabel(f"validation {result.metric}")
     ax.set_title(f"Study {result.study}: optimisation history")
     ax.grid(alpha=0.3)
-    if rows:
+    if ax.get_legend_handles_labels()[0]:
         ax.legend()
     fig.tight_layout()
     save_png(fig, path)
