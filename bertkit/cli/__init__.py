@@ -5,7 +5,6 @@ parses options and imports the heavy modules (torch, transformers) inside its bo
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import typer
@@ -22,6 +21,7 @@ from bertkit.cli import (
     index,
     info,
     inspect,
+    interrupts,
     mine_negatives,
     model,
     predict,
@@ -34,10 +34,11 @@ from bertkit.cli import (
     train,
     tune,
 )
+from bertkit.cli.interrupts import Interrupted
 from bertkit.errors import BertkitError
 from bertkit.sharding import leave_if_launched
 
-__all__ = ["app", "main"]
+__all__ = ["Interrupted", "app", "main"]
 
 app = typer.Typer(
     name="bertkit",
@@ -95,15 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     (Ctrl-C, SIGTERM, SIGHUP) removes whatever was half-written and ends with 128 + the signal."""
     import signal
 
-    def stop(number, frame):
-        raise Interrupted(number)
-
-    # Ctrl-C too (click turns it into a silent exit 130); a signal ignored (`nohup`) stays ignored.
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        number = getattr(signal, name, None)
-        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
-            with contextlib.suppress(ValueError):  # not the main thread
-                signal.signal(number, stop)
+    interrupts.install()
     train.sync_train_commands()
     try:
         app(args=argv, prog_name="bertkit")
@@ -122,14 +115,6 @@ def main(argv: list[str] | None = None) -> None:
         if failed is None:
             raise
         _fail(str(failed), failed.exit_code)
-
-
-class Interrupted(BaseException):
-    """A termination signal, raised where the program is so that cleanup code runs."""
-
-    def __init__(self, number: int):
-        super().__init__(number)
-        self.number = number
 
 
 def _fail(message: str, code: int) -> None:

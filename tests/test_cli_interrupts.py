@@ -1,0 +1,71 @@
+"""A termination signal becomes `Interrupted` where the program is, except inside an import, where
+raising can abort the process (torch imports Python modules from its C++ start-up): there it is held
+and raised as soon as the import is over."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+_SCRIPT = textwrap.dedent(
+    """
+    import signal, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from bertkit.cli import interrupts
+    interrupts.install()
+    try:
+        import slow_module
+    except interrupts.Interrupted as err:
+        print("interrupted inside the import", err.number)
+        sys.exit(1)
+    try:
+        print("imported", slow_module.DONE, flush=True)
+        time.sleep(5)
+        print("never interrupted")
+    except interrupts.Interrupted as err:
+        print("interrupted after the import", err.number)
+    """
+)
+
+_MODULE = textwrap.dedent(
+    """
+    import signal, time
+    signal.raise_signal(signal.{name})
+    for _ in range(20):  # bytecode boundaries where a raising handler would run
+        time.sleep(0.01)
+    DONE = True
+    """
+)
+
+
+def _run(tmp_path, name: str) -> str:
+    (tmp_path / "slow_module.py").write_text(_MODULE.format(name=name))
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_a_signal_during_an_import_waits_for_the_import_to_finish(tmp_path):
+    out = _run(tmp_path, "SIGINT")
+    assert "imported True" in out
+    assert "interrupted after the import 2" in out
+
+
+def test_sigterm_during_an_import_is_held_too(tmp_path):
+    out = _run(tmp_path, "SIGTERM")
+    assert "interrupted after the import 15" in out
+
+
+def test_outside_an_import_the_signal_is_raised_at_once():
+    from bertkit.cli import interrupts
+
+    assert not interrupts.importing(sys._getframe())
+    try:
+        interrupts._stop(2, sys._getframe())
+    except interrupts.Interrupted as err:
+        assert err.number == 2
+    else:
+        raise AssertionError("the handler did not raise")
