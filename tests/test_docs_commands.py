@@ -10,6 +10,7 @@ imported torch once. A failing block is reported with its page, line and the com
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -109,8 +110,9 @@ class World:
         for name in ("python", "python3"):  # this environment's python (a symlink would lose its venv)
             (self.bin / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
             (self.bin / name).chmod(0o755)
+        (self.bin / "activate").write_text(f'export PATH="{self.bin}:$PATH"\n', encoding="utf-8")  # .venv/bin/activate
         settings = folder / "settings.json"
-        settings.write_text(__import__("json").dumps({"models": self.models}), encoding="utf-8")
+        settings.write_text(json.dumps({"models": self.models}), encoding="utf-8")
         self.env = self._env()
         self.server = subprocess.Popen(
             [sys.executable, str(ROOT / "tests" / "docs_server.py"), str(socket_path), str(settings)],
@@ -154,7 +156,6 @@ class World:
         venv.mkdir()
         (venv / "bin").symlink_to(self.bin)
         (venv / ".installed").touch()
-        (self.bin / "activate").write_text(f'export PATH="{self.bin}:$PATH"\n', encoding="utf-8")
         subs.write_reader_files(checkout, self.shared)
         return checkout
 
@@ -195,7 +196,13 @@ def run_block(block: Block, checkout: Path, env: dict) -> str | None:
 def _shell(script: str, cwd: Path, env: dict):
     try:
         return subprocess.run(
-            ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT
+            ["bash", "-c", script],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT,
         )
     except subprocess.TimeoutExpired:
         return None
