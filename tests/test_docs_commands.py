@@ -160,8 +160,12 @@ class World:
         return checkout
 
     def close(self) -> None:
-        self.server.kill()
-        self.server.wait()
+        self.server.terminate()  # it waits for the commands still running, then leaves
+        try:
+            self.server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            self.server.wait()
 
 
 def run_block(block: Block, checkout: Path, env: dict) -> str | None:
