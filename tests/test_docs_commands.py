@@ -34,7 +34,7 @@ BLOCK_TIMEOUT = 240
 PAGES = doc_pages(ROOT)
 
 
-def test_blocks_are_read_as_documented():
+def test_blocks_are_read_as_documented(tmp_path):
     """The conventions the test reads the docs by (docs_blocks.py), on a page made up here."""
     from docs_blocks import Command
 
@@ -58,17 +58,17 @@ def test_blocks_are_read_as_documented():
             "```yaml",
             "a: 1",
             "```",
+            "```yaml",
+            "# cfg.yaml",
+            "b: 2",
+            "```",
         ]
     )
-    folder = ROOT / "tests" / "__docs_probe__"
-    try:
-        folder.mkdir()
-        (folder / "p.md").write_text(page, encoding="utf-8")
-        blocks = read_blocks(folder, "p.md")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    (tmp_path / "p.md").write_text(page, encoding="utf-8")
+    blocks = read_blocks(tmp_path, "p.md")
     found = [(b.line, b.lang, b.skip) for b in blocks]
-    assert found == [(2, "bash", None), (6, "sh", "needs a CUDA GPU"), (9, "console", None)]
+    assert found == [(2, "bash", None), (6, "sh", "needs a CUDA GPU"), (9, "console", None), (19, "yaml", None)]
+    assert blocks[3].saved_as == "cfg.yaml" and blocks[3].body == "# cfg.yaml\nb: 2"
     assert blocks[2].commands() == [Command(10, "echo one \\\n  two", ["one two"]), Command(13, "ls", ["..."])]
     assert matches(["a ... c", "...", "end"], ["a b c", "x", "y", "end"])
     assert matches(["a ... c"], ["a  c  "])
