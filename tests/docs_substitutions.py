@@ -12,7 +12,10 @@ test runs the same commands, as printed, in a scratch folder laid out like a che
    file (SAMPLE_SIZES), at the same paths, when the real ../shared/data is present; a page whose
    blocks name ../shared/data or a configs/**/local config is skipped when it is absent.
 3. LIMITS: a command that trains (`bertkit train`, `tune`, `compare --config`) gets LIMITS
-   appended to its arguments (a later `--set` wins), so it trains a few steps on a few examples.
+   appended to its arguments (a later `--set` wins), so it trains a few steps on a few examples;
+   `tune` runs TUNE_LIMITS trials, a stream is cut to its first texts, and a config that learns
+   a vocabulary from scratch learns a small one (CONFIG_LIMITS). Applied by tests/docs_server.py
+   as each `bertkit` command starts, so commands run by the Makefile get them too.
 4. READER_FILES: the files a page leaves to the reader (`texts.txt`, `corpus.txt`, `my.yaml`'s
    data, ...) are written into the scratch folder before the page runs, from examples/.
 5. TEXT: a few literal rewrites of the block's text, with the reason for each.
