@@ -151,4 +151,5 @@ def build_family(
     tokenizer = learn_tokenizer(family, texts, vocab_size or DEFAULT_VOCAB_SIZE)
     config = family_config(family)
     vocabulary = f"{spec.kind} learnt from {where}"
-    return write_tiny(config, tokenizer, shape, output, family, vocabulary, paths, seed, overwrite)
+    source = f"{family} ({spec.config} defaults)"
+    return write_tiny(config, tokenizer, shape, output, source, vocabulary, paths, seed, overwrite)
