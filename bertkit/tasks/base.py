@@ -211,7 +211,7 @@ class Task:
         the task has nothing to explain (`explain_refusal` says why)."""
         return None
 
-    explain_refusal = "it gives no label or span to explain"
+    explain_refusal = ""  # e.g. "an embed model gives a vector, not a label to explain"
 
     # ------------------------------------------------------------ the model card
 
