@@ -27,6 +27,9 @@ TORCH_WEIGHTS = (
 )
 RUNTIMES = ("auto", "torch", "onnx")
 INSTALL = "pip install 'bertkit[onnx]'"
+# config.json keys of families that name the standard sizes otherwise (DistilBERT's `dim`, ...):
+# the tasks read `hidden_size` (an empty text's vector), as a torch model's config gives it
+CONFIG_ALIASES = {"hidden_size": ("dim", "d_model", "n_embd")}
 
 
 def need_onnx(job: str, module: str = "onnxruntime"):
@@ -115,7 +118,13 @@ def read_config(path: Path) -> SimpleNamespace:
         values = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise BertkitError(f"{file}: cannot read it ({err}); export the bundle again") from None
-    return SimpleNamespace(**values) if isinstance(values, dict) else SimpleNamespace()
+    if not isinstance(values, dict):
+        return SimpleNamespace()
+    for name, aliases in CONFIG_ALIASES.items():  # as transformers' config classes map them
+        found = next((values[a] for a in aliases if a in values), None)
+        if name not in values and found is not None:
+            values[name] = found
+    return SimpleNamespace(**values)
 
 
 def load_tokenizer(path: Path):

@@ -95,10 +95,30 @@ def build_tiny(
     if vocab_from:
         tokenizer = _learn_vocabulary(tokenizer, vocab_from, vocab_size, text_column, min_frequency)
         vocabulary = f"learnt from {', '.join(vocab_from)}"
-    shrink(config, shape, name)
-    _fit_vocabulary(config, tokenizer, learnt=bool(vocab_from))
-    model = _random_model(config, name, seed)
-    if vocab_from:
+    return write_tiny(config, tokenizer, shape, output, source, vocabulary, protect, seed, overwrite, bool(vocab_from))
+
+
+def write_tiny(
+    config,
+    tokenizer,
+    shape: Shape,
+    output: Path,
+    source: str,
+    vocabulary: str,
+    protect: list[str],
+    seed: int = 0,
+    overwrite: bool = False,
+    learnt: bool = True,
+) -> TinyModel:
+    """Shrink `config` to `shape`, build its random model and write it with `tokenizer` (whose
+    vocabulary was `learnt`, or is the source's) to `output`; shared by `--from` and `--family`
+    (bertkit/tiny_families.py)."""
+    from bertkit import outputs
+
+    shrink(config, shape, source)
+    _fit_vocabulary(config, tokenizer, learnt=learnt)
+    model = _random_model(config, source, seed)
+    if learnt:
         _segments(tokenizer, model, config)
     with outputs.staged_dir(output, overwrite, KIND, protect) as staged:
         model.save_pretrained(str(staged))
@@ -168,6 +188,9 @@ def shrink(config, shape: Shape, name: str = "the model") -> None:
             setattr(config, key, shape.hidden)
     if _get(config, "num_hidden_groups"):  # ALBERT: groups of shared layers, at most one a layer
         config.num_hidden_groups = min(config.num_hidden_groups, shape.layers)
+    layer_types = _get(config, "layer_types")
+    if isinstance(layer_types, list) and layer_types:  # ModernBERT: one attention kind a layer, in a cycle
+        config.layer_types = [layer_types[i % len(layer_types)] for i in range(shape.layers)]
     if _get(config, "num_key_value_heads"):
         config.num_key_value_heads = shape.heads
     if _get(config, "head_dim"):

@@ -316,3 +316,16 @@ def test_minilm_is_complete_at_the_default_steps_and_one_step_warns(cli, minilm_
     code, _, err = cli("explain", "-m", minilm_classifier, "-t", text, "--steps", "1", "--json", "-")
     assert code == 0, err
     assert "raise --steps (now 1)" in " ".join(err.split())
+
+
+def test_a_task_without_an_explainer_is_refused_by_name():
+    """Explain reads each task's part from the task (`Task.explainer()`): a task that has none,
+    such as rerank, is refused with the tasks that have one (it once fell through to a KeyError)."""
+    from bertkit.errors import BertkitError
+    from bertkit.explain.run import check_request
+
+    with pytest.raises(
+        BertkitError,
+        match="a rerank model gives no label or span to explain; explain works on classify, ner and qa models",
+    ):
+        check_request("rerank", "a text", None, None, {}, plain=False)

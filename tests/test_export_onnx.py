@@ -330,8 +330,8 @@ def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli
     """Optimum's ORTModelFor... classes load an exported bundle as it is and give the same outputs
     as bertkit's own runtime. Optimum needs transformers 4, so it lives in another environment
     (see docs/deployment.md): this test runs there when BERTKIT_OPTIMUM_PYTHON names it."""
-    from bertkit.exporting.graphs import OUTPUTS
     from bertkit.onnx_runtime import OnnxModel
+    from bertkit.tasks import get_task
 
     target = tmp_path / "onnx"
     extra = ["--quantize", quantize] if quantize else []
@@ -346,5 +346,5 @@ def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli
     assert found.returncode == 0, found.stderr[-3000:]
     theirs = json.loads(found.stdout.strip().splitlines()[-1])
     ours = OnnxModel(target)(**theirs["inputs"])
-    for name in OUTPUTS[task]:
+    for name in get_task(task).onnx_outputs:
         np.testing.assert_allclose(np.asarray(theirs[name]), getattr(ours, name), atol=1e-5)

@@ -7,14 +7,22 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import TextColumnOption
+from bertkit.errors import BertkitError
+from bertkit.tiny_families import FAMILIES
 
 model_app = typer.Typer(help="Build models: a tiny random one for smoke tests in CI.", no_args_is_help=True)
 
 
 @model_app.command("tiny")
 def tiny(
-    source: str = typer.Option(
-        ..., "--from", help="The model whose family and tokenizer to take: a local directory or a Hub id."
+    source: str | None = typer.Option(
+        None, "--from", help="The model whose family and tokenizer to take: a local directory or a Hub id."
+    ),
+    family: str | None = typer.Option(
+        None,
+        "--family",
+        help=f"Instead of --from: build this family from its config class alone, with a tokenizer of its kind "
+        f"learnt from --vocab-from or a few built-in sentences. One of {', '.join(FAMILIES)}.",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="The model directory to write."),
     layers: int = typer.Option(2, "--layers", help="Transformer layers."),
@@ -27,7 +35,10 @@ def tiny(
         [], "--vocab-from", help="Learn a small WordPiece vocabulary from these texts instead; repeatable."
     ),
     vocab_size: int | None = typer.Option(
-        None, "--vocab-size", min=16, help="Entries in the learnt vocabulary (with --vocab-from)."
+        None,
+        "--vocab-size",
+        min=16,
+        help="Entries in the learnt vocabulary (with --vocab-from; with --family, at most this many, default 1000).",
     ),
     text_column: str = TextColumnOption,
     min_frequency: int = typer.Option(
@@ -40,13 +51,20 @@ def tiny(
 
     BERT, RoBERTa, DistilBERT, ELECTRA, ...: a few layers deep, with --from's tokenizer, or a
     vocabulary learnt with --vocab-from. Only the config and tokenizer of --from are read, never
-    its weights."""
+    its weights. With --family instead, no model is read at all: see docs/families.md."""
     from bertkit.progress import console, status
     from bertkit.tiny_models import Shape, build_tiny
 
     shape = Shape(layers, hidden, heads, intermediate)
-    with status(f"building a tiny model from {source}"):
-        built = build_tiny(source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite)
+    if family is not None:
+        built = _tiny_family(family, source, output, shape, vocab_from, vocab_size, text_column, seed, overwrite)
+    elif source is None:
+        raise BertkitError("give --from MODEL (a model to take the family and tokenizer of) or --family NAME")
+    else:
+        with status(f"building a tiny model from {source}"):
+            built = build_tiny(
+                source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite
+            )
     console.print(f"[green]tiny {built.family} model ({built.architecture}) written to[/green] {built.path}")
     rows = [
         ("from", built.source),
@@ -60,3 +78,13 @@ def tiny(
     ]
     for key, value in rows:
         typer.echo(f"{key:13} {value}")
+
+
+def _tiny_family(family, source, output, shape, vocab_from, vocab_size, text_column, seed, overwrite):
+    from bertkit.progress import status
+    from bertkit.tiny_families import build_family
+
+    if source is not None:
+        raise BertkitError(f"--family {family} and --from {source}: give one of them")
+    with status(f"building a tiny {family} model"):
+        return build_family(family, output, shape, vocab_from, vocab_size, text_column, seed, overwrite)

@@ -1,6 +1,8 @@
 """One text (or pair, or question and context) as the model's input, with its words: each word is
 a span of the text and the token positions that the tokenizer made of it, so attributions can be
-summed per word and drawn over the text as it was written."""
+summed per word and drawn over the text as it was written. A single text or a pair is read here
+(`encode_text`, as classify reads it); NER's and QA's own readings are in their task packages
+(`bertkit/tasks/<task>/explaining.py`), on the `Encoded` and `words_in` shared here."""
 
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def check_length(length: int, limit: int | None, what: str = "the text") -> None
         )
 
 
-def _words(tokenizer, text: str, part: int, offsets: list[tuple[int, int]], first: int) -> list[Word]:
+def words_in(tokenizer, text: str, part: int, offsets: list[tuple[int, int]], first: int) -> list[Word]:
     """The words of `text` (as the tokenizer's pre-tokenizer, or MeCab, cuts it), each holding the
     tokens (at `first` + k for the k-th token, whose characters are `offsets[k]`) that start in it."""
     words = [Word(w, s, e, part, []) for w, s, e in tokenization.words_with_offsets(tokenizer, text)]
@@ -96,43 +98,7 @@ def encode_text(tokenizer, text: str, pair: str | None, limit: int | None) -> En
     words = [
         w
         for part, (s, (_, offsets)) in enumerate(zip(starts, read, strict=True))
-        for w in _words(tokenizer, texts[part], part, offsets, s)
+        for w in words_in(tokenizer, texts[part], part, offsets, s)
     ]
     names = ["text"] if pair is None else ["text", "text_pair"]
     return Encoded(feature, _tokens(tokenizer, feature["input_ids"]), words, texts, names)
-
-
-def encode_ner(tokenizer, text: str, limit: int | None) -> Encoded:
-    """A text as NER predict reads it: the pre-tokenizer's words, each cut into sub-words."""
-    found = tokenization.words_with_offsets(tokenizer, text)
-    ((ids, owners),) = tokenization.subwords_of_words(tokenizer, [[w for w, _, _ in found]])
-    feature = tokenization.wrap(tokenizer, ids)
-    check_length(len(feature["input_ids"]), limit)
-    first = tokenization.prefix_length(tokenizer)
-    words = [Word(w, s, e, 0, []) for w, s, e in found]
-    for position, owner in enumerate(owners):
-        words[owner].positions.append(first + position)
-    return Encoded(feature, _tokens(tokenizer, feature["input_ids"]), words, [text], ["text"])
-
-
-def encode_qa(tokenizer, question: str, context: str, info: dict) -> Encoded:
-    """A question and its context as QA predict reads them, in one window (a context that needs
-    several is refused)."""
-    from bertkit.tasks.qa.answers import NO_CONTEXT, encode
-
-    features = encode(tokenizer, [question], [context], info)
-    if len(features) > 1:
-        length = len(tokenization.tokens_with_offsets(tokenizer, [context])[0][0])
-        raise BertkitError(
-            f"the context is {length} tokens long and does not fit with the question into one input of this "
-            f"model ({info['max_length']} tokens): give a shorter context (the part that holds the answer)"
-        )
-    feature = features[0]
-    offsets = feature["offset_mapping"]
-    inside = [k for k, o in enumerate(offsets) if tuple(o) != NO_CONTEXT]
-    asked = tokenization.tokens_with_offsets(tokenizer, [question])[0][1][: info["qa"]["max_question_length"]]
-    words = _words(tokenizer, question, 0, asked, tokenization.prefix_length(tokenizer))
-    words += _words(tokenizer, context, 1, [tuple(offsets[k]) for k in inside], inside[0] if inside else 0)
-    model_feature = {k: feature[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in feature}
-    tokens = _tokens(tokenizer, feature["input_ids"])
-    return Encoded(model_feature, tokens, words, [question, context], ["question", "context"], feature)

@@ -18,12 +18,6 @@ DEFAULT_STEPS = 64
 # |sum of attributions - (score - baseline_score)| <= TOLERANCE * max(1, |score - baseline_score|)
 TOLERANCE = 0.01
 PICTURES = (".html", ".htm", ".png")
-WORKS_ON = "explain works on classify, ner and qa models"
-REFUSED = {
-    "embed": f"an embed model gives a vector, not a label to explain; {WORKS_ON}",
-    "mlm-adapt": f"a masked-LM model fills masks and has no label to explain; {WORKS_ON}",
-}
-
 
 def completeness_error(attributions: np.ndarray, score: float, baseline_score: float) -> float:
     return float(attributions.sum() - (score - baseline_score))
@@ -85,20 +79,10 @@ def explain(
     batch_size: int = 16,
 ) -> dict:
     """The explanation of a loaded model's prediction on one text, as the JSON `--json` writes."""
-    from bertkit.explain import inputs
-    from bertkit.explain.targets import PLANS
-
     task = info["task"]
-    if task == "qa":
-        from bertkit.tasks.qa.task import _complete
-
-        info = _complete(info)
-        encoded = inputs.encode_qa(tokenizer, question, text, info)
-    elif task == "ner":
-        encoded = inputs.encode_ner(tokenizer, text, info.get("max_length"))
-    else:
-        encoded = inputs.encode_text(tokenizer, text, pair, info.get("max_length"))
-    plan = PLANS[task](model, info, encoded, target)
+    explainer = _explainer(task)
+    info, encoded = explainer.encode(tokenizer, text, pair, question, info)
+    plan = explainer.plan(model, info, encoded, target)
     explained = attribute(model, tokenizer, encoded, plan.targets, method, steps, baseline, batch_size)
     result = {"task": task, "method": method, "baseline": baseline}
     if method == "integrated-gradients":
@@ -111,13 +95,21 @@ def explain(
         {"text": w.text, "start": w.start, "end": w.end, "part": encoded.parts[w.part], "tokens": w.positions}
         for w in encoded.words
     ]
-    if task == "classify":
-        result.update(explained[0])
-    elif task == "ner":
-        result["entities"] = [{k: v for k, v in e.items() if k != "target"} for e in explained]
-    else:
-        result["explanations"] = {"start": explained[0], "end": explained[1]}
+    result.update(explainer.lay_out(explained))
     return result
+
+
+def _explainer(task: str):
+    """The task's `Explainer` (bertkit/tasks/<task>/explaining.py), or an error saying why it has none."""
+    from bertkit.tasks import get_task
+    from bertkit.tasks.registry import names
+
+    found = get_task(task).explainer()
+    if found is None:
+        reason = get_task(task).explain_refusal or f"a {task} model gives no label or span to explain"
+        works_on = [name for name in names() if get_task(name).explainer() is not None]
+        raise BertkitError(f"--model: {reason}; explain works on {', '.join(works_on[:-1])} and {works_on[-1]} models")
+    return found
 
 
 def incomplete(result: dict) -> list[str]:
@@ -134,24 +126,12 @@ def incomplete(result: dict) -> list[str]:
 
 
 def check_request(task: str, text: str, pair: str | None, question: str | None, info: dict, plain: bool) -> None:
-    if task in REFUSED:
-        raise BertkitError(f"--model: {REFUSED[task]}")
-    if task == "qa" and not (question or "").strip():
-        raise BertkitError(
-            "--question is missing: a QA model explains its answer to a question about --text (the context)"
-        )
-    if task != "qa" and question is not None:
+    explainer = _explainer(task)
+    if question is not None and not explainer.reads_questions:
         raise BertkitError(f"--question: only for QA models; this is a {task} model")
-    if pair is not None and task != "classify":
+    if pair is not None and not explainer.reads_pairs:
         raise BertkitError(f"--text-pair: only for classify models that read pairs; this is a {task} model")
-    if task == "classify" and not plain:
-        reads_pairs = bool(info.get("text_pair_column"))
-        if reads_pairs and pair is None:
-            raise BertkitError(
-                f"this model reads pairs ({info['text_pair_column']!r} beside the text): give --text-pair"
-            )
-        if pair is not None and not reads_pairs:
-            raise BertkitError("--text-pair: this model was trained on single texts; leave --text-pair out")
+    explainer.check(text, pair, question, info, plain)
 
 
 def explain_file(

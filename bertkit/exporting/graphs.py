@@ -1,10 +1,10 @@
 """A PyTorch bundle's model as an ONNX graph with dynamic batch and sequence axes (its int8 copy:
 `calibration.py`).
 
-The graph gives what the task's prediction reads: classify and NER `logits` (per text, per
-token), QA `start_logits` and `end_logits`, mlm-adapt the masked-LM `logits`, embed the pooled
-(and, when the bundle normalises, unit-length) `sentence_embedding`, pooled with the bundle's own
-settings as `bertkit.embeddings.encoder` reads them.
+The graph gives what the task's prediction reads, as the task says (`onnx_outputs`,
+`onnx_forward` in its package): classify and NER `logits` (per text, per token), QA
+`start_logits` and `end_logits`, mlm-adapt the masked-LM `logits`, embed the pooled (and, when the
+bundle normalises, unit-length) `sentence_embedding`.
 
 The exporter is torch.onnx's TorchScript one (`dynamo=False`): on BERT models here it gives the
 same outputs as the dynamo exporter (both within 1e-8 of PyTorch), in 0.3 s instead of 4.5 s,
@@ -19,14 +19,6 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 
 OPSET = 17
-OUTPUTS = {
-    "classify": ["logits"],
-    "ner": ["logits"],
-    "qa": ["start_logits", "end_logits"],
-    "embed": ["sentence_embedding"],
-    "mlm-adapt": ["logits"],
-    "rerank": ["logits"],  # one score per (query, passage) pair
-}
 GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 PER_TOKEN = {"ner", "qa", "mlm-adapt"}  # outputs with a sequence axis
 
@@ -41,13 +33,10 @@ def input_names(tokenizer) -> list[str]:
     return names
 
 
-def wrapped(model, task: str, info, names: list[str]):
-    """`model` as a module taking the graph's inputs positionally and giving the task's outputs."""
+def wrapped(model, task, info, names: list[str]):
+    """`model` as a module taking the graph's inputs positionally and giving the task's outputs
+    (`task.onnx_forward`)."""
     import torch
-
-    from bertkit.embeddings.pooling import pool
-
-    pooling, normalize = info.get("pooling") or "mean", bool(info.get("normalize"))
 
     class Graph(torch.nn.Module):
         def __init__(self):
@@ -55,37 +44,14 @@ def wrapped(model, task: str, info, names: list[str]):
             self.model = model
 
         def forward(self, *inputs):
-            out = self.model(**dict(zip(names, inputs, strict=True)))
-            if task == "qa":
-                return out.start_logits, out.end_logits
-            if task == "embed":
-                mask = inputs[names.index("attention_mask")]
-                vectors = mean_in_token_order(out, mask) if pooling == "mean" else pool(out, mask, pooling)
-                return torch.nn.functional.normalize(vectors, p=2, dim=-1) if normalize else vectors
-            return out.logits
+            return task.onnx_forward(self.model, dict(zip(names, inputs, strict=True)), info)
 
     return Graph().eval()
 
 
-def mean_in_token_order(out, attention_mask):
-    """Mean pooling summed token after token (a running sum read at the last real token), so a
-    text's vector is the same bits alone and padded in any batch: onnxruntime's ReduceSum, and a
-    mask @ tokens MatMul too, sum the token axis in another order for another padded length
-    (measured: 7 of 30 MiniLM vectors differed in the last bits alone and in a batch). CumSum adds
-    in token order by definition, and the padding's zeros come after (or before) the real tokens.
-    The count of real tokens is a sum of ones, exact in any order."""
-    import torch
-
-    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-    running = torch.cumsum(hidden * mask, dim=1)
-    last = (torch.cumsum(attention_mask, dim=1) * attention_mask).argmax(dim=1)  # the last real token
-    total = torch.gather(running, 1, last.view(-1, 1, 1).expand(-1, 1, hidden.shape[-1])).squeeze(1)
-    return total / mask.sum(dim=1).clamp(min=1e-9)
-
-
-def export_graph(model, tokenizer, task: str, info, target: Path):
-    """Write `model` (a PyTorch bundle's, in eval mode) as an fp32 ONNX graph at `target`;
+def export_graph(model, tokenizer, task, info, target: Path):
+    """Write `model` (a PyTorch bundle's, in eval mode) as an fp32 ONNX graph of `task`'s outputs
+    (a `bertkit.tasks.base.Task`: `onnx_outputs`, `onnx_per_token`, `onnx_forward`) at `target`;
     returns the graph's input names and the PyTorch module it was traced from."""
     import warnings
 
@@ -97,8 +63,8 @@ def export_graph(model, tokenizer, task: str, info, target: Path):
     )
     graph = wrapped(model, task, info, names)
     axes = {name: {0: "batch", 1: "sequence"} for name in names}
-    for name in OUTPUTS[task]:
-        axes[name] = {0: "batch", 1: "sequence"} if task in PER_TOKEN else {0: "batch"}
+    for name in task.onnx_outputs:
+        axes[name] = {0: "batch", 1: "sequence"} if task.onnx_per_token else {0: "batch"}
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer warnings about Python values in the model's code
         torch.onnx.export(
@@ -106,7 +72,7 @@ def export_graph(model, tokenizer, task: str, info, target: Path):
             tuple(sample[n] for n in names),
             str(target),
             input_names=names,
-            output_names=OUTPUTS[task],
+            output_names=list(task.onnx_outputs),
             dynamic_axes=axes,
             opset_version=OPSET,
             do_constant_folding=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 from bertkit.errors import BertkitError
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
 from bertkit.exporting.checks import Report, check_fp32, check_texts, compare_int8
-from bertkit.exporting.graphs import OPSET, OUTPUTS, export_graph, residual_projections
+from bertkit.exporting.graphs import OPSET, export_graph, residual_projections
 from bertkit.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
 
 FORMATS = ("onnx",)
@@ -135,7 +135,7 @@ def export_bundle(
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
         with status(f"exporting {model} to ONNX"):
-            names, graph = export_graph(network, tokenizer, task.name, info, fp32_file)
+            names, graph = export_graph(network, tokenizer, task, info, fp32_file)
         network.config.save_pretrained(str(staged))
         tokenizer.save_pretrained(str(staged))
         fp32 = OnnxModel(staged, file=fp32_file.name)
@@ -165,7 +165,7 @@ def export_bundle(
             "opset": OPSET,
             "exporter": "torch.onnx (TorchScript)",
             "inputs": names,
-            "outputs": OUTPUTS[task.name],
+            "outputs": list(task.onnx_outputs),
             "source": str(Path(model).resolve()),
             "onnxruntime": ort.__version__,
             "seconds": round(time.perf_counter() - started, 1),

@@ -195,6 +195,24 @@ class Task:
         require_field(record, column, where)
         text_value(record[column], where, column)
 
+    # ------------------------------------------------------------ export and explain (optional)
+
+    onnx_outputs: tuple[str, ...] = ("logits",)  # the ONNX graph's outputs (`bertkit export`), as predict reads them
+    onnx_per_token = False  # whether they have a sequence axis (a row per token) besides the batch one
+
+    def onnx_forward(self, model, inputs: dict, info: dict):
+        """The graph's outputs, in `onnx_outputs`' order, from the bundle's model on `inputs` (the
+        graph's input tensors by name); traced by the exporter, so torch operations only."""
+        return model(**inputs).logits
+
+    def explainer(self):
+        """What `bertkit explain` does with this task's models (a `bertkit.explain.targets.Explainer`:
+        how a text is read, which scores are explained, how the result is laid out), or None when
+        the task has nothing to explain (`explain_refusal` says why)."""
+        return None
+
+    explain_refusal = ""  # e.g. "an embed model gives a vector, not a label to explain"
+
     # ------------------------------------------------------------ the model card
 
     def card_summary(self, info: dict) -> str:

@@ -57,6 +57,11 @@ class ClassifyTask(Task):
     name = "classify"
     auto_model = "AutoModelForSequenceClassification"
 
+    def explainer(self):
+        from bertkit.tasks.classify.explaining import EXPLAINER
+
+        return EXPLAINER
+
     # ------------------------------------------------------------ data and labels
 
     def load(self, cfg: Config):

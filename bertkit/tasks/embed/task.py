@@ -24,6 +24,20 @@ from bertkit.tasks.scored import Scored
 class EmbedTask(Task):
     name = "embed"
     auto_model = "AutoModel"
+    onnx_outputs = ("sentence_embedding",)
+    explain_refusal = "an embed model gives a vector, not a label to explain"
+
+    def onnx_forward(self, model, inputs, info):
+        """The pooled (and, when the bundle normalises, unit-length) vector, pooled with the
+        bundle's own settings as `bertkit.embeddings.encoder` reads them."""
+        import torch
+
+        from bertkit.embeddings.pooling import mean_in_token_order, pool
+
+        pooling = info.get("pooling") or "mean"
+        out, mask = model(**inputs), inputs["attention_mask"]
+        vectors = mean_in_token_order(out, mask) if pooling == "mean" else pool(out, mask, pooling)
+        return torch.nn.functional.normalize(vectors, p=2, dim=-1) if info.get("normalize") else vectors
 
     # ------------------------------------------------------------ data
 

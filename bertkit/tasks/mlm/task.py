@@ -25,6 +25,8 @@ from bertkit.tasks.options import EvaluateOptions, PredictOptions
 class MlmTask(Task):
     name = "mlm-adapt"
     auto_model = "AutoModelForMaskedLM"
+    onnx_per_token = True  # the vocabulary's logits at each token
+    explain_refusal = "a masked-LM model fills masks and has no label to explain"
     records_per_pass = 256
 
     # ------------------------------------------------------------ data

@@ -49,6 +49,12 @@ def _tag_or_type(name: str) -> str:
 class NerTask(Task):
     name = "ner"
     auto_model = "AutoModelForTokenClassification"
+    onnx_per_token = True  # a row of tag logits per token
+
+    def explainer(self):
+        from bertkit.tasks.ner.explaining import EXPLAINER
+
+        return EXPLAINER
     records_per_pass = CHUNK  # as evaluate tags them: the same batches, so the same tags
 
     # ------------------------------------------------------------ data

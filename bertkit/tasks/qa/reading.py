@@ -5,7 +5,7 @@ answer checked against its context and given its character start.
 from __future__ import annotations
 
 from bertkit import data as data_mod
-from bertkit.config import DataSource, QaConfig
+from bertkit.config import DataSource, QaConfig, derived_doc_stride
 from bertkit.data.records import text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.progress import console
@@ -168,3 +168,19 @@ def checked_record(record: dict, fields: dict, where: str, ids: dict, default_id
             )
         ids[key] = where
     return key, question, context
+
+
+def complete_settings(info: dict) -> dict:
+    """A bundle's settings, with the defaults filled in for a plain Hugging Face QA model
+    (which answers every question, as SQuAD v1 models do)."""
+    qa = QaConfig().model_dump()
+    if "qa" in info:
+        qa.update(info["qa"])
+    else:  # windows in proportion to the model's length limit
+        quarter = info["max_length"] // 4
+        qa["doc_stride"] = min(derived_doc_stride(info["max_length"]), quarter)
+        qa["max_question_length"] = min(qa["max_question_length"], quarter)
+    if qa["doc_stride"] is None:
+        qa["doc_stride"] = derived_doc_stride(info["max_length"])
+    version_2 = bool(info.get("version_2", qa.get("version_2")))
+    return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import data as data_mod
 from bertkit import models
-from bertkit.config import Config, DataSource, QaConfig, derived_doc_stride
+from bertkit.config import Config, DataSource, QaConfig
 from bertkit.data.records import blank, place_of
 from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record
@@ -16,13 +16,31 @@ from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
-from bertkit.tasks.qa.reading import checked_record, fields_of, read_examples, unanswerable_ids, warn_unanswerable
+from bertkit.tasks.qa.reading import (
+    checked_record,
+    complete_settings,
+    fields_of,
+    read_examples,
+    unanswerable_ids,
+    warn_unanswerable,
+)
 from bertkit.tasks.qa.scored import Answered
 
 
 class QaTask(Task):
     name = "qa"
     auto_model = "AutoModelForQuestionAnswering"
+    onnx_outputs = ("start_logits", "end_logits")
+    onnx_per_token = True
+
+    def explainer(self):
+        from bertkit.tasks.qa.explaining import EXPLAINER
+
+        return EXPLAINER
+
+    def onnx_forward(self, model, inputs, info):
+        out = model(**inputs)
+        return out.start_logits, out.end_logits
     records_per_pass = 256
 
     # ------------------------------------------------------------ data
@@ -112,7 +130,7 @@ class QaTask(Task):
 
     def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Answered:
         """The model's answer to each question of `data`, beside the gold answers."""
-        info = _complete(info)
+        info = complete_settings(info)
         source = options.source(data)
         records = options.sampled(read_examples(source, QaConfig.model_validate(info.get("qa") or {}), data))
         if not info["version_2"]:
@@ -125,15 +143,15 @@ class QaTask(Task):
         """A record whose question and context are both there and both blank. One without either
         field is not empty: `predict` refuses it, naming the field (as it refuses a question
         without a context, or the reverse)."""
-        fields = fields_of(record, _complete(info)["qa"])
+        fields = fields_of(record, complete_settings(info)["qa"])
         return all(fields[k] in record and blank(record[fields[k]]) for k in ("question", "context"))
 
     def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
         """A question and a context, neither empty, and an id not used before in the input."""
-        checked_record(record, fields_of(record, _complete(info)["qa"]), where, seen)
+        checked_record(record, fields_of(record, complete_settings(info)["qa"]), where, seen)
 
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
-        id_field = _complete(info)["qa"]["id_field"]
+        id_field = complete_settings(info)["qa"]["id_field"]
         out = {"id": str(record[id_field])} if record.get(id_field) is not None else {}
         extra = {"alternatives": []} if options.n_best else {}
         return {**out, **empty_record({}, None, answer=None, score=None, start=None, end=None, **extra)}
@@ -142,7 +160,7 @@ class QaTask(Task):
         self, model, tokenizer, info: RunInfo, records: Iterable[dict], options: PredictOptions
     ) -> Iterator[dict]:
         """{question, context (, id)} -> {id, answer, score, start, end} (+ alternatives on request)."""
-        info = _complete(info)
+        info = complete_settings(info)
         qa = info["qa"]
         alternatives = options.n_best
         number = 0
@@ -177,22 +195,6 @@ class QaTask(Task):
 
 
 TASK = QaTask()
-
-
-def _complete(info: dict) -> dict:
-    """A bundle's settings, with the defaults filled in for a plain Hugging Face QA model
-    (which answers every question, as SQuAD v1 models do)."""
-    qa = QaConfig().model_dump()
-    if "qa" in info:
-        qa.update(info["qa"])
-    else:  # windows in proportion to the model's length limit
-        quarter = info["max_length"] // 4
-        qa["doc_stride"] = min(derived_doc_stride(info["max_length"]), quarter)
-        qa["max_question_length"] = min(qa["max_question_length"], quarter)
-    if qa["doc_stride"] is None:
-        qa["doc_stride"] = derived_doc_stride(info["max_length"])
-    version_2 = bool(info.get("version_2", qa.get("version_2")))
-    return {**info, "qa": {**qa, "version_2": version_2}, "version_2": version_2}
 
 
 # ---------------------------------------------------------------- reading

@@ -1,0 +1,77 @@
+"""`bertkit model tiny --family NAME`: a tiny model of a family built from its config class, with a
+tokenizer of the family's kind learnt from a few sentences (tests/test_family_matrix.py trains them)."""
+
+import json
+
+import pytest
+
+from bertkit.tiny_families import FAMILIES
+
+
+def printed(out: str) -> dict[str, str]:
+    rows = [line.split(None, 1) for line in out.splitlines() if line.strip()]
+    return {row[0]: row[1] for row in rows if len(row) == 2}
+
+
+@pytest.mark.parametrize("family", ["bert", "modernbert", "xlm-roberta"])  # WordPiece, BPE, Unigram
+def test_a_family_from_its_name_loads_with_the_auto_classes(cli, tmp_path, family):
+    from transformers import AutoModel, AutoTokenizer
+
+    out = tmp_path / family
+    code, stdout, err = cli("model", "tiny", "--family", family, "-o", out, "--hidden", "32", "--vocab-size", "300")
+    assert code == 0, err
+    shown = printed(stdout)
+    assert shown["hidden"] == "32" and shown["layers"] == "2"
+    assert f"{FAMILIES[family].kind} learnt from built-in sentences" in shown["vocabulary"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == family and config["hidden_size"] == 32
+    model, tokenizer = AutoModel.from_pretrained(out), AutoTokenizer.from_pretrained(out)
+    assert model.config.vocab_size == len(tokenizer) <= 300
+    encoded = tokenizer("Alice met Bruno in Paris.", "Which place?", return_offsets_mapping=True)
+    assert max(encoded["input_ids"]) < model.config.vocab_size
+    assert encoded["input_ids"][0] == tokenizer.cls_token_id and tokenizer.mask_token is not None
+    ids = [i for i in encoded["input_ids"] if i not in tokenizer.all_special_ids]
+    assert tokenizer.unk_token_id not in ids  # the built-in sentences cover these words
+    model(**tokenizer(["a short text", "and a longer one"], padding=True, return_tensors="pt"))
+
+
+def test_the_vocabulary_comes_from_the_text_given(cli, tmp_path):
+    from transformers import AutoTokenizer
+
+    text = tmp_path / "domain.txt"
+    text.write_text("zygomorphic quokkas eat zygomorphic flowers\n" * 20)
+    out = tmp_path / "tiny"
+    assert cli("model", "tiny", "--family", "roberta", "-o", out, "--vocab-from", text)[0] == 0
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert len(tokenizer.tokenize(" zygomorphic quokkas")) <= 3  # whole words learnt from the text
+    assert tokenizer.model_input_names == ["input_ids", "attention_mask"]  # RoBERTa: one segment
+
+
+def test_same_seed_same_model(cli, tmp_path):
+    """The weights are the same bits; the vocabulary the same pieces (not always with the same ids:
+    the tokenizers trainers break ties between equally scored pieces in hash-map order, which changes
+    from one process to the next, as tests/tiny.py says of WordPiece)."""
+    from transformers import AutoTokenizer
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        assert cli("model", "tiny", "--family", "albert", "-o", out, "--seed", "3")[0] == 0
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+    assert set(AutoTokenizer.from_pretrained(first).get_vocab()) == set(
+        AutoTokenizer.from_pretrained(second).get_vocab()
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--family", "modernbet"], "did you mean 'modernbert'"),
+        (["--family", "bert", "--from", "some/model"], "give one of them"),
+        ([], "give --from MODEL"),
+        (["--family", "bert", "--hidden", "30", "--heads", "4"], "not a multiple of --heads"),
+    ],
+)
+def test_bad_requests_are_refused_by_name(cli, tmp_path, args, message):
+    code, _, err = cli("model", "tiny", "-o", tmp_path / "out", *args)
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "out").exists()
