@@ -102,9 +102,9 @@ def test_half_precision_keeps_labels_and_bounds_scores(classifier):
     within a small bound. bench/gpu_speed.py measures the same on a GPU and real models."""
     import copy
 
-    from bertkit import inference
-
     import torch
+
+    from bertkit import inference
 
     model, tokenizer = classifier
     model = copy.deepcopy(model)
