@@ -95,8 +95,8 @@ def profiler_callback(path: str, wait: int = 8, active: int = 10):
 
     class Profiled(TrainerCallback):
         def __init__(self):
-            self.prof = profile(activities=activities, schedule=schedule(wait=wait, warmup=2, active=active),
-                                on_trace_ready=write)  # fmt: skip
+            self.prof = profile(activities=activities, on_trace_ready=write,
+                                schedule=schedule(wait=wait, warmup=2, active=active, repeat=1))  # fmt: skip
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.prof.start()

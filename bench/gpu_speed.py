@@ -264,7 +264,8 @@ def summary(steps: dict, big: str, small: str, n_texts: int, counts: dict) -> st
     """The run as one table: each measure for bertkit and its peers, bertkit's ratio, the goal."""
 
     def get(name: str, key: str):
-        value = steps.get(name, {}).get(key)
+        step = steps.get(name, {})
+        value = step.get(key) if step.get("exit", 0) == 0 else None  # a failed step has no numbers
         return round(value, 1) if isinstance(value, float) else value
 
     def exact(value):  # cosines and shares: the table's three decimals would hide what the goal asks
