@@ -478,3 +478,22 @@ def test_gpu_training_settings(monkeypatch, tmp_path):
     faster = cfg.model_copy(update={"train": cfg.train.model_copy(update={"compile": True, "dataloader_workers": 2})})
     assert trainer.gpu_settings(faster, "bf16")["torch_compile"] is True
     assert trainer.gpu_settings(faster, "bf16")["dataloader_persistent_workers"] is True
+
+
+def test_a_deferred_guard_reads_an_evaluation_once_at_its_end():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    guard = DivergenceGuard(deferred=True)
+    labels = torch.tensor([1, 0])
+    guard.observe_evaluation(torch.tensor(0.3), labels)
+    guard.observe_evaluation(None)
+    guard.observe_evaluation(torch.tensor(float("nan")), torch.full((2, 3), -100))  # nothing to predict
+    guard.check_evaluation(5)
+    for loss in (0.3, float("inf"), float("nan"), 0.2):
+        guard.observe_evaluation(torch.tensor(loss), labels)
+    assert isinstance(guard.evaluation, tuple)  # still on the device
+    with pytest.raises(TrainingDiverged, match="at step 5: the validation loss is inf"):
+        guard.check_evaluation(5)
+    guard.check_evaluation(5)  # the next evaluation starts afresh

@@ -20,6 +20,7 @@ reads every step anyway) the guard keeps the first bad step and its loss on the 
 at the next boundary: a step that logs, evaluates or saves, an epoch's end, the last step. The run
 still stops naming the step where the loss stopped being finite, before that loss is logged, any
 evaluation runs or any checkpoint is saved; only the steps up to the boundary are spent first.
+The losses of an evaluation's batches are read once, when the evaluation ends.
 """
 
 from __future__ import annotations
@@ -119,14 +120,28 @@ class DivergenceGuard(callback_base()):
             raise TrainingDiverged(step or self.trainer.state.global_step, f"the training loss is {value}", self.advice)
 
     def observe_evaluation(self, loss, labels=None) -> None:
-        """The loss of one evaluation (or scoring) batch, when the Trainer computed one."""
-        if self.evaluation is None and loss is not None and not _finite_or_nothing_to_predict(loss, labels):
+        """The loss of one evaluation (or scoring) batch, when the Trainer computed one (deferred:
+        kept on the device, as (any bad so far, the first bad loss), until `check_evaluation`)."""
+        if loss is None:
+            return
+        if self.deferred is None:
+            self.deferred = loss.device.type == "cuda"
+        if self.deferred:
+            import torch
+
+            bad = ~torch.isfinite(loss).all() & ~_nothing_to_predict(labels, loss.device)
+            seen, value = self.evaluation or (torch.zeros((), dtype=torch.bool, device=loss.device),) * 2
+            value = torch.where(bad & ~seen, loss.detach().float().mean(), value.float())
+            self.evaluation = (seen | bad, value)
+        elif self.evaluation is None and not _finite_or_nothing_to_predict(loss, labels):
             self.evaluation = _shown(loss)
 
     def check_evaluation(self, step: int, what: str = "the validation loss") -> None:
         """Raise if a batch of the evaluation that just ended had a loss that was not finite (each
         batch is looked at: the Trainer's mean leaves such batches out when others are finite)."""
         bad, self.evaluation = self.evaluation, None
+        if isinstance(bad, tuple):  # deferred: read now, once for the whole evaluation
+            bad = _shown(bad[1]) if bool(bad[0]) else None
         if _on_any_process(bad is not None):
             shown = bad if bad is not None else "not finite on another process"
             raise TrainingDiverged(step, f"{what} is {shown}", self.advice)
