@@ -21,11 +21,17 @@ H100 by the issue's timings, --budget stops starting new steps after 450 s):
        PYTHONUNBUFFERED=1 && python3 bench/gpu_speed.py run --pack .gpu --out $OUT
      (one line; the machine has torch, transformers, accelerate, sentence-transformers, pandas,
      pyarrow, scikit-learn, matplotlib, typer, rich, PyYAML, regex; the wheels carry datasets,
-     evaluate, pydantic and what they need that it lacks, at the versions installed here)
+     evaluate, pydantic and what they need that it lacks, at the versions installed here. `run`
+     first checks that bertkit's dependencies import and stops at once, saying what failed, if
+     not: datasets 5.2 needs pyarrow >= 24, a version the machine was not seen to have; if that
+     is what fails, pack again with --pack-extra pyarrow==26.0.1, about 40 MB more, within the
+     64 MiB a call carries)
   3. copy the files it returns into bench/results/gpu_speed/ and docs/benchmarks.md's GPU section.
 
-On a CPU, end to end in about two minutes with a tiny random model (`bertkit model tiny`'s
-shape): python bench/gpu_speed.py run --tiny
+On a CPU, end to end with a tiny random model (`bertkit model tiny`'s shape, 256 training
+sentences, 2,000 texts): python bench/gpu_speed.py run --tiny. It took 12 minutes on a 2-core
+machine shared with about seven other jobs (load average 18 to 23), most of it starting ten
+Python processes; a check that the script works, not a measurement.
 """
 
 from __future__ import annotations
@@ -44,18 +50,19 @@ from common import DATA, RESULTS, ROOT, minilm_path, table
 
 PEERS = str(Path(__file__).with_name("gpu_peers.py"))
 WHEELS = ("datasets", "dill", "multiprocess", "evaluate", "pydantic", "pydantic_core", "annotated-types",
-          "typing-inspection")  # fmt: skip
+          "typing-inspection", "typing_extensions")  # fmt: skip
 MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
                "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")  # fmt: skip
 GOALS = {"train": {"base": 1.5, "minilm": 1.2}, "predict_whole": 2.0, "predict_inner": 0.8, "embed_whole": 1.5}
 
 
-def pack(target: Path, rows: int) -> None:
-    """What the GPU machine lacks, into `target` (ignored by git): wheels, data, MiniLM's files."""
+def pack(target: Path, rows: int, extra: list[str]) -> None:
+    """What the GPU machine lacks, into `target` (ignored by git): wheels (`extra`: more, as
+    NAME==VERSION), data, MiniLM's files."""
     from importlib.metadata import version
 
     target.mkdir(parents=True, exist_ok=True)
-    pins = [f"{name}=={version(name)}" for name in WHEELS]
+    pins = [f"{name}=={version(name)}" for name in WHEELS] + list(extra)
     platforms = [a for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
                  for a in ("--platform", p)]  # fmt: skip
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
@@ -66,13 +73,14 @@ def pack(target: Path, rows: int) -> None:
     (target / "sst2/train.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     shutil.copy(DATA / "en/sst2/dev.tsv", target / "sst2/dev.tsv")
     copy_model_files(Path(minilm_path()), target / "minilm")
-    exclude = subprocess.run(["git", "rev-parse", "--git-path", "info/exclude"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.strip()  # fmt: skip
-    exclude_file = (ROOT / exclude) if not Path(exclude).is_absolute() else Path(exclude)
-    entry = f"/{target.resolve().relative_to(ROOT)}/"
-    if entry not in exclude_file.read_text().splitlines():
-        with open(exclude_file, "a") as handle:
-            handle.write(entry + "\n")
+    if target.resolve().is_relative_to(ROOT):  # ignored by git, so that only `carry` takes it along
+        exclude = subprocess.run(["git", "rev-parse", "--git-path", "info/exclude"], cwd=ROOT, capture_output=True,
+                                 text=True, check=True).stdout.strip()  # fmt: skip
+        exclude_file = (ROOT / exclude) if not Path(exclude).is_absolute() else Path(exclude)
+        entry = f"/{target.resolve().relative_to(ROOT)}/"
+        if entry not in exclude_file.read_text().splitlines():
+            with open(exclude_file, "a") as handle:
+                handle.write(entry + "\n")
     size = sum(f.stat().st_size for f in target.rglob("*") if f.is_file()) / 2**20
     print(f"packed {target} ({size:.1f} MiB): {', '.join(pins)}")
 
@@ -318,6 +326,7 @@ def main() -> None:
     parser.add_argument("mode", choices=["pack", "run"])
     parser.add_argument("--pack", default=".gpu", help="pack: where to write; run: read from here when present")
     parser.add_argument("--pack-rows", type=int, default=16000, help="pack: SST-2 training rows carried")
+    parser.add_argument("--pack-extra", action="append", default=[], help="pack: one more wheel, NAME==VERSION")
     parser.add_argument("--out", default=str(RESULTS / "gpu_speed"))
     parser.add_argument("--work", default=None, help="scratch folder, kept (default: a temporary one, removed)")
     parser.add_argument("--tiny", action="store_true", help="a tiny random model and small sizes (CPU check)")
@@ -329,12 +338,22 @@ def main() -> None:
     parser.add_argument("--bertkit-set", action="append", default=[], help="--set for bertkit's training runs")
     args = parser.parse_args()
     if args.mode == "pack":
-        pack(ROOT / args.pack, args.pack_rows)
+        pack(ROOT / args.pack, args.pack_rows, args.pack_extra)
         return
     for tool in ("bertkit", "plain"):
         counts = Path(args.out) / f"profile_{tool}.json"
         counts.unlink(missing_ok=True)
+    preflight()
     run(args)
+
+
+def preflight() -> None:
+    """Stop at once, saying why, when bertkit's dependencies do not import (a device run is dear)."""
+    probe = "import datasets, evaluate, pydantic, pyarrow, bertkit.config, bertkit.training; print(pyarrow.__version__)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"bertkit's dependencies do not import here; carry the missing wheels "
+                 f"(python bench/gpu_speed.py pack --pack-extra NAME==VERSION):\n{done.stderr[-3000:]}")
 
 
 if __name__ == "__main__":
