@@ -43,15 +43,18 @@ class Bundle:
 
         return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
-    def load_model(self, auto_class: str, device=None):
+    def load_model(self, auto_class: str, device=None, precision: str = "auto"):
+        """The bundle's model on `device` (`inference.pick_device`), in `precision`
+        (`inference.precision_for`: auto is half precision on a CUDA GPU, fp32 elsewhere)."""
         if self.runtime == "onnx":
             from bertkit.onnx_runtime import OnnxModel
 
+            refuse_half_onnx(precision, self.path)
             return self._unchanged(OnnxModel(self.path))
         import transformers
 
         from bertkit import models
-        from bertkit.inference import pick_device
+        from bertkit.inference import in_precision, pick_device, precision_for
 
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
@@ -62,7 +65,17 @@ class Bundle:
             length = limit  # bundles of older versions could record a length the model cannot read
         if length != self.info.get("max_length"):
             self.info = self.info.replace(max_length=length)
-        return self._unchanged(model).to(pick_device(device)).eval()
+        place = pick_device(device)
+        return in_precision(self._unchanged(model).to(place), precision_for(precision, place)).eval()
+
+
+def refuse_half_onnx(precision: str, path) -> None:
+    """An ONNX bundle runs as it was exported (fp32 or int8): half precision cannot be honoured."""
+    if precision in ("bf16", "fp16"):
+        raise BertkitError(
+            f"--precision {precision}: {path} is an ONNX bundle, which runs as it was exported (fp32 or int8); "
+            "drop --precision, or give --runtime torch"
+        )
 
 
 def directory_identity(path) -> tuple | None:

@@ -30,9 +30,10 @@ def evaluate_file(
     trust_remote_code: bool = False,
     options: EvaluateOptions | None = None,
     runtime: str | None = None,
+    precision: str = "auto",
 ) -> tuple[dict, Path]:
     """Score the bundle at `model` on the labelled file `data`; returns the scores and where
-    metrics.json and the plots went."""
+    metrics.json and the plots went. `precision`: as `inference.precision_for`."""
     options = options or EvaluateOptions()
     bundle = open_bundle(model, trust_remote_code, runtime)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
@@ -48,7 +49,7 @@ def evaluate_file(
             # staged first: an output that cannot be written fails before the scoring
             staged = stack.enter_context(outputs.staged_dir(target, overwrite, "evaluation", [data, model]))
         tokenizer = bundle.load_tokenizer()
-        network = bundle.load_model(task.auto_model, device)
+        network = bundle.load_model(task.auto_model, device, precision)
         with status(f"scoring {data}"):
             scores = task.evaluate(network, tokenizer, bundle.info, data, options)
         if staged is not None:

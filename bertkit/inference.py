@@ -14,15 +14,22 @@ So on a CPU a PyTorch model runs `fixed_shapes`: each feature padded to a length
 its own length alone (`bucket_length`), in batches of a number of rows that depends on that
 length alone (`bucket_rows`), filled up with copies when a bucket runs short. It costs about 5%
 against plain length-sorted batches (600 SST-2 sentences on MiniLM: 19.8 s against 18.1 s), where
-running each feature alone cost 2.2x. On a GPU batches are formed as before (cuBLAS makes no
-such promise either way, see docs/reliability.md).
+running each feature alone cost 2.2x. A GPU gets no such promise (cuBLAS makes none either way,
+see docs/reliability.md).
+
+On a CUDA GPU the aim is throughput (docs/benchmarks.md, "GPU"): the model runs in half precision
+unless asked otherwise (`precision_for`: bf16 where the GPU has it, else fp16), batches are
+length-sorted and sized by tokens (`token_batches`: GPU_BATCH_TOKENS positions each) rather than
+by rows, inputs go up through pinned memory, and outputs stay on the GPU until the call's last
+batch has been queued, so the host pads batch i+1 while the GPU runs batch i instead of waiting
+for each batch's results.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 
 import numpy as np
 
@@ -31,6 +38,8 @@ from bertkit import sharding
 BUCKET_STEP = 8  # a feature is padded to the next multiple of this (bucket_length)
 BUCKET_TOKENS = 1024  # a fixed-shape batch holds about this many token positions (bucket_rows)
 BUCKET_MAX_ROWS = 64
+GPU_BATCH_TOKENS = 16_384  # a CUDA batch holds about this many token positions (token_batches)
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 def pick_device(name: str | None = None):
@@ -90,6 +99,8 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
     arrays, and which never needs torch). `output(out, inputs, rows)` turns the model's output for
     a batch (with the padded inputs and the batch's feature dicts) into an array (a tensor or a
     numpy array) with one row per feature, or a list of per-feature results (default: the logits).
+    How batches are formed depends on the device (`batching`); `batch_size` counts the rows of
+    ONNX and MPS batches.
     """
     if not features:
         return []
@@ -104,35 +115,149 @@ def forward(model, tokenizer, features: list[dict], batch_size: int, output: Cal
         import torch
 
         device, context = next(model.parameters()).device, torch.inference_mode()
-    multiple = 8 if device is not None and device.type == "cuda" else None
-    fixed = device is not None and device.type == "cpu"
-    positions = getattr(getattr(model, "config", None), "max_position_embeddings", None) if fixed else None
+    style = batching(device)
+    multiple = 8 if style == "tokens" else None
+    if style == "fixed":
+        positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        batches = fixed_shapes(features, order, positions)
+    elif style == "tokens":
+        batches = [(b, None) for b in token_batches(features, order, GPU_BATCH_TOKENS, multiple)]
+    else:
+        batches = [(b, None) for b in chunks(order, batch_size)]
     # evaluate under a launcher: this process runs every N-th batch, the others' rows are gathered
     share = sharding.forward_share()
-    batches = fixed_shapes(features, order, positions) if fixed else [(b, None) for b in chunks(order, batch_size)]
     mine = batches if share is None else batches[share.rank :: share.size]
+    landing = []  # (batch, its values: a list, an array, or a tensor on its way to the host)
     with context:
         for batch, shape in mine:
             rows = [features[i] for i in batch]
             if shape is not None:  # filled up to the bucket's rows, padded to its length
                 rows += [rows[0]] * (shape[0] - len(rows))
-            padded = tokenizer.pad(
-                [{n: row[n] for n in names} for row in rows],
-                return_tensors="np" if onnx else "pt",
-                pad_to_multiple_of=multiple,
-                **({"padding": "max_length", "max_length": shape[1]} if shape is not None else {}),
-            )
-            inputs = dict(padded) if onnx else {k: v.to(device) for k, v in padded.items()}
+            padded = pad_batch(tokenizer, rows, names, shape[1] if shape is not None else None, multiple)
+            inputs = padded if onnx else to_device(padded, device)
             got = get(model(**inputs), inputs, rows)
-            values = got if isinstance(got, list) else to_numpy(got)
-            for row, index in enumerate(batch):
-                results[index] = values[row]
+            landing.append((batch, got if isinstance(got, list) else to_host(got)))
+    if device is not None and device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)  # the copies to the host are done
+    for batch, got in landing:
+        values = got if isinstance(got, list) else to_numpy(got)
+        for row, index in enumerate(batch):
+            results[index] = values[row]
     if share is not None:
         rows = [(index, results[index]) for batch, _ in mine for index in batch]
         for theirs in sharding.gather(share, rows, "while scoring"):
             for index, value in theirs:
                 results[index] = value
     return results
+
+
+def batching(device) -> str:
+    """How `forward` forms batches on `device` (None: an ONNX model): "fixed" on a CPU (shapes a
+    feature's own length decides: bit-stable results, see the module), "tokens" on a CUDA GPU
+    (`token_batches`), "rows" elsewhere (ONNX, MPS: `batch_size` rows of the length-sorted order)."""
+    if device is None:
+        return "rows"
+    return {"cpu": "fixed", "cuda": "tokens"}.get(device.type, "rows")
+
+
+def token_batches(features: list[dict], order: list[int], tokens: int, multiple: int | None = 8) -> list[list[int]]:
+    """`order` (longest first) cut into batches of about `tokens` padded positions each: a batch
+    takes as many rows as fit at the padded length of its first, longest feature (at least one)."""
+    batches, start = [], 0
+    while start < len(order):
+        longest = len(features[order[start]]["input_ids"])
+        width = -(-longest // multiple) * multiple if multiple else longest
+        rows = max(1, tokens // max(1, width))
+        batches.append(order[start : start + rows])
+        start += rows
+    return batches
+
+
+def pad_batch(tokenizer, rows: list[dict], names: list[str], length: int | None = None, multiple: int | None = None):
+    """`rows`' fields `names` as int64 arrays of one padded length, as `tokenizer.pad` gives them
+    (`length`: that length, else the longest row's, rounded up to `multiple`), about six times
+    faster (256 SST-2 rows: 7 ms against 43 ms on a loaded 2-core CPU): on a GPU, padding is host
+    work on the critical path. A field whose padding value is not known here goes through
+    `tokenizer.pad`."""
+    values = {
+        "input_ids": tokenizer.pad_token_id,
+        "token_type_ids": getattr(tokenizer, "pad_token_type_id", 0),
+        "attention_mask": 0,
+        "special_tokens_mask": 1,
+    }
+    if any(values.get(name) is None for name in names):
+        padding = {"padding": "max_length", "max_length": length} if length is not None else {}
+        shown = tokenizer.pad([{n: r[n] for n in names} for r in rows], return_tensors="np",
+                              pad_to_multiple_of=multiple, **padding)  # fmt: skip
+        return {name: np.asarray(shown[name], dtype=np.int64) for name in names}
+    width = length or max(len(row["input_ids"]) for row in rows)
+    if length is None and multiple:
+        width = -(-width // multiple) * multiple
+    lengths = np.fromiter((len(row["input_ids"]) for row in rows), dtype=np.int64, count=len(rows))
+    positions = np.arange(width)
+    if getattr(tokenizer, "padding_side", "right") == "left":
+        filled = positions >= (width - lengths)[:, None]
+    else:
+        filled = positions < lengths[:, None]
+    padded = {}
+    for name in names:
+        array = np.full((len(rows), width), values[name], dtype=np.int64)
+        # row-major: the filled places take the rows' values one row after another
+        array[filled] = np.fromiter(chain.from_iterable(row[name] for row in rows), dtype=np.int64, count=filled.sum())
+        padded[name] = array
+    return padded
+
+
+def to_device(padded: dict, device) -> dict:
+    """Padded arrays as tensors on `device`; to a CUDA GPU through pinned memory, without waiting."""
+    import torch
+
+    if device.type != "cuda":
+        return {name: torch.from_numpy(array).to(device) for name, array in padded.items()}
+    return {name: torch.from_numpy(array).pin_memory().to(device, non_blocking=True) for name, array in padded.items()}
+
+
+def to_host(values):
+    """A batch's output on its way to the host: a tensor on a GPU is copied without waiting (into
+    pinned memory; `forward` synchronises once, after the last batch); any other as a numpy array."""
+    if isinstance(values, np.ndarray) or values.device.type != "cuda":
+        return to_numpy(values)
+    values = values.detach()
+    return (values.float() if values.is_floating_point() else values).to("cpu", non_blocking=True)
+
+
+def precision_for(choice: str, device) -> str:
+    """The precision a PyTorch model runs in on `device` when `choice` (`--precision`) is asked:
+    `auto` is half precision on a CUDA GPU (`gpu_half`) and fp32 elsewhere; fp32, bf16 and fp16 are
+    taken as asked (on a CPU, half precision is slower unless it has bf16 instructions)."""
+    from bertkit.errors import BertkitError
+
+    if choice not in PRECISIONS:
+        raise BertkitError(f"--precision {choice}: use one of {', '.join(PRECISIONS)}")
+    cuda = getattr(device, "type", device) == "cuda"
+    if choice == "auto":
+        return gpu_half() if cuda else "fp32"
+    if choice == "bf16" and cuda and gpu_half() != "bf16":
+        raise BertkitError("--precision bf16: this GPU has no bf16 arithmetic; use --precision fp16 or fp32")
+    return choice
+
+
+def gpu_half() -> str:
+    """The half precision of this machine's CUDA GPU: bf16 where it has it (Ampere and later), else fp16."""
+    import torch
+
+    return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+
+
+def in_precision(model, precision: str):
+    """`model` with its weights in `precision` (fp32: as loaded)."""
+    if precision == "fp32":
+        return model
+    import torch
+
+    return model.to({"bf16": torch.bfloat16, "fp16": torch.float16}[precision])
 
 
 def bucket_length(length: int, positions: int | None = None) -> int:

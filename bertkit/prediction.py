@@ -53,8 +53,10 @@ def predict_file(
     trust_remote_code: bool = False,
     options: PredictOptions | None = None,
     runtime: str | None = None,
+    precision: str = "auto",
 ) -> int:
-    """Predict for every record of `source` (or of `records`, when given) and write the results."""
+    """Predict for every record of `source` (or of `records`, when given) and write the results.
+    `precision`: as `inference.precision_for` (auto: half precision on a CUDA GPU, fp32 elsewhere)."""
     from bertkit.data.formats import detect_format
 
     here = sharding.place()
@@ -80,10 +82,10 @@ def predict_file(
     written = empty = 0
     options = replace(options, text_column=text_column, output_format=chosen)
     if here is not None:
-        return _predict_shared(here, task, bundle, device, records, options, output, source)
+        return _predict_shared(here, task, bundle, (device, precision), records, options, output, source)
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
         tokenizer = bundle.load_tokenizer()
-        network = bundle.load_model(task.auto_model, device)
+        network = bundle.load_model(task.auto_model, device, precision)
         with bar("predicting", total) as progress, RecordWriter(handle, chosen) as writer:
             for record in aligned(task, network, tokenizer, bundle.info, records, options):
                 writer.write(record)
@@ -97,13 +99,13 @@ def predict_file(
     return written
 
 
-def _predict_shared(here, task, bundle, device, records, options: PredictOptions, output: str, source: str) -> int:
+def _predict_shared(here, task, bundle, placement, records, options: PredictOptions, output: str, source: str) -> int:
     """predict as one of several processes: this one's units into its part, then (process 0) all
     parts into the output, as one process alone would have written it."""
     written = empty = 0
     with sharding.group(here), sharding.shards(here, output) as shards:
         tokenizer = bundle.load_tokenizer()
-        network = bundle.load_model(task.auto_model, device)
+        network = bundle.load_model(task.auto_model, *placement)
         with bar(f"predicting ({here.name()})") as progress:
             for unit, result in units(task, network, tokenizer, bundle.info, records, options, here.owns):
                 shards.add(unit, result)

@@ -393,3 +393,107 @@ def test_a_setting_that_is_not_a_finite_number_is_refused(cli, tmp_path, tiny_mo
     path = write_config(tmp_path, tiny_model, easy_data["train"])
     code, _, err = cli("config", "show", "-c", path, "--set", setting)
     assert_refused(code, err, f"--set {setting}", "Input should be a finite number")
+
+
+# ---------------------------------------------------------------- on a GPU: losses read at boundaries only
+
+
+class _Control:
+    should_log = should_evaluate = should_save = should_training_stop = False
+
+
+def test_a_deferred_guard_stops_at_the_next_boundary_naming_the_first_bad_step():
+    """As on a CUDA GPU (forced here on CPU tensors): no loss is read until a step that logs; then
+    the run stops naming the step whose loss was first not finite, and the loss it had."""
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    class State:
+        global_step, max_steps = 0, 100
+
+    guard = DivergenceGuard(deferred=True)
+    labels = torch.tensor([1, 0])
+    for step, loss in enumerate([0.7, 0.6, float("nan"), float("inf"), 0.5], start=1):
+        counted = guard.observe(torch.tensor(loss), step, labels)
+        same = (counted.isnan() & torch.tensor(loss).isnan()) | (counted == torch.tensor(loss))
+        assert bool(same)
+        State.global_step = step
+        guard.on_step_end(None, State(), _Control())  # no boundary: nothing read, nothing raised
+    assert guard.pending is None
+    logging = _Control()
+    logging.should_log = True
+    with pytest.raises(TrainingDiverged, match="at step 3: the training loss is nan"):
+        guard.on_step_end(None, State(), logging)
+    State.global_step = State.max_steps  # the last step is a boundary too
+    with pytest.raises(TrainingDiverged, match="at step 3"):
+        guard.on_step_end(None, State(), _Control())
+    with pytest.raises(TrainingDiverged, match="at step 3"):
+        guard.on_epoch_end(None, State(), _Control())
+
+
+def test_a_deferred_guard_lets_healthy_runs_and_empty_batches_through():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard
+
+    class State:
+        global_step, max_steps = 4, 4
+
+    guard = DivergenceGuard(deferred=True)
+    nothing = torch.full((2, 5), -100)  # a masked-LM batch with no token drawn: NaN loss, not divergence
+    counted = guard.observe(torch.tensor(float("nan")), 1, nothing)
+    assert counted.item() == 0.0  # counted as 0 in the logged mean, which the Trainer's filter (off) would have hidden
+    for step in (2, 3, 4):
+        assert guard.observe(torch.tensor(0.5), step, torch.tensor([1])).item() == 0.5
+    guard.on_step_end(None, State(), _Control())  # the last step: read, and fine
+    guard.on_epoch_end(None, State(), _Control())
+
+
+def test_the_guard_reads_each_loss_at_once_on_a_cpu_and_under_fp16():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard
+
+    assert DivergenceGuard(deferred=None).observe(torch.tensor(0.5), 1) is not None
+    cpu = DivergenceGuard()
+    cpu.observe(torch.tensor(float("nan")), 2, torch.tensor([1]))
+    assert cpu.deferred is False and cpu.pending[0] == 2  # a CPU loss: decided from its device
+    assert DivergenceGuard("fp16", deferred=True).deferred is False  # the loss scaler reads every step anyway
+
+
+def test_gpu_training_settings(monkeypatch, tmp_path):
+    """On a GPU: fused AdamW, pinned batches, the Trainer's per-step NaN filter off (on under fp16),
+    torch.compile only when asked; on a CPU none of it."""
+    from bertkit.config import Config
+    from bertkit.training import trainer
+
+    cfg = Config.model_validate({"task": "classify", "model": {"name": "m"}, "output_dir": str(tmp_path)})
+    assert cfg.train.compile is False
+    assert trainer.gpu_settings(cfg, "fp32") == {"use_cpu": True, "dataloader_pin_memory": False}
+    monkeypatch.setattr(trainer, "_cuda", lambda: True)
+    gpu = trainer.gpu_settings(cfg, "bf16")
+    assert gpu == {"optim": "adamw_torch_fused", "dataloader_pin_memory": True, "logging_nan_inf_filter": False}
+    assert trainer.gpu_settings(cfg, "fp16")["logging_nan_inf_filter"] is True
+    faster = cfg.model_copy(update={"train": cfg.train.model_copy(update={"compile": True, "dataloader_workers": 2})})
+    assert trainer.gpu_settings(faster, "bf16")["torch_compile"] is True
+    assert trainer.gpu_settings(faster, "bf16")["dataloader_persistent_workers"] is True
+
+
+def test_a_deferred_guard_reads_an_evaluation_once_at_its_end():
+    import torch
+
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    guard = DivergenceGuard(deferred=True)
+    labels = torch.tensor([1, 0])
+    guard.observe_evaluation(torch.tensor(0.3), labels)
+    guard.observe_evaluation(None)
+    guard.observe_evaluation(torch.tensor(float("nan")), torch.full((2, 3), -100))  # nothing to predict
+    guard.check_evaluation(5)
+    for loss in (0.3, float("inf"), float("nan"), 0.2):
+        guard.observe_evaluation(torch.tensor(loss), labels)
+    assert isinstance(guard.evaluation, tuple)  # still on the device
+    with pytest.raises(TrainingDiverged, match="at step 5: the validation loss is inf"):
+        guard.check_evaluation(5)
+    guard.check_evaluation(5)  # the next evaluation starts afresh

@@ -11,6 +11,7 @@ from bertkit.cli.options import (
     ModelOption,
     NormalizeOption,
     PoolingOption,
+    PrecisionOption,
     RuntimeOption,
     TextColumnOption,
     TrustOption,
@@ -28,6 +29,7 @@ def embed(
     input_format: str | None = typer.Option(None, "--input-format", help="When the extension does not say."),
     batch_size: int = BatchOption,
     device: str | None = DeviceOption,
+    precision: str = PrecisionOption,
     trust_remote_code: bool = TrustOption,
     runtime: str = RuntimeOption,
 ) -> None:
@@ -39,7 +41,9 @@ def embed(
 
     vector_format(output)  # a bad extension fails before the model loads
     check_output_file(output, input, model)
-    encoder = load_encoder(model, pooling, normalize, max_length, device, trust_remote_code, runtime)
+    encoder = load_encoder(
+        model, pooling, normalize, max_length, device, trust_remote_code, runtime, precision=precision
+    )
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
     from bertkit.sharding import is_main
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from bertkit.cli.options import ColumnsOption, EncodingOption, RuntimeOption, TrustOption, column_names, encoding_name
+from bertkit.cli.options import (
+    ColumnsOption,
+    EncodingOption,
+    PrecisionOption,
+    RuntimeOption,
+    TrustOption,
+    column_names,
+    encoding_name,
+)
 
 
 def evaluate(
@@ -36,6 +44,7 @@ def evaluate(
     encoding: str = EncodingOption,
     batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    precision: str = PrecisionOption,
     trust_remote_code: bool = TrustOption,
     runtime: str = RuntimeOption,
 ) -> None:
@@ -51,6 +60,7 @@ def evaluate(
         device,
         trust_remote_code=trust_remote_code,
         runtime=runtime,
+        precision=precision,
         options=EvaluateOptions(
             text_column=text_column,
             text_pair_column=text_pair_column,

@@ -59,6 +59,11 @@ MaxLengthOption = typer.Option(
 )
 BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
 DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
+PrecisionOption = typer.Option(
+    "auto",
+    "--precision",
+    help="auto (bf16 on a GPU that has it, else fp16 on a GPU; fp32 on a CPU), fp32, bf16 or fp16.",
+)
 TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")
 CacheDirOption = typer.Option(
     None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import ColumnsOption, EncodingOption, RuntimeOption, TrustOption, column_names, encoding_name
+from bertkit.cli.options import (
+    ColumnsOption,
+    EncodingOption,
+    PrecisionOption,
+    RuntimeOption,
+    TrustOption,
+    column_names,
+    encoding_name,
+)
 from bertkit.errors import BertkitError
 
 
@@ -52,6 +60,7 @@ def predict(
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:1, ... (default: a GPU if there is one)."
     ),
+    precision: str = PrecisionOption,
     question: str | None = typer.Option(
         None, "--question", "-q", help="QA: ask this question of --context-file (instead of --input)."
     ),
@@ -93,6 +102,7 @@ def predict(
         records=records,
         trust_remote_code=trust_remote_code,
         runtime=runtime,
+        precision=precision,
         options=PredictOptions(
             text_column=text_column,
             text_pair_column=text_pair_column,

@@ -364,4 +364,8 @@ class TrainConfig(Section):
     freeze_layers: int = Field(0, ge=0, description="keep the lowest N encoder layers fixed")
     gradient_checkpointing: bool = Field(False, description="save memory at the cost of speed")
     dataloader_workers: int = Field(0, ge=0, description="worker processes feeding batches")
+    compile: bool = Field(
+        False,
+        description="torch.compile the model: faster steps after a compile of a minute or more, for long GPU runs",
+    )
     report_to: list[str] = Field(default_factory=list, description="trackers to log to: tensorboard, wandb, ... (none)")

@@ -152,23 +152,26 @@ def load_encoder(
     trust_remote_code: bool = False,
     runtime: str | None = None,
     length_from: str | None = None,
+    precision: str = "auto",
 ) -> Encoder:
     """Any BERT-family model (a bundle of any task, a plain HF folder, a hub id) as an encoder;
     explicit options win over what the model folder says, which wins over defaults. An ONNX
     export of an embed bundle (`runtime` auto or onnx) runs without torch. `length_from`: where
-    `max_length` was read, when not from --max-length (an index's index.json), named in errors."""
-    from bertkit.bundle import check_unchanged, directory_identity
+    `max_length` was read, when not from --max-length (an index's index.json), named in errors.
+    `precision`: as `inference.precision_for` (auto: half precision on a CUDA GPU, fp32 elsewhere)."""
+    from bertkit.bundle import check_unchanged, directory_identity, refuse_half_onnx
     from bertkit.onnx_runtime import choose_runtime
 
     opened = directory_identity(name) if Path(name).is_dir() else None  # before any of its files is read
     if opened is not None and choose_runtime(Path(name), runtime) == "onnx":
+        refuse_half_onnx(precision, name)
         encoder = _onnx_encoder(name, pooling, normalize, max_length, length_from)
         check_unchanged(name, opened)
         return encoder
     from transformers import AutoConfig, AutoModel
 
     from bertkit import models
-    from bertkit.inference import pick_device
+    from bertkit.inference import in_precision, pick_device, precision_for
     from bertkit.tokenization import load_tokenizer
 
     models.quiet_transformers()
@@ -197,7 +200,9 @@ def load_encoder(
         settings.max_length = max_length
     tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code)
     check_unchanged(name, opened)
-    return Encoder(model.to(pick_device(device)).eval(), tokenizer, settings, name, str(path))
+    place = pick_device(device)
+    model = in_precision(model.to(place), precision_for(precision, place))
+    return Encoder(model.eval(), tokenizer, settings, name, str(path))
 
 
 def _too_long(name: str, max_length: int, limit: int, length_from: str | None) -> BertkitError:

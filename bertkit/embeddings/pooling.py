@@ -14,14 +14,16 @@ POOLINGS = ("mean", "cls", "max", "pooler")
 def pool(out, attention_mask, mode: str):
     """One vector per sequence from a model output: the mean or max of its real tokens, the
     first token ([CLS]), or BERT's pooler (dense + tanh over [CLS])."""
-    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    # in fp32 whatever the model ran in (a no-op for fp32 models): a half-precision mean of many
+    # token vectors would lose digits the vectors' cosines keep
+    hidden = (out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]).float()
     if mode == "cls":
         return hidden[:, 0]
     if mode == "pooler":
         pooled = getattr(out, "pooler_output", None)
         if pooled is None:
             raise BertkitError("pooling 'pooler': this model has no pooler layer; use mean, cls or max")
-        return pooled
+        return pooled.float()
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     if mode == "max":
         return hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values

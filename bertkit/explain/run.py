@@ -181,7 +181,8 @@ def explain_file(
     check_request(bundle.task, text, pair, question, bundle.info, plain)
     from bertkit.tasks import get_task
 
-    network = bundle.load_model(get_task(bundle.task).auto_model, device)
+    # fp32 on a GPU too: attributions sum gradients over many steps, which half precision would blur
+    network = bundle.load_model(get_task(bundle.task).auto_model, device, precision="fp32")
     tokenizer = bundle.load_tokenizer()
     result = explain(network, tokenizer, bundle.info, text, pair, question, target, method, steps, baseline, batch_size)
     if picture is not None:

@@ -13,6 +13,14 @@ happens, for every task (it watches the shared Trainer, not a task):
 
 With `precision: fp16` a step whose loss is not finite and that the loss scaler skipped (its
 weights unchanged) is the scaler's ordinary work, not divergence; its weights are still checked.
+
+On a CUDA GPU, reading a loss on the host makes the host wait for the GPU every step, which leaves
+the GPU idle while the host prepares the next one. There (except under fp16, whose loss scaler
+reads every step anyway) the guard keeps the first bad step and its loss on the GPU and reads them
+at the next boundary: a step that logs, evaluates or saves, an epoch's end, the last step. The run
+still stops naming the step where the loss stopped being finite, before that loss is logged, any
+evaluation runs or any checkpoint is saved; only the steps up to the boundary are spent first.
+The losses of an evaluation's batches are read once, when the evaluation ends.
 """
 
 from __future__ import annotations
@@ -64,35 +72,85 @@ class DivergenceGuard(callback_base()):
     the module). `watch(trainer)` connects it to the Trainer whose `training_step` reports each
     loss (`trainer.BertkitTrainer`)."""
 
-    def __init__(self, precision: str = "fp32", advice: str = ADVICE):
+    def __init__(self, precision: str = "fp32", advice: str = ADVICE, deferred: bool | None = None):
         self.fp16, self.advice = precision == "fp16", advice
         self.trainer = None
         self.pending: tuple[int, float] | None = None  # (step, loss) of this step's first non-finite loss
         self.evaluation: float | None = None  # the first non-finite loss of the evaluation under way
+        # losses read at boundaries only (None: when they are on a CUDA GPU and the run is not fp16)
+        self.deferred = False if self.fp16 else deferred
+        self.first_bad = None  # deferred: the step of the first non-finite loss (0: none), on the loss's device
+        self.first_loss = None  # deferred: that loss
 
     def watch(self, trainer) -> None:
         self.trainer = trainer
         trainer.guard = self
 
-    def observe(self, loss, step: int, labels=None) -> None:
-        """The loss of one training micro-batch of optimizer step `step` (counted from 1)."""
+    def observe(self, loss, step: int, labels=None):
+        """The loss of one training micro-batch of optimizer step `step` (counted from 1); returns
+        the loss for the Trainer to add to its running total (deferred: a batch with nothing to
+        predict counts as 0, as the Trainer's own NaN filter, off then, would have hidden it)."""
+        if self.deferred is None:
+            self.deferred = loss.device.type == "cuda"
+        if self.deferred:
+            return self._keep_on_device(loss, step, labels)
         if self.pending is None and not _finite_or_nothing_to_predict(loss, labels):
             self.pending = (step, _shown(loss))
+        return loss
+
+    def _keep_on_device(self, loss, step: int, labels):
+        import torch
+
+        finite, nothing = torch.isfinite(loss).all(), _nothing_to_predict(labels, loss.device)
+        if self.first_bad is None:
+            self.first_bad = torch.zeros((), dtype=torch.long, device=loss.device)
+            self.first_loss = torch.zeros((), dtype=torch.float32, device=loss.device)
+        fresh = ~finite & ~nothing & (self.first_bad == 0)
+        self.first_bad = torch.where(fresh, step, self.first_bad)
+        self.first_loss = torch.where(fresh, loss.detach().float().mean(), self.first_loss)
+        return torch.where(~finite & nothing, torch.zeros_like(loss), loss)
+
+    def check_deferred(self) -> None:
+        """Deferred: raise if a loss since the start was not finite (one read of the device)."""
+        if not self.deferred:
+            return
+        step = int(self.first_bad) if self.first_bad is not None else 0
+        if _on_any_process(step > 0):
+            value = _shown(self.first_loss) if step else "not finite on another process"
+            raise TrainingDiverged(step or self.trainer.state.global_step, f"the training loss is {value}", self.advice)
 
     def observe_evaluation(self, loss, labels=None) -> None:
-        """The loss of one evaluation (or scoring) batch, when the Trainer computed one."""
-        if self.evaluation is None and loss is not None and not _finite_or_nothing_to_predict(loss, labels):
+        """The loss of one evaluation (or scoring) batch, when the Trainer computed one (deferred:
+        kept on the device, as (any bad so far, the first bad loss), until `check_evaluation`)."""
+        if loss is None:
+            return
+        if self.deferred is None:
+            self.deferred = loss.device.type == "cuda"
+        if self.deferred:
+            import torch
+
+            bad = ~torch.isfinite(loss).all() & ~_nothing_to_predict(labels, loss.device)
+            seen, value = self.evaluation or (torch.zeros((), dtype=torch.bool, device=loss.device),) * 2
+            value = torch.where(bad & ~seen, loss.detach().float().mean(), value.float())
+            self.evaluation = (seen | bad, value)
+        elif self.evaluation is None and not _finite_or_nothing_to_predict(loss, labels):
             self.evaluation = _shown(loss)
 
     def check_evaluation(self, step: int, what: str = "the validation loss") -> None:
         """Raise if a batch of the evaluation that just ended had a loss that was not finite (each
         batch is looked at: the Trainer's mean leaves such batches out when others are finite)."""
         bad, self.evaluation = self.evaluation, None
+        if isinstance(bad, tuple):  # deferred: read now, once for the whole evaluation
+            bad = _shown(bad[1]) if bool(bad[0]) else None
         if _on_any_process(bad is not None):
             shown = bad if bad is not None else "not finite on another process"
             raise TrainingDiverged(step, f"{what} is {shown}", self.advice)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
+        last = state.max_steps > 0 and state.global_step >= state.max_steps
+        stopping = last or control.should_training_stop
+        if self.deferred and (stopping or control.should_log or control.should_evaluate or control.should_save):
+            self.check_deferred()
         pending, self.pending = self.pending, None
         skipped = self.fp16 and getattr(getattr(self.trainer, "accelerator", None), "optimizer_step_was_skipped", False)
         if pending is not None and skipped:
@@ -100,12 +158,12 @@ class DivergenceGuard(callback_base()):
         if _on_any_process(pending is not None):  # every process stops, or the others would wait for it
             step, value = pending if pending is not None else (state.global_step, "not finite on another process")
             raise TrainingDiverged(step, f"the training loss is {value}", self.advice)
-        last = state.max_steps > 0 and state.global_step >= state.max_steps
         if model is not None and (control.should_save or control.should_training_stop or last):
             check_weights(model, state.global_step, self.advice)
 
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
         """An epoch's checkpoint (save_strategy: epoch) is decided here, after the step's check."""
+        self.check_deferred()
         if model is not None and control.should_save:
             check_weights(model, state.global_step, self.advice)
 
@@ -137,6 +195,15 @@ def _finite_or_nothing_to_predict(loss, labels) -> bool:
     if bool(torch.isfinite(loss).all()):
         return True
     return isinstance(labels, torch.Tensor) and not labels.is_floating_point() and bool((labels == -100).all())
+
+
+def _nothing_to_predict(labels, device):
+    """`_finite_or_nothing_to_predict`'s second case as a tensor on `device` (no read of the device)."""
+    import torch
+
+    if isinstance(labels, torch.Tensor) and not labels.is_floating_point():
+        return (labels == -100).all().to(device, non_blocking=True)
+    return torch.zeros((), dtype=torch.bool, device=device)
 
 
 def _shown(loss) -> float:

@@ -18,11 +18,11 @@ LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
 def resolve_precision(choice: str) -> str:
     import torch
 
+    from bertkit.inference import gpu_half
+
     cuda = torch.cuda.is_available()
     if choice == "auto":
-        if not cuda:
-            return "fp32"
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return gpu_half() if cuda else "fp32"
     if choice in ("fp16", "bf16") and not cuda:
         raise BertkitError(
             f"train.precision: {choice} needs a CUDA GPU, and none is visible here. Use "
@@ -98,7 +98,7 @@ def trainer_class(cfg: Config):
             labels = inputs.get("labels")  # before a task's loss pops them
             loss = super().training_step(model, inputs, num_items_in_batch)
             if self.guard is not None:
-                self.guard.observe(loss, self.state.global_step + 1, labels)
+                loss = self.guard.observe(loss, self.state.global_step + 1, labels)
             return loss
 
         def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
@@ -154,6 +154,26 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
+def gpu_settings(cfg: Config, precision: str) -> dict:
+    """What training on a CUDA GPU adds to the Trainer's arguments (none of it on a CPU): AdamW's
+    fused kernel; the batches' memory pinned, and kept by persistent workers when there are any;
+    the Trainer's own NaN filter off, since it reads every step's loss on the host (a wait for the
+    GPU each step) and the `DivergenceGuard` stops a run whose loss is not finite anyway (except
+    under fp16, whose loss scaler reads every step: there it stays). `train.compile` asks for
+    torch.compile, off by default: on an H100 a bare loop compiled with it had not finished 500
+    BERT-base steps after 110 s, which it ran in about 18 s eager; compiling pays only on long runs
+    (docs/benchmarks.md, GPU)."""
+    if not _cuda():
+        return {"use_cpu": True, "dataloader_pin_memory": False}
+    settings = {"optim": "adamw_torch_fused", "dataloader_pin_memory": True}
+    settings["logging_nan_inf_filter"] = precision == "fp16"
+    if cfg.train.dataloader_workers:
+        settings["dataloader_persistent_workers"] = True
+    if cfg.train.compile:
+        settings["torch_compile"] = True
+    return settings
+
+
 def training_arguments(cfg: Config, work: Path, precision: str, best: str | None):
     from transformers import TrainingArguments
 
@@ -187,10 +207,9 @@ def training_arguments(cfg: Config, work: Path, precision: str, best: str | None
         dataloader_num_workers=t.dataloader_workers,
         report_to=t.report_to or "none",
         disable_tqdm=True,
-        # Without a GPU, say so: accelerate then sets up multi-process CPU training (gloo)
-        # when launched by torchrun or `accelerate launch`.
-        use_cpu=not _cuda(),
-        dataloader_pin_memory=_cuda(),
+        # Without a GPU, say so (use_cpu): accelerate then sets up multi-process CPU training
+        # (gloo) when launched by torchrun or `accelerate launch`.
+        **gpu_settings(cfg, precision),
     )
 
 

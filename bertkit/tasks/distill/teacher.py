@@ -236,7 +236,8 @@ def teacher_logits(teacher: Teacher, tokenizer, features, batch_size: int) -> li
     from bertkit.inference import chunks, forward
     from bertkit.progress import bar
 
-    model = open_bundle(teacher.path).load_model(teacher.task.auto_model)
+    # fp32 on a GPU too: computed once, the targets are worth their digits more than the time
+    model = open_bundle(teacher.path).load_model(teacher.task.auto_model, precision="fp32")
     names = [n for n in tokenizer.model_input_names if n in features.column_names]
     rows = features.select_columns(names).to_list()
     out: list = []

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import graphemes, metrics, tokenization
 from bertkit.errors import BertkitError
-from bertkit.inference import forward, softmax, to_numpy
+from bertkit.inference import forward, softmax
 from bertkit.progress import console
 
 NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
@@ -60,7 +60,12 @@ def feature_columns(features) -> dict:
 
 
 def _start_end(out, inputs, rows):
-    return np.stack([to_numpy(out.start_logits), to_numpy(out.end_logits)], -1)
+    if isinstance(out.start_logits, np.ndarray):  # an ONNX model's
+        return np.stack([out.start_logits, out.end_logits], -1)
+    import torch
+
+    # stays on the model's device: `forward` copies it to the host with the other batches' outputs
+    return torch.stack([out.start_logits, out.end_logits], -1)
 
 
 def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, answers: list[dict] | None = None):
