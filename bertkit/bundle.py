@@ -43,7 +43,10 @@ class Bundle:
 
         return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
-    def load_model(self, auto_class: str, device=None):
+    def load_model(self, auto_class: str, device=None, shared=None):
+        """The bundle's model on `device`, ready to run. An adapter bundle is put on its base
+        (bertkit/adapters/loading.py): merged, or, with `shared` (`SharedBases`), on base weights
+        shared with the other adapter bundles of the same base."""
         if self.runtime == "onnx":
             from bertkit.onnx_runtime import OnnxModel
 
@@ -51,11 +54,12 @@ class Bundle:
         import transformers
 
         from bertkit import models
+        from bertkit.adapters.loading import load_weights
         from bertkit.inference import pick_device
 
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
-        model = models.weights_from_pretrained(loader, str(self.path), self.trust_remote_code)
+        model = load_weights(loader, str(self.path), self.trust_remote_code, shared)
         limit = models.position_limit(model.config)
         length = self.info.get("max_length", min(limit or 512, 512))  # as for a plain Hugging Face model
         if limit and length > limit:
