@@ -5,6 +5,9 @@ sharing the base's weights with other adapters (`loading`). docs/adapters.md say
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 from bertkit.errors import BertkitError
 
 INSTALL = "pip install 'bertkit[adapters]'"
@@ -17,3 +20,12 @@ def require_peft():
     except ImportError:
         raise BertkitError(f"LoRA adapters need peft, which is not installed: {INSTALL}") from None
     return peft
+
+
+@contextlib.contextmanager
+def quiet_peft():
+    """peft 0.21 asks transformers 5 `is_gradient_checkpointing`, which warns that the name is
+    deprecated on every adapter made or loaded: nothing a user can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield

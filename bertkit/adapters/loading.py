@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertkit import models
-from bertkit.adapters import require_peft
+from bertkit.adapters import quiet_peft, require_peft
 from bertkit.adapters.base import adapter_of, find_base, is_adapter_bundle
 
 
@@ -58,8 +58,9 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
     model, loading = loaded if isinstance(loaded, tuple) else (loaded, None)
     if shared is not None:
         shared.share(model, adapter["base_hash"])
-    adapted = PeftModel.from_pretrained(model, str(bundle))
-    # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
-    model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
+    with quiet_peft():
+        adapted = PeftModel.from_pretrained(model, str(bundle))
+        # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
+        model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
     models.check_finite_weights(model, str(bundle))
     return (model, loading) if loading is not None else model

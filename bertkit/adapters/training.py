@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertkit.adapters import require_peft
+from bertkit.adapters import quiet_peft, require_peft
 from bertkit.adapters.base import describe_base
 from bertkit.adapters.targets import head_modules, target_modules
 
@@ -26,7 +26,8 @@ def attach(model, saved, settings, name: str, source: str):
         target_modules=targets,
         modules_to_save=head or None,
     )
-    adapted = get_peft_model(saved, config)
+    with quiet_peft():
+        adapted = get_peft_model(saved, config)
     trainable, total = adapted.get_nb_trainable_parameters()
     record = {
         "kind": settings.kind,

@@ -49,14 +49,14 @@ class RunConfig(Section):
 
     @model_validator(mode="after")
     def _derived(self) -> RunConfig:
+        if self.train.adapter is not None:  # first: a task that takes none is told so before its own checks
+            check_adapter(self)
         for item in registry.records():
             derive = getattr(getattr(self, item.section, None), "derive", None)
             if derive is not None:
                 derive(self)
         if self.model.name is None:  # only distill fills it in (with its teacher)
             raise ValueError("model.name: null; give a hub id or a local model directory")
-        if self.train.adapter is not None:
-            check_adapter(self)
         auto = [k for k in ("learning_rate", "head_learning_rate") if getattr(self.train, k) == AUTO]
         rule = self.rate_rule()
         if auto and (rule is None or ("head_learning_rate" in auto and rule.head is None)):
