@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from common import DATA, ROOT, minilm_path, require, save, table
 
@@ -70,7 +71,8 @@ def one_run(task: str, config: str, out: str, sets: list[str]) -> None:
     except SystemExit as done:
         if done.code:
             raise
-    print(json.dumps({"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+    peak = {"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    Path(f"{out}.peak.json").write_text(json.dumps(peak))  # beside the bundle: a finished run is reused
 
 
 def run(name: str, arm: str, seed: int, rate: float | None) -> dict:
@@ -90,16 +92,17 @@ def run(name: str, arm: str, seed: int, rate: float | None) -> dict:
     if arm == "lora":
         sets.append(ADAPTER)
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, __file__, "--one", task, config, str(out), json.dumps(sets)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    peak_file = Path(f"{out}.peak.json")
+    if not ((out / "bertkit.json").is_file() and peak_file.is_file()):  # else finished by an earlier run
+        subprocess.run(
+            [sys.executable, __file__, "--one", task, config, str(out), json.dumps(sets)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
     wall = time.perf_counter() - started
-    peak = json.loads(done.stdout.strip().splitlines()[-1])["peak_rss_mib"]
+    peak = json.loads(peak_file.read_text())["peak_rss_mib"]
     info = json.loads((out / "bertkit.json").read_text())
     weights = [p for p in out.iterdir() if p.suffix == ".safetensors"]
     adapter = info.get("adapter") or {}
@@ -120,10 +123,10 @@ def run(name: str, arm: str, seed: int, rate: float | None) -> dict:
 
 
 def in_parallel(jobs: list[tuple]) -> list[dict]:
-    """`run(*job)` for each job, two at a time (the machine is shared: two single-thread runs)."""
+    """`run(*job)` for each job, BENCH_WORKERS at a time (2; each run is one thread)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(int(os.environ.get("BENCH_WORKERS", 2))) as pool:
         return list(pool.map(lambda job: run(*job), jobs))
 
 
@@ -155,13 +158,12 @@ def best_rate(name: str, rows: list) -> float:
 def main(names: list[str]) -> None:
     require(DATA / "en/sst2/train.tsv")
     require(DATA / "en/conll2003/eng.train")
-    jobs = [(name, "full", seed, None) for name in names for seed in SEEDS]
-    jobs += [(name, "lora", SEEDS[0], rate) for name in names for rate in LORA_RATES]
-    rows = in_parallel(jobs)
     settings = {"steps": STEPS, "batch_size": BATCH, "eval_sentences": EVAL, "seeds": SEEDS}
+    rows = in_parallel([(name, "lora", SEEDS[0], rate) for name in names for rate in LORA_RATES])
     save("adapter_quality", {**settings, "runs": rows})
-    second = in_parallel([(name, "lora", SEEDS[1], best_rate(name, rows)) for name in names])
-    rows += second
+    second = [(name, "lora", SEEDS[1], best_rate(name, rows)) for name in names]
+    done = in_parallel([*second, *((name, "full", seed, None) for name in names for seed in SEEDS)])
+    second, rows = done[: len(second)], [*done[len(second) :], *rows, *done[: len(second)]]
     results = {name: summary(name, rows, second) for name in names}
     save("adapter_quality", {**settings, "summary": results, "runs": rows})
     for row in rows:  # the full model's parameter count, for the table
