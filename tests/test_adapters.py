@@ -27,7 +27,13 @@ FAMILIES = {
         ["head", "classifier"],
     ),
 }
-SIZES = {"vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+SIZES = {
+    "vocab_size": 100,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
 
 
 def tiny(family: str, auto_class: str = "AutoModelForSequenceClassification"):
@@ -142,7 +148,9 @@ def test_adapter_settings_refused_with_random_init_or_frozen_layers(tmp_path):
         _config(tmp_path, "ner", "{adapter: {}, freeze_layers: 2}")
     with pytest.raises(BertkitError, match="random_init"):
         path = tmp_path / "r.yaml"
-        path.write_text("task: classify\nmodel: {name: m, random_init: true}\ndata: {train: x.csv}\ntrain: {adapter: {}}\n")
+        path.write_text(
+            "task: classify\nmodel: {name: m, random_init: true}\ndata: {train: x.csv}\ntrain: {adapter: {}}\n"
+        )
         from bertkit.config import load_config
 
         load_config(str(path))
