@@ -11,9 +11,11 @@ alpha 16, dropout 0.1, target_modules auto) at 5e-4 and 1e-3 on the first seed, 
 rate on the second. Reported: the score of every run and their medians, trainable parameters,
 the size of the bundle's weight files, training time, and peak memory (the peak resident set
 size of the training process: each run is its own process). Every run uses one thread
-(OMP_NUM_THREADS=1), two runs at a time: the machine is shared, so times are noisy.
+(OMP_NUM_THREADS=1), BENCH_WORKERS at a time (2): the machine is shared, so times are noisy.
+A run whose bundle and peak-memory file (`outputs/bench-adapter-*.peak.json`) are there already
+is read, not trained again: a bench cut short goes on where it stopped.
 
-Usage: python bench/adapter_quality.py [sst2] [conll]
+Usage: [BENCH_WORKERS=4] python bench/adapter_quality.py [sst2] [conll]
 Writes bench/results/adapter_quality.json and prints a table.
 """
 

@@ -21,9 +21,10 @@ SHORT_RUNS_RAISED = StepScaledRate(base=5.0e-5, reference_steps=1000, max_factor
 # NER: 5e-5 at full CoNLL-2003's 2,634 steps, 3e-4 the best rate measured at 63 steps (entity F1
 # 0.61 against 0.52 at 2e-4 and 0.22 at 5e-5, two seeds): the same √ rule through both points
 NER_SHORT_RUNS_RAISED = StepScaledRate(base=5.0e-5, reference_steps=2500, max_factor=6.0)
-# `train.learning_rate` with `train.adapter` on and no rate given: LoRA updates are small low-rank
-# matrices starting at zero and want a rate ten times full fine-tuning's (bench/adapter_quality.py)
-ADAPTER_RATE = 5.0e-4
+# `train.learning_rate` with `train.adapter` on and no rate given: LoRA's updates start at zero and
+# want a far higher rate than full fine-tuning. bench/adapter_quality.py, MiniLM, 100 steps of 16:
+# 1e-3 beat 5e-4 on SST-2 (dev accuracy 0.784 against 0.774) and on CoNLL (entity F1 0.554 / 0.344)
+ADAPTER_RATE = 1.0e-3
 
 register(
     TaskRecord(
