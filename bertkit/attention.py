@@ -209,7 +209,9 @@ def attention_file(
         )
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     models.quiet_transformers()
-    network = models.weights_from_pretrained(transformers.AutoModel, source, trust_remote_code).eval()
+    from bertkit.adapters.loading import load_weights
+
+    network = load_weights(transformers.AutoModel, source, trust_remote_code).eval()
     attention, groups = attention_of(network, tokenizer, text, pair)
     if words:
         attention = merge_words(attention, groups)

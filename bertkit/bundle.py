@@ -43,9 +43,11 @@ class Bundle:
 
         return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
-    def load_model(self, auto_class: str, device=None, precision: str = "auto"):
+    def load_model(self, auto_class: str, device=None, precision: str = "auto", shared=None):
         """The bundle's model on `device` (`inference.pick_device`), in `precision`
-        (`inference.precision_for`: auto is half precision on a CUDA GPU, fp32 elsewhere)."""
+        (`inference.precision_for`: auto is half precision on a CUDA GPU, fp32 elsewhere). An adapter
+        bundle is put on its base (bertkit/adapters/loading.py): merged, or, with `shared`
+        (`SharedBases`), on base weights shared with the other adapter bundles of the same base."""
         if self.runtime == "onnx":
             from bertkit.onnx_runtime import OnnxModel
 
@@ -54,11 +56,12 @@ class Bundle:
         import transformers
 
         from bertkit import models
+        from bertkit.adapters.loading import load_weights
         from bertkit.inference import in_precision, pick_device, precision_for
 
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
-        model = models.weights_from_pretrained(loader, str(self.path), self.trust_remote_code)
+        model = load_weights(loader, str(self.path), self.trust_remote_code, shared)
         limit = models.position_limit(model.config)
         length = self.info.get("max_length", min(limit or 512, 512))  # as for a plain Hugging Face model
         if limit and length > limit:

@@ -61,7 +61,8 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     left.set_xlabel("step")
     left.set_ylabel("loss")
     left.set_title("Loss")
-    left.legend()
+    if train or evals:  # a run too short to log a loss has nothing to label
+        left.legend()
     left.grid(alpha=0.3)
     points = [(e["step"], e[key]) for e in evals if key and key in e]
     if points:
@@ -242,6 +243,7 @@ def card_text(info: dict) -> str:
         lines += ["![confusion matrix](confusion_matrix.png)", ""]
     if info.get("task") == "ner":
         lines += ["![scores by entity type](per_type_f1.png)", ""]
+    lines += _adapter_lines(info.get("adapter"), where)
     lines += [
         "## Use",
         "",
@@ -257,6 +259,23 @@ def card_text(info: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _adapter_lines(adapter: dict | None, where: str) -> list[str]:
+    """What an adapter bundle holds and needs: its base, found by name and checked by hash."""
+    if not adapter:
+        return []
+    return [
+        "## Adapter",
+        "",
+        f"A LoRA adapter (r {adapter.get('r')}, alpha {adapter.get('alpha')}, on "
+        f"{adapter.get('layers_adapted')} layers ending {', '.join(map(str, adapter.get('target_modules', [])))}) "
+        f"and the task head: {adapter.get('trainable_parameters', 0):,} trained parameters of "
+        f"{adapter.get('parameters', 0):,}. It runs on its base model `{adapter.get('base_model')}` (weights "
+        f"`{adapter.get('base_hash')}`), which bertkit loads and checks; `bertkit adapter merge -m {where} -o "
+        "MERGED` writes a bundle that needs neither the base nor peft.",
+        "",
+    ]
 
 
 def _headline(info: dict) -> list[str]:

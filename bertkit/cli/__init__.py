@@ -11,6 +11,7 @@ import typer
 
 from bertkit import __version__
 from bertkit.cli import (
+    adapter,
     attention,
     compare,
     config,
@@ -53,6 +54,7 @@ app.add_typer(config.config_app, name="config")
 app.add_typer(tokenizer.tokenizer_app, name="tokenizer")
 app.add_typer(model.model_app, name="model")
 app.add_typer(index.index_app, name="index")
+app.add_typer(adapter.adapter_app, name="adapter")
 # in the order `bertkit --help` lists them
 app.command()(predict.predict)
 app.command()(evaluate.evaluate)

@@ -8,7 +8,13 @@ from bertkit.cli.options import RuntimeOption, TrustOption
 
 
 def serve(
-    model: str = typer.Option(..., "--model", "-m", help="Model bundle (or any HF model directory)."),
+    model: list[str] = typer.Option(
+        ...,
+        "--model",
+        "-m",
+        help="Model bundle (or any HF model directory); repeat to serve several (a request then names its "
+        '"model"; adapter bundles of one base share it).',
+    ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8080, "--port", "-p", min=0, max=65535, help="Port to listen on."),
     max_batch: int = typer.Option(32, "--max-batch", min=1, help="Most texts run through the model at once."),
@@ -33,7 +39,8 @@ def serve(
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Serve a model over HTTP: POST /predict (and /embed), GET /health, /info, the API docs at
-    /docs, and a page to try the model at /. Concurrent requests are gathered into batches."""
+    /docs, and a page to try the model at /. Concurrent requests are gathered into batches.
+    With several --model, each request names its model ("model": the folder's name)."""
     from bertkit.serving import listening_socket
     from bertkit.serving import serve as run
     from bertkit.serving.limits import Limits

@@ -34,6 +34,11 @@ class RunConfig(Section):
         value = {k: {} if v is None and k in (*section_names(), "tune") else v for k, v in value.items()}
         task = value.get("task", "classify")
         defaults = registry.record(task).defaults if task in registry.names() else {}
+        train = value.get("train")
+        if isinstance(train, dict) and train.get("adapter") is not None and "learning_rate" not in train:
+            rate = registry.record(task).adapter_learning_rate if task in registry.names() else None
+            if rate is not None:  # an adapter learns at its own measured rate (docs/benchmarks.md)
+                value["train"] = {**train, "learning_rate": rate}
         for (section, key), default in defaults.items():
             given = value.setdefault(section, {})
             if isinstance(given, dict):
@@ -44,6 +49,8 @@ class RunConfig(Section):
 
     @model_validator(mode="after")
     def _derived(self) -> RunConfig:
+        if self.train.adapter is not None:  # first: a task that takes none is told so before its own checks
+            check_adapter(self)
         for item in registry.records():
             derive = getattr(getattr(self, item.section, None), "derive", None)
             if derive is not None:
@@ -95,6 +102,27 @@ class RunConfig(Section):
         data = self.model_dump(mode="json")
         data["output_dir"] = data.pop("output_dir")  # last, as config files have it
         return data
+
+
+# why a task takes no adapter (a task whose record has no adapter_learning_rate)
+NO_ADAPTER = {
+    "mlm-adapt": "domain adaptation is meant to change the base model itself; adapt it in full, then train "
+    "adapters of other tasks on the result",
+    "distill": "the student is a new, smaller model trained in full; distil first, then train adapters on it",
+    "rerank": "adapters were not measured for cross-encoders yet; train the reranker in full",
+}
+
+
+def check_adapter(cfg: RunConfig) -> None:
+    """train.adapter fits the task and the other training settings (a ValueError names the key)."""
+    if registry.record(cfg.task).adapter_learning_rate is None:
+        why = NO_ADAPTER.get(cfg.task, "this task has no adapter support")
+        raise ValueError(f"train.adapter: the {cfg.task} task takes no adapter: {why}. Remove train.adapter")
+    if cfg.model.random_init:
+        raise ValueError("train.adapter: an adapter adapts pretrained weights; remove it or model.random_init")
+    for key in ("freeze_embeddings", "freeze_layers"):
+        if getattr(cfg.train, key):
+            raise ValueError(f"train.{key}: with train.adapter the whole base is frozen already; remove {key}")
 
 
 def _build() -> type[RunConfig]:

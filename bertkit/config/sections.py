@@ -315,6 +315,18 @@ class DataConfig(LayoutChecks):
 PositiveRate = Annotated[float, Field(gt=0)]
 
 
+class AdapterConfig(Section):
+    """`train.adapter`: train a small LoRA adapter (and the task head) on a frozen base (docs/adapters.md)."""
+
+    kind: Literal["lora"] = Field("lora", description="the adapter: lora (low-rank updates of chosen layers)")
+    r: int = Field(8, ge=1, description="rank of each low-rank update")
+    alpha: float = Field(16, gt=0, description="scale of the updates (alpha / r multiplies them)")
+    dropout: float = Field(0.1, ge=0, lt=1, description="dropout on the adapter's input")
+    target_modules: Literal["auto"] | list[str] = Field(
+        "auto", description="layers to adapt (names or name endings); auto: the family's attention and feed-forward"
+    )
+
+
 class TrainConfig(Section):
     epochs: float = Field(3, gt=0, description="passes over the training data")
     max_steps: int | None = Field(None, ge=1, description="stop after this many steps")
@@ -363,6 +375,9 @@ class TrainConfig(Section):
     freeze_embeddings: bool = Field(False, description="keep the embedding layer fixed")
     freeze_layers: int = Field(0, ge=0, description="keep the lowest N encoder layers fixed")
     gradient_checkpointing: bool = Field(False, description="save memory at the cost of speed")
+    adapter: AdapterConfig | None = Field(
+        None, description="train a LoRA adapter instead of the whole model: {kind: lora, r: 8, ...} (null: off)"
+    )
     dataloader_workers: int = Field(0, ge=0, description="worker processes feeding batches")
     compile: bool = Field(
         False,

@@ -186,7 +186,9 @@ def load_encoder(
     settings = (
         model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
     )
-    model, loading = models.weights_from_pretrained(AutoModel, path, trust_remote_code, output_loading_info=True)
+    from bertkit.adapters.loading import load_weights
+
+    model, loading = load_weights(AutoModel, path, trust_remote_code, output_loading_info=True)
     if pooling is not None:
         settings.pooling = pooling
     if settings.pooling == "pooler" and any(k.startswith("pooler.") for k in loading.get("missing_keys", [])):

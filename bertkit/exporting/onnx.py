@@ -105,6 +105,7 @@ def export_bundle(
 ) -> tuple[Path, dict]:
     """Export the bundle at `model`; returns the new bundle's path and its `export` record."""
     from bertkit import outputs
+    from bertkit.adapters.merging import merged_info
     from bertkit.bundle import open_bundle
     from bertkit.progress import status
     from bertkit.tasks import get_task
@@ -171,7 +172,8 @@ def export_bundle(
             "seconds": round(time.perf_counter() - started, 1),
             "check": report.as_dict(),
         }
-        outputs.write_json(staged / outputs.INFO_FILE, {**info.to_dict(), "runtime": "onnx", "export": record})
+        described = merged_info(info.to_dict(), model)  # an adapter bundle is exported merged
+        outputs.write_json(staged / outputs.INFO_FILE, {**described, "runtime": "onnx", "export": record})
     return target, record
 
 

@@ -26,7 +26,7 @@ def require_serving() -> None:
 
 
 def serve(
-    model: str,
+    model: str | list[str],
     host: str = "127.0.0.1",
     port: int = 8080,
     max_batch: int = 32,
@@ -38,7 +38,7 @@ def serve(
     batch_size: int | None = None,
     listener: socket.socket | None = None,
 ) -> None:
-    """Load `model` and answer HTTP requests until stopped (Ctrl-C or SIGTERM: the requests in
+    """Load `model` (or several: a list) and answer HTTP requests until stopped (Ctrl-C or SIGTERM: the requests in
     flight are answered first). `listener`: the socket bound by `listening_socket` (else bound
     here); the line saying where the server is names the port it really has (`--port 0`: one the
     system chose), and is printed once the server accepts connections."""
@@ -52,12 +52,19 @@ def serve(
         from bertkit.serving.predictor import Predictor
 
         listener = listener or listening_socket(host, port)
-        with status(f"loading {model}"):
-            predictor = Predictor(model, device, trust_remote_code, batch_size, runtime)
-        app = build_app(predictor, max_batch, max_wait_ms, limits)
+        if isinstance(model, list) and len(model) > 1:
+            predictors = load_several(model, device, trust_remote_code, batch_size, runtime)
+            app = build_app(predictors, max_batch, max_wait_ms, limits)
+            what = ", ".join(f"{p.describe()['model']}: {p.task.name}" for p in predictors)
+            model = f"{len(predictors)} models"
+        else:
+            model = model[0] if isinstance(model, list) else model
+            with status(f"loading {model}"):
+                predictor = Predictor(model, device, trust_remote_code, batch_size, runtime)
+            app = build_app(predictor, max_batch, max_wait_ms, limits)
+            what = f"{predictor.task.name}, {predictor.runtime}"
         shown = f"[{host}]" if ":" in host else host
         bound = listener.getsockname()[1]
-        what = f"{predictor.task.name}, {predictor.runtime}"
 
         class Server(uvicorn.Server):
             async def startup(self, sockets=None):
@@ -71,7 +78,30 @@ def serve(
 
         config = uvicorn.Config(app, host=host, port=bound, log_level="warning", timeout_graceful_shutdown=30)
         Server(config).run(sockets=[listener])
-    console.print(f"[green]stopped[/green]: {app.state.batcher.stats.records:,} texts answered")
+    answered = sum(batcher.stats.records for batcher in app.state.batchers.values())
+    console.print(f"[green]stopped[/green]: {answered:,} texts answered")
+
+
+def load_several(paths: list[str], device, trust_remote_code: bool, batch_size, runtime) -> list:
+    """One `Predictor` per path, adapter bundles of one base sharing its weights; two paths that
+    a request could not tell apart (the same last name) are refused."""
+    from bertkit.adapters.loading import SharedBases
+    from bertkit.progress import status
+    from bertkit.serving.predictor import Predictor, public_name
+
+    names = [public_name(p) for p in paths]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise BertkitError(
+            f"--model: several models are named {', '.join(twice)} (the last part of their paths), and a request "
+            "names its model by it: give each a folder of its own name"
+        )
+    shared = SharedBases()
+    predictors = []
+    for path in paths:
+        with status(f"loading {path}"):
+            predictors.append(Predictor(path, device, trust_remote_code, batch_size, runtime, shared))
+    return predictors
 
 
 class _Starting:

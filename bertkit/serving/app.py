@@ -37,6 +37,7 @@ class PredictRequest(BaseModel):
     # a text may be a number, as in a record's text field and in `bertkit predict`'s input (read as
     # it is written); true/false, lists and objects are refused in both
     texts: list[StrictStr | StrictInt | StrictFloat | None] | None = None
+    model: StrictStr | None = None  # which model answers, when the server has several (`/info` lists them)
     text: StrictStr | StrictInt | StrictFloat | None = None
     records: list[dict[str, Any]] | None = None
 
@@ -52,23 +53,43 @@ class PredictRequest(BaseModel):
         return "records" if self.records is not None else "texts" if self.texts is not None else "text"
 
 
-def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10, limits: Limits | None = None):
+def build_app(predictors, max_batch: int = 32, max_wait_ms: float = 10, limits: Limits | None = None):
+    """The app for one `Predictor`, or several (a list): then each request names its model
+    (`"model": NAME`, the name `/info` lists), and each model has its own batches."""
     limits = limits or Limits()
-    batcher = MicroBatcher(predictor.run, max_batch, max_wait_ms / 1000)
+    several = isinstance(predictors, list) and len(predictors) > 1
+    predictors = predictors if isinstance(predictors, list) else [predictors]
+    by_name = {p.describe()["model"]: p for p in predictors}
+    batchers = {name: MicroBatcher(p.run, max_batch, max_wait_ms / 1000) for name, p in by_name.items()}
+    predictor, batcher = predictors[0], next(iter(batchers.values()))
 
     @asynccontextmanager
     async def lifespan(app):
-        await batcher.start()
+        for each in batchers.values():
+            await each.start()
         yield
-        await batcher.stop()  # uvicorn has answered the requests in flight by now
+        for each in batchers.values():
+            await each.stop()  # uvicorn has answered the requests in flight by now
 
     described = predictor.describe()
+    title = ", ".join(by_name) if several else described["model"]
     app = FastAPI(
-        title=f"bertkit: {described['model']}",
-        description=f"A {predictor.task.name} model served by bertkit.",
+        title=f"bertkit: {title}",
+        description=f"{len(by_name)} models served by bertkit." if several else f"A {predictor.task.name} model "
+        "served by bertkit.",
         lifespan=lifespan,
     )
-    app.state.batcher = batcher
+    app.state.batcher, app.state.batchers = batcher, batchers
+
+    def chosen(body: PredictRequest) -> str:
+        """The name of the model that answers `body`: the one named, or the only one."""
+        if body.model is None and not several:
+            return next(iter(by_name))
+        if body.model in by_name:
+            return body.model
+        names = ", ".join(f'"{n}"' for n in by_name)
+        said = "names no model" if body.model is None else f'names the model "{body.model}", which is not served'
+        raise Refused(422, [problem(("body", "model"), f'the request {said}: give "model": one of {names}')])
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, err: Refused):
@@ -78,12 +99,15 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
     async def _failed(request: Request, err: Exception):  # a bug: the details go to the log, not the client
         return _internal_error(err)
 
-    async def answer(request: Request) -> Response:
+    async def answer(request: Request, task: str | None = None) -> Response:
         try:
             body = _request_body(parse_body(await read_body(request, limits.body_bytes())))
-            records = _records(predictor, body, limits)
+            name = chosen(body)
+            if task is not None and by_name[name].task.name != task:
+                raise Refused(400, f"this is a {by_name[name].task.name} model, not an embed model: POST /predict")
+            records = _records(by_name[name], body, limits)
             try:
-                results = await batcher.submit(records)
+                results = await batchers[name].submit(records)
             except BertkitError as err:  # the model refuses an input the checks let through
                 raise Refused(422, [problem(("body", body.form()), str(err))]) from None
             # strict JSON: a number that is not finite (a bug, never an answer) fails here, a 500
@@ -101,9 +125,9 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
 
     @app.post("/embed", summary="Sentence vectors (embed models)", openapi_extra=schema)
     async def embed(request: Request) -> Response:
-        if predictor.task.name != "embed":
+        if not several and predictor.task.name != "embed":
             raise Refused(400, f"this is a {predictor.task.name} model, not an embed model: POST /predict")
-        return await answer(request)
+        return await answer(request, "embed")
 
     @app.get("/health", summary="Whether the server is up")
     async def health() -> dict:
@@ -111,9 +135,15 @@ def build_app(predictor: Predictor, max_batch: int = 32, max_wait_ms: float = 10
 
     @app.get("/info", summary="The model, its task, labels and runtime; the limits and batching")
     async def info() -> dict:
-        batching = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "batch_size": predictor.options.batch_size}
-        batching.update(batcher.stats.to_json())
-        return {**described, "limits": limits.to_json(), "batching": batching}
+        def batching(name: str) -> dict:
+            size = by_name[name].options.batch_size
+            settings = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "batch_size": size}
+            return settings | batchers[name].stats.to_json()
+
+        if several:
+            models = [{**p.describe(), "batching": batching(name)} for name, p in by_name.items()]
+            return {"models": models, "limits": limits.to_json()}
+        return {**described, "limits": limits.to_json(), "batching": batching(next(iter(by_name)))}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def try_it() -> str:

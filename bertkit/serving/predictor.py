@@ -28,12 +28,15 @@ class Predictor:
         trust_remote_code: bool = False,
         batch_size: int | None = None,
         runtime: str | None = None,
+        shared=None,
     ):
+        """`shared`: a `SharedBases` (bertkit/adapters/loading.py) that the models of one server
+        share, so adapter bundles of one base hold its weights once."""
         self.path = model
         bundle = open_bundle(model, trust_remote_code, runtime)
         self.task = get_task(bundle.task)
         self.tokenizer = bundle.load_tokenizer()
-        self.network = bundle.load_model(self.task.auto_model, device)
+        self.network = bundle.load_model(self.task.auto_model, device, shared=shared)
         self.info = bundle.info  # after load_model, which may correct max_length
         self.options = PredictOptions(batch_size=batch_size or self.measured_batch_size())
         self.options = replace(self.options, text_column=self.options.text_field(self.info))

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 from bertkit import __version__, outputs, reports
+from bertkit.adapters.training import is_adapted
+from bertkit.adapters.training import save as save_adapter
 from bertkit.config import Config
 from bertkit.outputs.strict_json import undefined_as_null
 from bertkit.run_info import INFO_FILE, RunInfo
@@ -46,7 +48,10 @@ def write_bundle(
     headline = undefined_as_null(headline or {})
     with outputs.staged_dir(final, overwrite, "bundle", protect) as staged:
         exported = export(trainer.model, info) if export else None
-        if exported is not None:
+        if is_adapted(exported if exported is not None else trainer.model):  # the adapter and head only
+            save_adapter(exported if exported is not None else trainer.model, staged)
+            trainer.processing_class.save_pretrained(str(staged))
+        elif exported is not None:
             exported.save_pretrained(str(staged))
             trainer.processing_class.save_pretrained(str(staged))
         else:

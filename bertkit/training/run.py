@@ -99,6 +99,12 @@ def _run(
             features[role] = longest_first(features[role])
     cfg, rates = resolve_rates(cfg, features["train"])
     model = starting_model(cfg, task, source, info)
+    if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
+        from bertkit.adapters.training import attach
+
+        saved = task.export(model, info) or model
+        model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source)
+        info = info.replace(adapter=adapter)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         model.gradient_checkpointing_enable()

@@ -129,6 +129,8 @@ def trainer_class(cfg: Config):
 
 def head_parameters(model) -> set[int]:
     """ids of the parameters outside the pretrained base model: the task head."""
+    if hasattr(model, "get_base_model"):  # a peft model (train.adapter): its head, by the inner model's names
+        model = model.get_base_model()
     prefix = model.base_model_prefix + "."
     return {id(p) for name, p in model.named_parameters() if not name.startswith(prefix)}
 

@@ -1,0 +1,116 @@
+"""The base model of an adapter bundle: its name as the run gave it, where it was, and a content
+hash of its weight files, so an adapter is only ever put on the weights it was trained on."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from bertkit.errors import BertkitError
+
+ADAPTER_FILE = "adapter_config.json"  # peft's: an adapter bundle holds it beside bertkit.json
+_hashes: dict[tuple, str] = {}  # (path, size, mtime) of each weight file -> hash, within one process
+
+
+def model_folder(source: str) -> Path | None:
+    """The local folder holding `source`'s files: itself, or a Hub id's snapshot in the cache."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(source, "config.json")
+    except Exception:  # a malformed id is simply not in the cache
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder: its safetensors files, else its PyTorch .bin files."""
+    found = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    return [p for p in found if p.name != "training_args.bin"]
+
+
+def weights_hash(source: str) -> str:
+    """sha256 over the names and bytes of `source`'s weight files (computed once per process)."""
+    folder = model_folder(source)
+    files = weight_files(folder) if folder is not None else []
+    if not files:
+        raise BertkitError(f"{source}: no weight files (model.safetensors or pytorch_model.bin) to hash")
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _hashes:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + b"\0")
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        _hashes[key] = "sha256:" + digest.hexdigest()
+    return _hashes[key]
+
+
+def is_adapter_bundle(path) -> bool:
+    """Whether `path` is a bundle holding an adapter (and not the whole model)."""
+    folder = Path(path)
+    return (folder / ADAPTER_FILE).is_file() and adapter_of(folder) is not None
+
+
+def adapter_of(folder: Path) -> dict | None:
+    """The `adapter` record of a bundle's bertkit.json, or None."""
+    try:
+        info = json.loads((Path(folder) / "bertkit.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = info.get("adapter") if isinstance(info, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def describe_base(name: str, source: str) -> dict:
+    """What an adapter bundle records of its base: the name the run gave (`model.name`), the
+    folder it was read from when local, and the hash of its weights."""
+    if is_adapter_bundle(source):
+        raise BertkitError(
+            f"model.name: {name} is an adapter bundle, not a whole model. To train on it, merge it first: "
+            f"bertkit adapter merge -m {name} -o DIR, then give DIR"
+        )
+    folder = Path(source).expanduser()
+    return {
+        "base_model": name,
+        "base_path": str(folder.resolve()) if folder.is_dir() else None,
+        "base_hash": weights_hash(source),
+    }
+
+
+def find_base(bundle: Path, adapter: dict) -> str:
+    """The base an adapter bundle was trained on, found by its name (or the folder it was read
+    from) and checked by its hash; a clear error naming both when it is not here or not the same."""
+    from bertkit import models
+
+    name, recorded = adapter.get("base_model"), adapter.get("base_hash")
+    if not isinstance(name, str) or not isinstance(recorded, str):
+        raise BertkitError(f"{bundle}/bertkit.json: its adapter record names no base model and hash; train it again")
+    candidates = [c for c in (adapter.get("base_path"), name) if isinstance(c, str)]
+    tried = []
+    for candidate in dict.fromkeys(candidates):
+        try:
+            source = models.resolve(candidate)
+        except BertkitError as err:
+            tried.append(str(err))
+            continue
+        if model_folder(source) is None or not weight_files(model_folder(source)):
+            tried.append(f"{candidate} has no weight files")
+            continue
+        found = weights_hash(source)
+        if found == recorded:
+            return source
+        raise BertkitError(
+            f"--model {bundle} is an adapter trained on {name}, but the model at {candidate} is a different one "
+            f"(its weights hash {found[:19]}..., the adapter's base {recorded[:19]}...). Put the base it was trained "
+            "on there, or train the adapter again on this one"
+        )
+    raise BertkitError(
+        f"--model {bundle} is an adapter of the base model {name}, which is not here ({'; '.join(tried)}). "
+        f"Put that model at {name} (or {adapter.get('base_path')}), or run `bertkit adapter merge` where it is"
+    )

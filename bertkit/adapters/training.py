@@ -1,0 +1,70 @@
+"""Training with `train.adapter`: the base frozen, LoRA matrices on the chosen layers, the task
+head trained in full; and the bundle that holds only those (peft's adapter files) with the
+config that names the labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bertkit.adapters import quiet_peft, require_peft
+from bertkit.adapters.base import describe_base
+from bertkit.adapters.targets import head_modules, target_modules
+
+
+def attach(model, saved, settings, name: str, source: str):
+    """`model` with a LoRA adapter on `saved` (the transformers model the task saves: `model`
+    itself, or the encoder inside an embed model), and the adapter's record for bertkit.json."""
+    require_peft()
+    from peft import LoraConfig, get_peft_model
+
+    targets, endings = target_modules(saved, settings.target_modules)
+    head = head_modules(saved)
+    config = LoraConfig(
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=targets,
+        modules_to_save=head or None,
+    )
+    with quiet_peft():
+        adapted = get_peft_model(saved, config)
+    trainable, total = adapted.get_nb_trainable_parameters()
+    record = {
+        "kind": settings.kind,
+        "r": settings.r,
+        "alpha": settings.alpha,
+        "dropout": settings.dropout,
+        "target_modules": endings,
+        "layers_adapted": len(targets),
+        "head": head,
+        "trainable_parameters": trainable,
+        "parameters": total,
+        **describe_base(name, source),
+    }
+    from bertkit.progress import console
+
+    console.print(
+        f"adapter: LoRA r={settings.r} on {len(targets)} layers{' + head ' + ', '.join(head) if head else ''}; "
+        f"training {trainable:,} of {total:,} parameters ({100 * trainable / total:.2f}%)"
+    )
+    if saved is model:
+        return adapted, record
+    for child_name, child in model.named_children():  # an embed model: its encoder is replaced
+        if child is saved:
+            setattr(model, child_name, adapted)
+            return model, record
+    raise AssertionError("the task's saved model is not a direct part of its training model")
+
+
+def is_adapted(model) -> bool:
+    """Whether `model` is a peft model (without importing peft when it is not installed)."""
+    return type(model).__module__.startswith("peft.")
+
+
+def save(adapted, folder: Path) -> None:
+    """The adapter and the head (peft's files) and the task model's config (labels, sizes)."""
+    adapted.save_pretrained(str(folder))
+    (folder / "README.md").unlink(missing_ok=True)  # peft's card; bertkit writes its own
+    inner = adapted.get_base_model()
+    inner.config.architectures = [type(inner).__name__]
+    inner.config.save_pretrained(str(folder))

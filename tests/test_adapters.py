@@ -1,0 +1,183 @@
+"""LoRA adapters, the fast parts: which layers `auto` adapts in each family (tiny models built from
+their config classes), the base model's hash and its checks, and the configs refused."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from bertkit.errors import BertkitError
+
+# per family: (config class, its sizes, what auto adapts in one layer, the head trained in full)
+FAMILIES = {
+    "bert": ("BertConfig", {}, 6, ["classifier"]),
+    "roberta": ("RobertaConfig", {}, 6, ["classifier"]),
+    "xlm-roberta": ("XLMRobertaConfig", {}, 6, ["classifier"]),
+    "electra": ("ElectraConfig", {}, 6, ["classifier"]),
+    "distilbert": ("DistilBertConfig", {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64}, 6, None),
+    "deberta-v2": ("DebertaV2Config", {}, 6, ["pooler", "classifier"]),
+    "albert": ("AlbertConfig", {"embedding_size": 16}, 6, ["classifier"]),
+    "mpnet": ("MPNetConfig", {}, 6, ["classifier"]),
+    "modernbert": (
+        "ModernBertConfig",
+        {"pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2, "cls_token_id": 2, "sep_token_id": 1},
+        4,
+        ["head", "classifier"],
+    ),
+}
+SIZES = {
+    "vocab_size": 100,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}
+
+
+def tiny(family: str, auto_class: str = "AutoModelForSequenceClassification"):
+    import transformers
+
+    from bertkit.models import quiet_transformers
+
+    quiet_transformers()
+    name, extra, _, _ = FAMILIES[family]
+    sizes = {"vocab_size": 100} if family == "distilbert" else dict(SIZES)
+    config = getattr(transformers, name)(**sizes, **extra)
+    return getattr(transformers, auto_class).from_config(config)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_auto_targets_each_familys_attention_and_feed_forward(family):
+    from bertkit.adapters.targets import FAMILY_TARGETS, head_modules, target_modules
+
+    model = tiny(family)
+    chosen, endings = target_modules(model, "auto")
+    per_layer = FAMILIES[family][2]
+    # ALBERT shares one layer's weights across the depth: one set of projections whatever the depth
+    layers = 1 if family == "albert" else 2
+    assert len(chosen) == per_layer * layers, chosen
+    assert endings == list(FAMILY_TARGETS[family])
+    prefix = model.base_model_prefix + "."
+    assert all(name.startswith(prefix) for name in chosen)  # never the head, never the pooler
+    assert not any("pooler" in name or "embeddings_project" in name for name in chosen)
+    head = FAMILIES[family][3] or ["pre_classifier", "classifier"]
+    assert head_modules(model) == head
+
+
+def test_auto_on_an_encoder_and_a_token_classifier():
+    from bertkit.adapters.targets import head_modules, target_modules
+
+    encoder = tiny("bert", "AutoModel")
+    assert len(target_modules(encoder, "auto")[0]) == 12 and head_modules(encoder) == []
+    tagger = tiny("roberta", "AutoModelForTokenClassification")
+    assert head_modules(tagger) == ["classifier"]
+
+
+def test_target_modules_that_match_nothing_are_refused_naming_the_layers():
+    from bertkit.adapters.targets import target_modules
+
+    model = tiny("distilbert")
+    with pytest.raises(BertkitError) as found:
+        target_modules(model, ["query", "value"])
+    message = str(found.value)
+    assert "train.adapter.target_modules" in message and "query, value" in message
+    assert "attention.q_lin" in message  # what the family has instead
+    chosen, _ = target_modules(model, ["q_lin", "v_lin"])
+    assert len(chosen) == 4
+    with pytest.raises(BertkitError, match="lin9"):  # one of several that matches nothing
+        target_modules(model, ["q_lin", "lin9"])
+
+
+def _folder(tmp_path, name: str, seed: int):
+    import torch
+
+    torch.manual_seed(seed)
+    model = tiny("bert", "AutoModel")
+    model.save_pretrained(tmp_path / name)
+    return tmp_path / name
+
+
+def test_base_hash_finds_the_base_and_refuses_a_different_or_missing_one(tmp_path):
+    from bertkit.adapters.base import describe_base, find_base, weights_hash
+
+    base = _folder(tmp_path, "base", 0)
+    record = describe_base(str(base), str(base))
+    assert record["base_hash"] == weights_hash(str(base)) and record["base_hash"].startswith("sha256:")
+    assert find_base(tmp_path / "bundle", record) == str(base)
+    other = _folder(tmp_path, "other", 1)
+    assert weights_hash(str(other)) != record["base_hash"]
+    (base / "model.safetensors").write_bytes((other / "model.safetensors").read_bytes())  # replaced in place
+    with pytest.raises(BertkitError, match="is a different one"):
+        find_base(tmp_path / "bundle", record)
+    (base / "model.safetensors").unlink()
+    (base / "config.json").unlink()
+    with pytest.raises(BertkitError, match=r"adapter of the base model .*which is not here"):
+        find_base(tmp_path / "bundle", record)
+
+
+def test_an_adapter_bundle_is_not_a_base(tmp_path):
+    from bertkit.adapters.base import describe_base
+
+    bundle = tmp_path / "adapter"
+    bundle.mkdir()
+    (bundle / "adapter_config.json").write_text("{}")
+    (bundle / "bertkit.json").write_text(json.dumps({"task": "classify", "adapter": {"r": 8}}))
+    with pytest.raises(BertkitError, match="adapter merge"):
+        describe_base(str(bundle), str(bundle))
+
+
+def _config(tmp_path, task: str, train: str, extra: str = "", model: str = "some/model"):
+    path = tmp_path / "run.yaml"
+    path.write_text(f"task: {task}\nmodel: {{name: {model}}}\ndata: {{train: x.csv}}\ntrain: {train}\n{extra}")
+    from bertkit.config import load_config
+
+    return load_config(str(path))
+
+
+@pytest.mark.parametrize("task", ["mlm-adapt", "distill", "rerank"])
+def test_tasks_that_take_no_adapter_are_refused(tmp_path, task):
+    extra = "distill: {teacher: t}\n" if task == "distill" else ""
+    with pytest.raises(BertkitError, match=rf"train.adapter.*{task} task takes no adapter"):
+        _config(tmp_path, task, "{adapter: {r: 8}}", extra)
+
+
+def test_adapter_settings_refused_with_random_init_or_frozen_layers(tmp_path):
+    with pytest.raises(BertkitError, match="freeze_layers"):
+        _config(tmp_path, "ner", "{adapter: {}, freeze_layers: 2}")
+    with pytest.raises(BertkitError, match="random_init"):
+        path = tmp_path / "r.yaml"
+        path.write_text(
+            "task: classify\nmodel: {name: m, random_init: true}\ndata: {train: x.csv}\ntrain: {adapter: {}}\n"
+        )
+        from bertkit.config import load_config
+
+        load_config(str(path))
+    with pytest.raises(BertkitError, match="r"):
+        _config(tmp_path, "classify", "{adapter: {r: 0}}")
+
+
+def test_an_adapter_learns_at_its_measured_rate_unless_one_is_given(tmp_path):
+    from bertkit.tasks import ADAPTER_RATE
+
+    for task in ("classify", "ner", "qa", "embed"):
+        cfg = _config(tmp_path, task, "{adapter: {kind: lora}}")
+        assert cfg.train.learning_rate == ADAPTER_RATE and cfg.train.adapter.r == 8
+        assert cfg.train.adapter.target_modules == "auto"
+    assert _config(tmp_path, "classify", "{adapter: {}, learning_rate: 1.0e-4}").train.learning_rate == 1.0e-4
+    assert _config(tmp_path, "classify", "{epochs: 1}").train.learning_rate == "auto"  # no adapter: as before
+
+
+def test_without_peft_the_error_says_what_to_install(monkeypatch):
+    from bertkit.adapters import require_peft
+
+    monkeypatch.setitem(sys.modules, "peft", None)
+    with pytest.raises(BertkitError, match=r"pip install 'bertkit\[adapters\]'"):
+        require_peft()
+
+
+def test_merging_a_whole_model_is_refused(tmp_path, cli):
+    base = _folder(tmp_path, "base", 0)
+    code, _, err = cli("adapter", "merge", "-m", base, "-o", tmp_path / "merged")
+    assert code == 2 and "not an adapter" in err

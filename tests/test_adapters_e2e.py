@@ -1,0 +1,161 @@
+"""LoRA adapters end to end on the tiny BERT: classify, ner, qa and embed trained with
+`train.adapter` (two steps each: these tests are about the bundle, not about learning), each
+bundle run by predict / evaluate / embed on its base, merged and exported, and two adapters of
+one base served together on one copy of its weights."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import pytest
+from tiny import write_squad
+
+ADAPTER = "{kind: lora, r: 4, alpha: 8, dropout: 0.0, target_modules: auto}"
+
+
+def _pairs(path, n: int, seed: int):
+    rng = random.Random(seed)
+    keys = "alpha bravo charlie delta echo foxtrot golf hotel".split()
+    with open(path, "w", encoding="utf-8") as handle:
+        for _ in range(n):
+            a, b = rng.sample(keys, 2)
+            handle.write(json.dumps({"query": f"about {a} {b}", "passage": f"the film {a} was {b} quite"}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def adapters(tmp_path_factory, tiny_model, easy_data, ner_data) -> dict:
+    """An adapter bundle of each task, 2 steps each."""
+    from bertkit.config import load_config
+    from bertkit.training import train
+
+    folder = tmp_path_factory.mktemp("adapters")
+    squad = write_squad(folder / "squad.json", 24, seed=1)
+    pairs = _pairs(folder / "pairs.jsonl", 48, seed=1)
+    runs = {
+        "classify": f"data: {{train: {easy_data['train']}, validation: {easy_data['test']}}}",
+        "ner": f"data: {{train: {ner_data['train']}, validation: {ner_data['test']}}}",
+        "qa": f"data: {{train: {squad}, validation: {squad}}}\nqa: {{doc_stride: 16, max_question_length: 16}}",
+        "embed": f"data: {{train: {pairs}, validation: {pairs}, text_column: query, text_pair_column: passage}}",
+    }
+    built = {}
+    for task, data in runs.items():
+        config = folder / f"{task}.yaml"
+        config.write_text(
+            f"task: {task}\nmodel: {{name: {tiny_model}, max_length: {64 if task == 'qa' else 32}}}\n{data}\n"
+            f"train: {{max_steps: 2, batch_size: 8, eval_strategy: 'no', adapter: {ADAPTER}}}\n"
+            f"output_dir: {folder / task}\n"
+        )
+        built[task] = train(load_config(str(config)))[0]
+    return built
+
+
+@pytest.mark.slow
+def test_bundles_hold_the_adapter_and_head_with_the_base_named_and_hashed(adapters, tiny_model):
+    from bertkit.adapters.base import weights_hash
+
+    for name in ("classify", "ner", "qa", "embed"):
+        bundle = adapters[name]
+        assert (bundle / "adapter_model.safetensors").is_file() and not (bundle / "model.safetensors").exists()
+        record = json.loads((bundle / "bertkit.json").read_text())["adapter"]
+        assert record["base_model"] == str(tiny_model) and record["base_hash"] == weights_hash(str(tiny_model))
+        assert record["r"] == 4 and record["layers_adapted"] == 12  # 2 layers x 6 projections
+        assert 0 < record["trainable_parameters"] < record["parameters"] / 2
+        assert record["head"] == {"classify": ["classifier"], "ner": ["classifier"], "qa": ["qa_outputs"]}.get(name, [])
+        size = (bundle / "adapter_model.safetensors").stat().st_size
+        assert size < (tiny_model / "model.safetensors").stat().st_size / 2
+
+
+@pytest.mark.slow
+def test_predict_evaluate_and_embed_run_adapter_bundles_on_their_base(adapters, easy_data, ner_data, tmp_path, cli):
+    source = tmp_path / "in.txt"
+    source.write_text("a great film\nawful plot\n")
+    code, _, err = cli("predict", "-m", adapters["classify"], "-i", source, "-o", tmp_path / "c.jsonl")
+    assert code == 0, err
+    assert [json.loads(line)["label"] in ("positive", "negative") for line in open(tmp_path / "c.jsonl")] == [True] * 2
+    code, _, err = cli("evaluate", "-m", adapters["ner"], "-d", ner_data["test"], "-o", tmp_path / "ner")
+    assert code == 0, err
+    assert "f1" in json.loads((tmp_path / "ner" / "metrics.json").read_text())
+    question = tmp_path / "q.jsonl"
+    question.write_text(json.dumps({"question": "where is it ?", "context": "the film was shot in paris ."}) + "\n")
+    code, _, err = cli("predict", "-m", adapters["qa"], "-i", question, "-o", tmp_path / "qa.jsonl")
+    assert code == 0, err
+    code, _, err = cli("embed", "-m", adapters["embed"], "-i", source, "-o", tmp_path / "v.jsonl")
+    assert code == 0, err
+    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_merge_then_export_gives_the_adapter_bundles_predictions(adapters, tmp_path, cli):
+    pytest.importorskip("onnxruntime")
+    source = tmp_path / "in.txt"
+    source.write_text("a great film\nawful plot\nthe room was lovely\n")
+    merged = tmp_path / "merged"
+    code, _, err = cli("adapter", "merge", "-m", adapters["classify"], "-o", merged)
+    assert code == 0, err
+    assert (merged / "model.safetensors").is_file() and not (merged / "adapter_config.json").exists()
+    info = json.loads((merged / "bertkit.json").read_text())
+    assert "adapter" not in info and info["merged_adapter"]["base_hash"].startswith("sha256:")
+    code, _, err = cli("export", "-m", merged, "-o", tmp_path / "onnx")
+    assert code == 0, err
+    scores = {}
+    for name, model in (("adapter", adapters["classify"]), ("merged", merged), ("onnx", tmp_path / "onnx")):
+        code, _, err = cli("predict", "-m", model, "-i", source, "-o", tmp_path / f"{name}.jsonl")
+        assert code == 0, err
+        scores[name] = [json.loads(line)["score"] for line in open(tmp_path / f"{name}.jsonl")]
+    assert scores["merged"] == pytest.approx(scores["adapter"], abs=1e-5)
+    assert scores["onnx"] == pytest.approx(scores["adapter"], abs=1e-4)
+
+
+@pytest.mark.slow
+def test_a_missing_or_different_base_is_refused(adapters, tmp_path, tiny_model, cli):
+    source = tmp_path / "in.txt"
+    source.write_text("a great film\n")
+    moved = tmp_path / "moved"
+    shutil.copytree(adapters["classify"], moved)
+    info = json.loads((moved / "bertkit.json").read_text())
+    info["adapter"].update(base_model=str(tmp_path / "gone"), base_path=str(tmp_path / "gone"))
+    (moved / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("predict", "-m", moved, "-i", source, "-o", tmp_path / "a.jsonl")
+    assert code == 2 and "which is not here" in err and "gone" in err
+    other = tmp_path / "other"
+    shutil.copytree(tiny_model, other)
+    with open(other / "model.safetensors", "ab") as handle:  # other bytes: another model as far as the hash goes
+        handle.write(b" ")
+    info["adapter"].update(base_model=str(other), base_path=str(other))
+    (moved / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("predict", "-m", moved, "-i", source, "-o", tmp_path / "b.jsonl")
+    assert code == 2 and "is a different one" in err
+
+
+@pytest.mark.slow
+def test_serving_two_adapters_of_one_base_shares_its_weights(adapters):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from bertkit.serving import load_several
+    from bertkit.serving.app import build_app
+    from bertkit.serving.predictor import Predictor
+
+    paths = [str(adapters["classify"]), str(adapters["ner"])]
+    predictors = load_several(paths, "cpu", False, None, None)
+    first, second = (p.network.bert.encoder.layer[0].attention.self.query for p in predictors)
+    assert first.base_layer.weight.data_ptr() == second.base_layer.weight.data_ptr()  # one copy of the base
+    embeddings = [p.network.bert.embeddings.word_embeddings.weight.data_ptr() for p in predictors]
+    assert embeddings[0] == embeddings[1]
+    assert not first.lora_A["default"].weight.equal(second.lora_A["default"].weight)  # each its own adapter
+    alone = Predictor(paths[0], "cpu")  # one model: merged, as every other command has it
+    with TestClient(build_app(predictors, max_wait_ms=5)) as client:
+        listed = client.get("/info").json()
+        assert [(m["model"], m["task"]) for m in listed["models"]] == [("classify", "classify"), ("ner", "ner")]
+        reply = client.post("/predict", json={"model": "classify", "texts": ["a great film"]})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["results"] == alone.run([{"text": "a great film"}])  # unmerged gives the same
+        reply = client.post("/predict", json={"model": "ner", "texts": ["alice went to paris"]})
+        assert reply.status_code == 200 and "entities" in reply.json()["results"][0], reply.text
+        unnamed = client.post("/predict", json={"texts": ["a great film"]})
+        assert unnamed.status_code == 422 and '"model"' in unnamed.text
+        assert client.post("/predict", json={"model": "third", "texts": ["x"]}).status_code == 422
