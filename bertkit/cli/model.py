@@ -14,7 +14,10 @@ model_app = typer.Typer(help="Build models: a tiny random one for smoke tests in
 @model_app.command("tiny")
 def tiny(
     source: str = typer.Option(
-        ..., "--from", help="The model whose family and tokenizer to take: a local directory or a Hub id."
+        ...,
+        "--from",
+        help="The model whose family and tokenizer to take: a model directory, a Hub id, or a tokenizer "
+        "directory (`bertkit tokenizer train`: a BERT with that tokenizer).",
     ),
     output: Path = typer.Option(..., "--output", "-o", help="The model directory to write."),
     layers: int = typer.Option(2, "--layers", help="Transformer layers."),
@@ -40,7 +43,8 @@ def tiny(
 
     BERT, RoBERTa, DistilBERT, ELECTRA, ...: a few layers deep, with --from's tokenizer, or a
     vocabulary learnt with --vocab-from. Only the config and tokenizer of --from are read, never
-    its weights."""
+    its weights. A folder holding only a tokenizer (from `bertkit tokenizer train`, --japanese
+    included) gives a BERT built around that tokenizer."""
     from bertkit.progress import console, status
     from bertkit.tiny_models import Shape, build_tiny
 
