@@ -10,9 +10,6 @@ import yaml
 from checks import assert_refused
 from conftest import ROOT, shared
 
-pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
-pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
-
 EXAMPLES = ROOT / "examples" / "ja"
 TEXT = "ｻｸﾗ電機は２０２６年に新しいＡＩを発表した。東京で雨が降りました。"
 
@@ -20,6 +17,8 @@ TEXT = "ｻｸﾗ電機は２０２６年に新しいＡＩを発表した。東
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """The documented pair, through the CLI: (tokenizer folder, tiny model folder)."""
+    pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
+    pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
     from bertkit.cli import main
 
     folder = tmp_path_factory.mktemp("ja-pair")
@@ -64,6 +63,23 @@ def test_a_tokenizer_folder_gives_a_bert_with_that_tokenizer(pair):
     assert encoded["token_type_ids"].sum() > 0
     with torch.no_grad():
         assert model(**encoded).last_hidden_state.shape[-1] == 64
+
+
+def test_an_english_tokenizer_folder_gives_a_bert_too(cli, tmp_path):
+    from transformers import AutoModel
+
+    from bertkit.tokenization import load_tokenizer
+
+    tokenizer, model = tmp_path / "tokenizer", tmp_path / "bert-tiny"
+    corpus = ROOT / "examples" / "reviews" / "train.csv"
+    assert cli("tokenizer", "train", "-i", corpus, "-o", tokenizer, "--vocab-size", "600")[0] == 0
+    code, out, err = cli("model", "tiny", "--from", tokenizer, "-o", model, "--layers", "1")
+    assert code == 0, err
+    assert "the tokenizer folder's" in out and "tiny bert model (BertModel)" in " ".join((out + err).split())
+    loaded = load_tokenizer(str(model))
+    assert len(loaded) == json.loads((model / "config.json").read_text())["vocab_size"] == 600
+    assert loaded("a great film")["input_ids"] == load_tokenizer(str(tokenizer))("a great film")["input_ids"]
+    assert AutoModel.from_pretrained(model).config.num_hidden_layers == 1
 
 
 def test_what_is_not_a_source_is_refused_naming_the_sources_that_work(cli, pair, tmp_path):
