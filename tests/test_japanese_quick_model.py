@@ -65,6 +65,12 @@ def test_a_tokenizer_folder_gives_a_bert_with_that_tokenizer(pair):
         assert model(**encoded).last_hidden_state.shape[-1] == 64
 
 
+def test_help_names_a_tokenizer_folder_as_a_source(cli):
+    code, out, _ = cli("model", "tiny", "--help")
+    words = " ".join(out.replace("│", " ").split())
+    assert code == 0 and "a tokenizer directory (`bertkit tokenizer train`" in words
+
+
 def test_an_english_tokenizer_folder_gives_a_bert_too(cli, tmp_path):
     from transformers import AutoModel
 
