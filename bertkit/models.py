@@ -26,16 +26,13 @@ TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "vocab.txt")
 
 def resolve(name: str, revision: str | None = None, tokenizer_only: bool = False) -> str:
     """Return a local directory or a Hub id that loads without surprises, or raise a clear error.
-    `tokenizer_only`: a directory with just a tokenizer (`bertkit tokenizer train`) will do."""
+    `tokenizer_only`: a directory with just a tokenizer (`bertkit tokenizer train`) will do (for a
+    tokenizer, or for `bertkit model tiny`, which builds a BERT around it)."""
     path = Path(name).expanduser()
     if path.exists():
         wanted = ("config.json", *TOKENIZER_FILES) if tokenizer_only else ("config.json",)
         if not path.is_dir() or not any((path / f).is_file() for f in wanted):
-            what = "tokenizer" if tokenizer_only else "model"
-            raise BertkitError(
-                f"{name} is not a {what} directory: it has no {' or '.join(wanted)}. Give a directory "
-                "written by `bertkit train`, `bertkit tokenizer train` or `save_pretrained`, or a Hub id."
-            )
+            raise not_a_directory_error(name, path, tokenizer_only)
         return str(path)
     packaged = _packaged_path(name)
     if packaged:
@@ -46,6 +43,28 @@ def resolve(name: str, revision: str | None = None, tokenizer_only: bool = False
         return name
     hub.require(f"model '{name}'", HINT)
     return name
+
+
+def not_a_directory_error(name: str, path: Path, tokenizer_only: bool) -> BertkitError:
+    """What a local path that cannot be read as a model (or, `tokenizer_only`, a tokenizer) lacks,
+    and the sources that would do: a tokenizer folder is one only where a tokenizer is enough."""
+    if tokenizer_only:
+        lacks = f"it has none of config.json, {', '.join(TOKENIZER_FILES)}" if path.is_dir() else "it is a file"
+        return BertkitError(
+            f"{name} is neither a model nor a tokenizer directory: {lacks}. Give a directory written by "
+            "`bertkit train`, `bertkit model tiny`, `bertkit tokenizer train` or `save_pretrained`, or a Hub id."
+        )
+    lacks = "it has no config.json" if path.is_dir() else "it is a file"
+    hint = ""
+    if path.is_dir() and any((path / f).is_file() for f in TOKENIZER_FILES):
+        hint = (
+            f" It holds only a tokenizer: build a model on it with `bertkit model tiny --from {name} -o MODEL`, "
+            f"or pre-train one with `bertkit train mlm-adapt` (mlm.from_scratch: true, model.tokenizer: {name})."
+        )
+    return BertkitError(
+        f"{name} is not a model directory: {lacks}. Give a directory written by `bertkit train`, "
+        f"`bertkit model tiny` or `save_pretrained`, or a Hub id.{hint}"
+    )
 
 
 def _packaged_path(name: str) -> str | None:

@@ -6,8 +6,9 @@ Only the source's config and tokenizer are read (from a local directory, a packa
 the Hub, where only those files are fetched, never the weights). The result keeps the source's
 `model_type` and its tokenizer and vocabulary, or, with a text to learn from, a small WordPiece
 vocabulary (`tokenizer_training`; a Japanese source keeps its BertJapaneseTokenizer) so the
-embedding matrix stays small. It is written like every bertkit output: staged, then published
-in one rename, with a manifest of kind `model`."""
+embedding matrix stays small. A folder holding only a tokenizer (`bertkit tokenizer train`,
+Japanese included) gives a BERT whose vocabulary is that tokenizer's. It is written like every
+bertkit output: staged, then published in one rename, with a manifest of kind `model`."""
 
 from __future__ import annotations
 
@@ -91,11 +92,14 @@ def build_tiny(
     outputs.check_writable(output)  # before anything is loaded or learnt
 
     config, tokenizer, source = _load_source(name)
-    vocabulary = "the source's"
+    bare = only_a_tokenizer(source)
+    vocabulary = "the tokenizer folder's" if bare else "the source's"
     if vocab_from:
         tokenizer = _learn_vocabulary(tokenizer, vocab_from, vocab_size, text_column, min_frequency)
         vocabulary = f"learnt from {', '.join(vocab_from)}"
-    return write_tiny(config, tokenizer, shape, output, source, vocabulary, protect, seed, overwrite, bool(vocab_from))
+    learnt = bool(vocab_from) or bare  # a tokenizer folder's vocabulary is sized here too
+    segments = bool(vocab_from)
+    return write_tiny(config, tokenizer, shape, output, source, vocabulary, protect, seed, overwrite, learnt, segments)
 
 
 def write_tiny(
@@ -109,16 +113,18 @@ def write_tiny(
     seed: int = 0,
     overwrite: bool = False,
     learnt: bool = True,
+    segments: bool | None = None,
 ) -> TinyModel:
     """Shrink `config` to `shape`, build its random model and write it with `tokenizer` (whose
-    vocabulary was `learnt`, or is the source's) to `output`; shared by `--from` and `--family`
+    vocabulary was `learnt`, or is the source's; `segments`, default `learnt`: give the model
+    the tokenizer's segment ids) to `output`; shared by `--from` and `--family`
     (bertkit/tiny_families.py)."""
     from bertkit import outputs
 
     shrink(config, shape, source)
     _fit_vocabulary(config, tokenizer, learnt=learnt)
     model = _random_model(config, source, seed)
-    if learnt:
+    if learnt if segments is None else segments:
         _segments(tokenizer, model, config)
     with outputs.staged_dir(output, overwrite, KIND, protect) as staged:
         model.save_pretrained(str(staged))
@@ -151,8 +157,8 @@ def _load_source(name: str):
     from bertkit.tokenization import load_tokenizer
 
     models.quiet_transformers()
-    source = models.resolve(name)
-    config = models.from_pretrained(AutoConfig, source)
+    source = models.resolve(name, tokenizer_only=True)
+    config = tokenizer_folder_config(source) or models.from_pretrained(AutoConfig, source)
     missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads") if _get(config, k) is None]
     if missing:
         raise BertkitError(
@@ -160,6 +166,23 @@ def _load_source(name: str):
             "shrinks encoder models such as BERT, RoBERTa, DistilBERT or ELECTRA. Give one of those."
         )
     return config, load_tokenizer(source), source
+
+
+def only_a_tokenizer(source: str) -> bool:
+    """A local folder with a tokenizer and no config.json, as `bertkit tokenizer train` writes."""
+    folder = Path(source)
+    return folder.is_dir() and not (folder / "config.json").is_file()
+
+
+def tokenizer_folder_config(source: str):
+    """A tokenizer folder has no model config: a default BERT one (the family of the WordPiece
+    tokenizers bertkit learns), which `shrink` sizes and `_fit_vocabulary` fits to the tokenizer.
+    None for anything else."""
+    if not only_a_tokenizer(source):
+        return None
+    from transformers import BertConfig
+
+    return BertConfig()
 
 
 def _get(config, key: str):

@@ -16,7 +16,10 @@ model_app = typer.Typer(help="Build models: a tiny random one for smoke tests in
 @model_app.command("tiny")
 def tiny(
     source: str | None = typer.Option(
-        None, "--from", help="The model whose family and tokenizer to take: a local directory or a Hub id."
+        None,
+        "--from",
+        help="The model whose family and tokenizer to take: a model directory, a Hub id, or a tokenizer "
+        "directory (`bertkit tokenizer train`: a BERT with that tokenizer).",
     ),
     family: str | None = typer.Option(
         None,
@@ -51,7 +54,9 @@ def tiny(
 
     BERT, RoBERTa, DistilBERT, ELECTRA, ...: a few layers deep, with --from's tokenizer, or a
     vocabulary learnt with --vocab-from. Only the config and tokenizer of --from are read, never
-    its weights. With --family instead, no model is read at all: see docs/families.md."""
+    its weights. A folder holding only a tokenizer (from `bertkit tokenizer train`, --japanese
+    included) gives a BERT built around that tokenizer. With --family instead, no model is read at
+    all: see docs/families.md."""
     from bertkit.progress import console, status
     from bertkit.tiny_models import Shape, build_tiny
 
