@@ -40,12 +40,14 @@ class Report:
     allowed: float = 0.0
     texts: int = 0
     data: str | None = None
+    data_role: str | None = None  # "given" (--check-data), or the bundle's "validation", "test" or "train" file
     int8: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         fp32 = {"max_abs_diff": self.max_abs_diff, "allowed": self.allowed, "tolerance": TOLERANCE, "texts": self.texts}
-        return {"fp32": fp32, "data": self.data, **({"int8": self.int8} if self.int8 else {}), "notes": self.notes}
+        where = {"data": self.data, "data_role": self.data_role}
+        return {"fp32": fp32, **where, **({"int8": self.int8} if self.int8 else {}), "notes": self.notes}
 
 
 def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str], report: Report) -> None:

@@ -1,0 +1,45 @@
+"""Each option's help says the default the code uses: the help is read from the Typer app itself
+(not from rendered, wrapped text) and checked against what the code does with the option left out."""
+
+def option_help(*path: str) -> dict[str, str]:
+    """{option: help} of the command at `path` (e.g. "export"), options by their long name."""
+    from typer.main import get_command
+
+    from bertkit.cli import app
+
+    command = get_command(app)
+    for name in path:
+        command = command.commands[name]
+    return {next(o for o in p.opts if o.startswith("--")): p.help or "" for p in command.params if p.opts}
+
+
+def in_order(text: str, *words: str) -> bool:
+    places = [text.find(word) for word in words]
+    return all(p >= 0 for p in places) and places == sorted(places)
+
+
+def test_export_check_data_default_is_the_validation_then_test_then_training_file(tmp_path):
+    from bertkit.exporting.onnx import check_data_of
+
+    text = option_help("export")["--check-data"]
+    assert in_order(text, "validation", "test", "training"), text
+    files = {role: tmp_path / f"{role}.csv" for role in ("train", "validation", "test")}
+    for path in files.values():
+        path.write_text("text,label\na,b\n")
+    data = {role: {"path": str(path)} for role, path in files.items()}
+    assert check_data_of({"config": {"data": data}}, None) == (files["validation"], "validation")
+    del data["validation"]  # validation drawn from train: the test file, as the help says
+    assert check_data_of({"config": {"data": data}}, None) == (files["test"], "test")
+    files["test"].unlink()  # named but not here
+    assert check_data_of({"config": {"data": data}}, None) == (files["train"], "train")
+    assert check_data_of({"config": {"data": data}}, str(files["train"])) == (files["train"], "given")
+    assert check_data_of({"config": {}}, None) == (None, None)
+
+
+def test_export_summary_says_which_file_it_checked_on():
+    from bertkit.exporting.onnx import summary_rows
+
+    record = {"precision": "fp32", "check": {"fp32": {"max_abs_diff": 0.0, "allowed": 1e-4, "texts": 6}}}
+    for role, said in (("test", "the bundle's test file"), ("given", "--check-data")):
+        record["check"].update(data="d.csv", data_role=role)
+        assert dict(summary_rows(record))["checked on"] == f"d.csv ({said})"
