@@ -58,7 +58,9 @@ def predict(
     context_file: Path | None = typer.Option(
         None, "--context-file", help="QA: a UTF-8 text file of any length to find the --question's answer in."
     ),
-    n_best: int = typer.Option(0, "--n-best", min=0, help="QA: also list this many alternative answers."),
+    n_best: int = typer.Option(
+        0, "--n-best", min=0, help="QA: also list up to this many other answers (never the answer itself; each once)."
+    ),
     top_k: int | None = typer.Option(
         None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
     ),
