@@ -149,6 +149,11 @@ class Task:
         places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
+    def data_warnings(self, info: RunInfo) -> list[str]:
+        """What reading the data found and changed that the user should know (NER's repaired
+        tags), from the run's description: training prints them, `inspect` reports them."""
+        return []
+
     def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:
         """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
         return {}, []
