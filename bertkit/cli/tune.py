@@ -78,7 +78,7 @@ def _show(result, shown: int = 20) -> None:
         console.print(f"[yellow]{note}[/yellow]")
     if len(result.rows) > shown:
         console.print(f"{len(result.rows) - shown} more trials in {result.output}/trials.csv")
-    console.print(f"[green]reports written to[/green] {result.output} (trials.csv, trials.json, history.png)")
+    console.print(f"[green]reports written to[/green] {result.output} ({', '.join(result.written)})")
     if result.best_config:
         console.print(f"[green]best config:[/green] {result.best_config}")
     if result.bundle:
