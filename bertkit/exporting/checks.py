@@ -162,7 +162,8 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
         fmt = detect_format(str(data), None)
         located = located_records(str(data), fmt, column, keep_blank=False, text_join=options.text_join(info))
         records = [placed(where, record) for where, record in islice(located, SAMPLE)]
-        options = PredictOptions(text_column=column, output_format=fmt if fmt in ("conll", "squad") else "jsonl")
+        shape = fmt if fmt in ("conll", "squad") else "jsonl"
+        options = PredictOptions(text_column=column, output_format=shape, keep_gold=False)  # predictions alone
         first = list(aligned(task, fp32, tokenizer, info, records, options))
         second = list(aligned(task, int8, tokenizer, info, records, options))
     except BertkitError as err:

@@ -149,6 +149,12 @@ class Task:
         places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
+    def gold_fields(self, info: RunInfo) -> list[str]:
+        """The fields in which a labelled input record holds its answer (classify's label column,
+        NER's tags or entities): `predict` keeps them in its results under their own names, and
+        a prediction field of the same name is written as `predicted_<name>`."""
+        return []
+
     def data_warnings(self, info: RunInfo) -> list[str]:
         """What reading the data found and changed that the user should know (NER's repaired
         tags), from the run's description: training prints them, `inspect` reports them."""

@@ -79,6 +79,10 @@ class NerTask(Task):
         splits.tag_scheme = found if found["scheme"] else None
         return splits
 
+    def gold_fields(self, info: RunInfo) -> list[str]:
+        ner = info.get("ner") or {}
+        return [ner.get("tags_field") or "tags", ner.get("entities_field") or "entities"]
+
     def data_warnings(self, info: RunInfo) -> list[str]:
         """Tags of the data that did not fit its scheme (repaired to IOB2)."""
         found = info.get("tag_scheme") or {}
