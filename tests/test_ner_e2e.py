@@ -161,7 +161,7 @@ def test_invalid_iob2_is_repaired_with_a_warning(tiny_model, ner_data, cli, tmp_
         "train", "ner", "-c", config(tmp_path, tiny_model, bad), "--set", "ner.scheme=IOB2", "--set", "train.epochs=1"
     )
     assert code == 0, err
-    assert "1 tag(s) did not fit IOB2 and were repaired" in err
+    assert "1 tag(s) did not fit the IOB2 scheme and were repaired" in err
 
 
 def test_unknown_tag_at_evaluation(trained, cli, tmp_path):
