@@ -29,11 +29,11 @@ def output_format(output: str | None, explicit: str | None, input_format: str | 
         if explicit not in OUTPUT_FORMATS:
             raise BertkitError(f"--format {explicit}: use one of {', '.join(OUTPUT_FORMATS)}")
         return explicit
+    suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
+    if suffix in OUTPUT_FORMATS:  # the extension first, as --format's help says: -o x.jsonl is JSON lines
+        return suffix
     if input_format in ("conll", "squad"):
         return input_format
-    suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
-    if suffix in OUTPUT_FORMATS:
-        return suffix
     if suffix in ("", "ndjson") or (output and Path(output).exists() and not Path(output).is_file()):
         return "jsonl"  # no extension, or a FIFO / device such as /dev/stdout
     raise BertkitError(

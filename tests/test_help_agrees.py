@@ -43,3 +43,15 @@ def test_export_summary_says_which_file_it_checked_on():
     for role, said in (("test", "the bundle's test file"), ("given", "--check-data")):
         record["check"].update(data="d.csv", data_role=role)
         assert dict(summary_rows(record))["checked on"] == f"d.csv ({said})"
+
+
+def test_predict_format_default_is_the_extension_then_the_input(tmp_path):
+    from bertkit.prediction import output_format
+
+    text = option_help("predict")["--format"]
+    assert in_order(text, "extension", "CoNLL input", "else jsonl") and "SQuAD input" in text, text
+    assert output_format("preds.jsonl", None, "conll") == "jsonl"  # CoNLL input, -o x.jsonl: JSON lines
+    assert output_format("preds.csv", None, "squad") == "csv"
+    assert output_format("preds.json", None, "squad") == "squad"  # no format of its own: the input's
+    assert output_format(None, None, "conll") == "conll" and output_format(None, None, "csv") == "jsonl"
+    assert output_format("preds.jsonl", "conll", "csv") == "conll"  # --format wins

@@ -23,7 +23,8 @@ def predict(
         None,
         "--format",
         "-f",
-        help="jsonl, csv, tsv or conll (default: from --output's extension; conll for CoNLL input; else jsonl).",
+        help="jsonl, csv, tsv, conll or squad (default: from --output's extension; else conll for CoNLL input and "
+        "squad for SQuAD input; else jsonl).",
     ),
     input_format: str | None = typer.Option(
         None, "--input-format", help="text, csv, tsv, jsonl, json, parquet or conll, when the extension does not say."
