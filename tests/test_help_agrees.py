@@ -10,7 +10,7 @@ def option_help(*path: str) -> dict[str, str]:
     command = get_command(app)
     for name in path:
         command = command.commands[name]
-    return {next(o for o in p.opts if o.startswith("--")): p.help or "" for p in command.params if p.opts}
+    return {o: p.help or "" for p in command.params for o in p.opts if o.startswith("--")}
 
 
 def in_order(text: str, *words: str) -> bool:
@@ -55,3 +55,16 @@ def test_predict_format_default_is_the_extension_then_the_input(tmp_path):
     assert output_format("preds.json", None, "squad") == "squad"  # no format of its own: the input's
     assert output_format(None, None, "conll") == "conll" and output_format(None, None, "csv") == "jsonl"
     assert output_format("preds.jsonl", "conll", "csv") == "conll"  # --format wins
+
+
+def test_compare_and_tune_defaults_are_the_ones_used(tmp_path):
+    from bertkit.comparison.trained import scoring_data
+    from bertkit.config import load_config
+
+    text = option_help("compare")["--data"]
+    assert in_order(text, "test data", "validation"), text
+    config = tmp_path / "run.yaml"
+    config.write_text("task: classify\nmodel:\n  name: m\ndata:\n  train: t.csv\n  validation: v.csv\n")
+    assert scoring_data(load_config(config), None)[0].endswith("v.csv")  # no test data: the validation data
+    assert "required" in option_help("compare")["--output"]
+    assert "file's name" in option_help("tune")["--study"]  # as `tune` names it: config.stem

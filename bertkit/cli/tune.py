@@ -21,7 +21,9 @@ def tune(
         help="The study's database URL, shared by every process that works on it: sqlite:///study.db, "
         "postgresql://..., mysql+pymysql://... (default: study.db in output_dir).",
     ),
-    study: str | None = typer.Option(None, "--study", help="The study's name in the storage (default: the config's)."),
+    study: str | None = typer.Option(
+        None, "--study", help="The study's name in the storage (default: the config file's name without .yaml)."
+    ),
     retrain_best: bool = typer.Option(
         False, "--retrain-best", help="Then train best.yaml into output_dir/best (test data scored)."
     ),
