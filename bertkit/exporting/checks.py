@@ -82,20 +82,34 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
         )
 
 
-def check_texts(info, data: Path | None, given: bool = False) -> list[str]:
+def check_format(data: Path | None, given: bool = False) -> str | None:
+    """The check data's format, told once for every check that reads it (each one telling it
+    again said "read as ..." again). Data the user gave whose format cannot be told is an error."""
+    from bertkit.data.formats import detect_format
+
+    if data is None:
+        return None
+    try:
+        return detect_format(str(data), None)
+    except BertkitError as err:
+        if given:
+            raise BertkitError(f"--check-data {data}: cannot check the export on it ({err})") from None
+        return None
+
+
+def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -> list[str]:
     """Texts for the fp32 check: the built-in ones (plain sentences of several lengths) and up to
-    ten of the check data's, when it holds text records. Data the user gave (`given`, --check-data)
-    that gives no text is an error: the check asked for cannot run."""
+    ten of the check data's (in format `fmt`), when it holds text records. Data the user gave
+    (`given`, --check-data) that gives no text is an error: the check asked for cannot run."""
     from itertools import islice
 
-    from bertkit.data.formats import detect_format
     from bertkit.data.readers import located_records
 
     texts = list(BUILT_IN)
-    if data is not None:
+    if data is not None and fmt is not None:
         column = info.get("text_column") or "text"
         try:
-            located = located_records(str(data), detect_format(str(data), None), column, keep_blank=False)
+            located = located_records(str(data), fmt, column, keep_blank=False)
             found = [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
         except (BertkitError, KeyError) as err:
             if given:
@@ -114,16 +128,16 @@ def _reason(err: Exception) -> str:
     return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
 
 
-def compare_int8(task, fp32, int8, tokenizer, info, data: Path, report: Report) -> None:
+def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None, report: Report) -> None:
     """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX; data on which
     either cannot be computed is an error (exit 2): the export is not kept unchecked."""
     from bertkit.tasks.options import EvaluateOptions
 
-    agree = _agreement(task, fp32, int8, tokenizer, info, data)
+    agree = _agreement(task, fp32, int8, tokenizer, info, data, fmt)
     if agree is not None:
         report.int8.update(agree)
     metric = info.get("metric_for_best_model") or task.best_metric(info)
-    options = EvaluateOptions(max_samples=SAMPLE)
+    options = EvaluateOptions(max_samples=SAMPLE, data_format=fmt)
     try:
         before = task.evaluate(fp32, tokenizer, info, str(data), options)
         after = task.evaluate(int8, tokenizer, info, str(data), options)
@@ -146,7 +160,7 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, report: Report) 
         report.notes.append(f"warning: int8 costs {cost} on {data} (more than {limit}); consider the fp32 export")
 
 
-def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
+def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -> dict | None:
     from itertools import islice
 
     from bertkit.data.formats import detect_format
@@ -159,7 +173,7 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
     options = PredictOptions()
     column = options.text_field(info)
     try:
-        fmt = detect_format(str(data), None)
+        fmt = fmt or detect_format(str(data), None)
         located = located_records(str(data), fmt, column, keep_blank=False, text_join=options.text_join(info))
         records = [placed(where, record) for where, record in islice(located, SAMPLE)]
         shape = fmt if fmt in ("conll", "squad") else "jsonl"

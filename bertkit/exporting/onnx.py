@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
-from bertkit.exporting.checks import Report, check_fp32, check_texts, compare_int8
+from bertkit.exporting.checks import Report, check_format, check_fp32, check_texts, compare_int8
 from bertkit.exporting.graphs import OPSET, OUTPUTS, export_graph, residual_projections
 from bertkit.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
 
@@ -135,6 +135,7 @@ def export_bundle(
     if quantize and data is None:
         raise no_calibration_data(info, check_data)
     report = Report(data=str(data) if data else None, data_role=role)
+    fmt = check_format(data, given=bool(check_data))
     started = time.perf_counter()
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
@@ -144,17 +145,17 @@ def export_bundle(
         tokenizer.save_pretrained(str(staged))
         fp32 = OnnxModel(staged, file=fp32_file.name)
         with status("checking the ONNX graph against PyTorch"):
-            check_fp32(graph, fp32, tokenizer, check_texts(info, data, given=bool(check_data)), names, report)
+            check_fp32(graph, fp32, tokenizer, check_texts(info, data, fmt, given=bool(check_data)), names, report)
         calibration = None
         if quantize:
             with status(f"calibrating int8 on {data}"):
-                rows = record_inputs(task, fp32, tokenizer, info, data)
+                rows = record_inputs(task, fp32, tokenizer, info, data, fmt)
             kept_fp32 = residual_projections(fp32_file) if task.name == "embed" else []
             with status("quantising to int8"):
                 quantize_static(fp32_file, staged / ONNX_FILE, rows, activation_matmuls(fp32_file) + kept_fp32)
             calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
             with status("checking int8 against fp32"):
-                compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, report)
+                compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, fmt, report)
             del fp32
             fp32_file.unlink()
         record = {
