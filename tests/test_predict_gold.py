@@ -82,3 +82,4 @@ def test_ner_gold_tags_and_entities_stay(head_models, tmp_path, cli):
     assert code == 0, err
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert record["entities"] == [{"type": "LOC", "start": 0, "end": 5}] and "predicted_entities" in record
+
