@@ -89,4 +89,5 @@ def test_check_data_format_is_told_once(classify_bundle, tmp_path, cli):
     assert code == 0, err
     said = " ".join((out + err).split())
     assert said.count(f"{data}: read as jsonl") == 1, said
-    assert f"{data} (--check-data)" in said
+    check = json.loads((tmp_path / "out" / "bertkit.json").read_text())["export"]["check"]
+    assert check["data"] == str(data) and check["data_role"] == "given"
