@@ -68,3 +68,16 @@ def test_compare_and_tune_defaults_are_the_ones_used(tmp_path):
     assert scoring_data(load_config(config), None)[0].endswith("v.csv")  # no test data: the validation data
     assert "required" in option_help("compare")["--output"]
     assert "file's name" in option_help("tune")["--study"]  # as `tune` names it: config.stem
+
+
+def test_search_cache_default_is_where_the_help_says(tmp_path, monkeypatch):
+    from bertkit.embeddings.search import default_cache_dir
+
+    text = option_help("search")["--cache-dir"]
+    assert "search/" in text and in_order(text, "$BERTKIT_CACHE", "~/.cache/bertkit"), text
+    assert option_help("mine-negatives")["--cache-dir"] == text
+    monkeypatch.setenv("BERTKIT_CACHE", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine" / "search"
+    monkeypatch.delenv("BERTKIT_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the feature cache's folder, one rule for both
+    assert default_cache_dir() == tmp_path / "xdg" / "bertkit" / "search"

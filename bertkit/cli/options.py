@@ -61,7 +61,9 @@ BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forw
 DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
 TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")
 CacheDirOption = typer.Option(
-    None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
+    None,
+    "--cache-dir",
+    help="Where corpus embeddings are kept (default: search/ in $BERTKIT_CACHE, else in ~/.cache/bertkit).",
 )
 NoCacheOption = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing.")
 
