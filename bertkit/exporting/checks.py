@@ -82,15 +82,16 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
         )
 
 
-def check_format(data: Path | None, given: bool = False) -> str | None:
-    """The check data's format, told once for every check that reads it (each one telling it
-    again said "read as ..." again). Data the user gave whose format cannot be told is an error."""
-    from bertkit.data.formats import detect_format
+def check_format(task, data: Path | None, given: bool = False) -> str | None:
+    """The check data's format as the task reads it, told once for every check that reads the
+    file (each telling it again said "read as ..." again). Data the user gave whose format cannot
+    be told is an error."""
+    from bertkit.config import DataSource
 
     if data is None:
         return None
     try:
-        return detect_format(str(data), None)
+        return task.data_format(DataSource(path=str(data)))
     except BertkitError as err:
         if given:
             raise BertkitError(f"--check-data {data}: cannot check the export on it ({err})") from None
@@ -110,7 +111,9 @@ def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -
         column = info.get("text_column") or "text"
         try:
             located = located_records(str(data), fmt, column, keep_blank=False)
-            found = [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
+            records = [r for _, r in islice(located, 10)]
+            found = [str(r[column]) for r in records if isinstance(r.get(column), str)]
+            found += [" ".join(map(str, r["tokens"])) for r in records if isinstance(r.get("tokens"), list)]
         except (BertkitError, KeyError) as err:
             if given:
                 raise BertkitError(f"--check-data {data}: cannot check the export on it ({_reason(err)})") from None

@@ -135,7 +135,7 @@ def export_bundle(
     if quantize and data is None:
         raise no_calibration_data(info, check_data)
     report = Report(data=str(data) if data else None, data_role=role)
-    fmt = check_format(data, given=bool(check_data))
+    fmt = check_format(task, data, given=bool(check_data))
     started = time.perf_counter()
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)

@@ -149,6 +149,14 @@ class Task:
         places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
+    def data_format(self, source) -> str:
+        """The format this task reads the file of `source` (a `DataSource`) in, told from its
+        extension or its content as `load` and `evaluate` tell it (said once when from content):
+        a command that reads one file several times tells it once and passes it on."""
+        from bertkit.data.formats import detect_format
+
+        return detect_format(source.path, source.format)
+
     def gold_fields(self, info: RunInfo) -> list[str]:
         """The fields in which a labelled input record holds its answer (classify's label column,
         NER's tags or entities): `predict` keeps them in its results under their own names, and

@@ -79,6 +79,11 @@ class NerTask(Task):
         splits.tag_scheme = found if found["scheme"] else None
         return splits
 
+    def data_format(self, source) -> str:
+        from bertkit.tasks.ner.reading import ner_format
+
+        return ner_format(source)
+
     def gold_fields(self, info: RunInfo) -> list[str]:
         ner = info.get("ner") or {}
         return [ner.get("tags_field") or "tags", ner.get("entities_field") or "entities"]
