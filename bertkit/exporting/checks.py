@@ -113,7 +113,8 @@ def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -
             located = located_records(str(data), fmt, column, keep_blank=False)
             records = [r for _, r in islice(located, 10)]
             found = [str(r[column]) for r in records if isinstance(r.get(column), str)]
-            found += [" ".join(map(str, r["tokens"])) for r in records if isinstance(r.get("tokens"), list)]
+            if info.get("task") == "ner":  # token records (CoNLL) are an NER model's input, not a classifier's
+                found += [" ".join(map(str, r["tokens"])) for r in records if isinstance(r.get("tokens"), list)]
         except (BertkitError, KeyError) as err:
             if given:
                 raise BertkitError(f"--check-data {data}: cannot check the export on it ({_reason(err)})") from None
