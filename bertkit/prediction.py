@@ -29,11 +29,11 @@ def output_format(output: str | None, explicit: str | None, input_format: str | 
         if explicit not in OUTPUT_FORMATS:
             raise BertkitError(f"--format {explicit}: use one of {', '.join(OUTPUT_FORMATS)}")
         return explicit
+    suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
+    if suffix in OUTPUT_FORMATS:  # the extension first, as --format's help says: -o x.jsonl is JSON lines
+        return suffix
     if input_format in ("conll", "squad"):
         return input_format
-    suffix = Path(output).suffix.lower().lstrip(".") if output and output != "-" else ""
-    if suffix in OUTPUT_FORMATS:
-        return suffix
     if suffix in ("", "ndjson") or (output and Path(output).exists() and not Path(output).is_file()):
         return "jsonl"  # no extension, or a FIFO / device such as /dev/stdout
     raise BertkitError(
@@ -172,16 +172,42 @@ def units(
             record.like = first[0] if first else None
         return task.empty_result(model, record, info, options)
 
+    def kept(record: dict, result: dict) -> dict:
+        # the input is labelled when its first record holds a gold field: then every result keeps
+        # the gold fields (null where a record lacks one), so a table's columns are the same for all
+        gold = [f for f in task.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
+        return with_gold(record, result, gold) if gold else result
+
     for result in task.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
             _, record, unit = queue.popleft()
-            yield unit, empty(record)
-        yield queue.popleft()[2], result
+            yield unit, kept(record, empty(record))
+        _, record, unit = queue.popleft()
+        yield unit, kept(record, result)
     while queue:
         hollow, record, unit = queue.popleft()
         if not hollow:  # a task must give one result per record: never pad silently
             raise RuntimeError(f"{task.name}: no prediction for a record ({record!r:.80})")
-        yield unit, empty(record)
+        yield unit, kept(record, empty(record))
+
+
+ECHOED = ("id", "text", "text_pair", "tokens", "rows")  # result fields that repeat the input as it was
+
+
+def with_gold(record: dict, result: dict, gold: list[str]) -> dict:
+    """`result` with the input's gold fields as the input has them (null when this record lacks
+    one), after the fields that repeat the input; a prediction field of the same name is written
+    as `predicted_<name>`, so the gold answer is never overwritten by the model's."""
+    out: dict = {}
+    placed = False
+    for key, value in result.items():
+        if not placed and key not in ECHOED:
+            out.update({name: record.get(name) for name in gold})
+            placed = True
+        out[f"predicted_{key}" if key in gold else key] = value
+    if not placed:
+        out.update({name: record.get(name) for name in gold})
+    return out
 
 
 def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool:

@@ -87,7 +87,10 @@ def test_predict_csv_from_csv_and_windows(trained, cli, easy_data, tmp_path):
     )
     assert code == 0, err
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 80 and {"text", "label", "score", "scores.positive"} <= set(rows[0])
+    assert len(rows) == 80 and {"text", "label", "predicted_label", "score", "scores.positive"} <= set(rows[0])
+    gold = [r["label"] for r in csv.DictReader(easy_data["test"].open())]
+    assert [r["label"] for r in rows] == gold  # the input's gold labels, kept; the prediction beside them
+    assert sum(r["predicted_label"] == r["label"] for r in rows) >= 68
 
 
 def test_long_text_windows_average_every_window(trained, cli, tmp_path):

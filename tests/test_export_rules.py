@@ -76,3 +76,18 @@ def test_overwrite_replaces_only_this_exports_own_output(classify_bundle, tmp_pa
     code, _, err = cli("export", "-m", classify_bundle, "-o", mine, "--overwrite", "--quantize", "int8")
     assert code == 0, err
     assert json.loads((mine / "bertkit.json").read_text())["export"]["precision"] == "int8"
+
+
+@pytest.mark.slow
+def test_check_data_format_is_told_once(classify_bundle, tmp_path, cli):
+    """A check file whose format is told from its content is announced once, not once for each
+    check that reads it (it said "read as jsonl" five times)."""
+    data = tmp_path / "checkdata"  # no extension: the content tells
+    data.write_text('{"text": "a lovely film", "label": "positive"}\n{"text": "dull", "label": "negative"}\n')
+    asked = ("--check-data", data, "--quantize", "int8")
+    code, out, err = cli("export", "-m", classify_bundle, "-o", tmp_path / "out", *asked)
+    assert code == 0, err
+    said = " ".join((out + err).split())
+    assert said.count(f"{data}: read as jsonl") == 1, said
+    check = json.loads((tmp_path / "out" / "bertkit.json").read_text())["export"]["check"]
+    assert check["data"] == str(data) and check["data_role"] == "given"

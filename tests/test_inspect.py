@@ -201,3 +201,21 @@ def test_ner_tag_training_would_refuse_stops_inspect(tmp_path, cli, tokenizer_on
     )
     code, report, _ = run_json(cli, config)
     assert code == 2 and "tag 'B-ORG' is not one the model knows" in report["errors"][0]
+
+
+def test_each_message_is_said_once(tmp_path, cli, tokenizer_only):
+    """A file read as CoNLL is announced once (inspect read the training file a second time for
+    its tag checks, and said so again), and a repair is one warning, not a log line and a warning."""
+    sentences = "EU B-ORG\nrejects O\nGerman I-MISC\ncall O\n\nPeter B-PER\nBlackburn I-PER\n"
+    train, validation = write(tmp_path, "train.txt", sentences), write(tmp_path, "dev.txt", sentences)
+    config = write(
+        tmp_path,
+        "run.yaml",
+        f"task: ner\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
+        f"data:\n  train: {train}\n  validation: {validation}\nner:\n  scheme: IOB2\n",
+    )
+    code, out, err = cli("inspect", "-c", config)
+    said = " ".join((out + err).split())  # rich wraps long lines
+    assert code == 0, said
+    assert said.count(f"{train}: read as CoNLL") == 1 and said.count(f"{validation}: read as CoNLL") == 1, said
+    assert said.count("train data: 1 tag(s) did not fit the IOB2 scheme") == 1, said

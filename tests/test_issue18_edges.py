@@ -79,7 +79,7 @@ def _int8_check(task, data):
     from bertkit.exporting.checks import Report, compare_int8
 
     report = Report()
-    compare_int8(task, "fp32", "int8", None, {}, data, report)
+    compare_int8(task, "fp32", "int8", None, {}, data, None, report)
     return report
 
 

@@ -36,6 +36,7 @@ def trained(tmp_path_factory, tiny_model, ner_data):
 def test_conll_iob1_trains_and_learns(trained):
     info = json.loads((trained / "bertkit.json").read_text())
     assert info["task"] == "ner" and info["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert info["tag_scheme"]["scheme"] == "IOB1" and info["tag_scheme"]["detected"]  # found, and kept
     metrics = json.loads((trained / "metrics.json").read_text())
     assert metrics["test"]["f1"] > 0.9, metrics["test"]
     assert set(metrics["test"]["per_type"]) == {"LOC", "PER"}
@@ -85,6 +86,16 @@ def test_evaluate_conll(trained, cli, ner_data, tmp_path):
     assert code == 0, err
     metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
     assert metrics["f1"] > 0.9 and (tmp_path / "eval" / "per_type_f1.png").exists()
+    import shutil
+
+    old = tmp_path / "old"  # a bundle from before the scheme was recorded: evaluate detects it, as it did
+    shutil.copytree(trained, old)
+    info = json.loads((old / "bertkit.json").read_text())
+    del info["tag_scheme"]
+    (old / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("evaluate", "-m", old, "-d", ner_data["test"], "-o", tmp_path / "eval-old")
+    assert code == 0, err
+    assert json.loads((tmp_path / "eval-old" / "metrics.json").read_text())["f1"] == metrics["f1"]
 
 
 def test_bundle_loads_in_transformers_pipeline(trained):
@@ -150,7 +161,7 @@ def test_invalid_iob2_is_repaired_with_a_warning(tiny_model, ner_data, cli, tmp_
         "train", "ner", "-c", config(tmp_path, tiny_model, bad), "--set", "ner.scheme=IOB2", "--set", "train.epochs=1"
     )
     assert code == 0, err
-    assert "1 tag(s) did not fit IOB2 and were repaired" in err
+    assert "1 tag(s) did not fit the IOB2 scheme and were repaired" in err
 
 
 def test_unknown_tag_at_evaluation(trained, cli, tmp_path):

@@ -93,3 +93,42 @@ def test_hub_layout_tag_ids_become_names():
     ds = datasets.Dataset.from_dict({"tokens": [["ann", "lee", "ran"]], "ner_tags": [[1, 2, 0]]}, features=features)
     rows = list(_hub_tags(ds, NerConfig(tags_field="ner_tags")))
     assert rows == [{"tokens": ["ann", "lee", "ran"], "ner_tags": ["B-PER", "I-PER", "O"]}]
+
+
+def test_the_scheme_found_at_training_is_recorded_and_read_back(tmp_path, tiny_model, cli):
+    """load + setup (no training): the training file's scheme and repairs go into the
+    description (bertkit.json); evaluate reads a file in that scheme, not in a re-detected one."""
+    import json
+    import shutil
+
+    from bertkit.config import load_config
+    from bertkit.tasks.ner.reading import scheme_for
+    from bertkit.tasks.ner.task import TASK
+
+    train = tmp_path / "train.conll"
+    train.write_text("EU I-ORG\nrejects O\n\nPeter I-PER\nBlackburn I-PER\n\nParis I-LOC\n")
+    config = tmp_path / "run.yaml"
+    config.write_text(f"task: ner\nmodel:\n  name: {tiny_model}\ndata:\n  train: {train}\n  validation: {train}\n")
+    info = TASK.setup(TASK.load(load_config(config)), load_config(config))
+    assert info["tag_scheme"] == {"scheme": "IOB1", "detected": True, "repaired": {"train": 0, "validation": 0}}
+    # an IOB2 model, a test file whose one mistake (I- after O) would make it look IOB1: read as IOB2, repaired
+    mistaken = [["B-PER", "I-PER", "O"], ["O", "I-LOC"]]
+    assert scheme_for(mistaken, "auto", None, "test") == "IOB1"  # a bundle from before: detected, as before
+    assert scheme_for(mistaken, "auto", "IOB2", "test") == "IOB2"
+    assert scheme_for([["S-PER", "O"]], "auto", "IOB2", "test") == "BIOES"  # tags of another scheme: its own
+    assert scheme_for(mistaken, "BIOES", "IOB2", "test") == "BIOES"  # ner.scheme set: as set
+
+    bundle = tmp_path / "bundle"  # what `bertkit info --model` shows, with the field and without
+    bundle.mkdir()
+    shutil.copy(tiny_model / "config.json", bundle)
+    labels = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+    (bundle / "config.json").write_text(
+        json.dumps({**json.loads((bundle / "config.json").read_text()), "id2label": dict(enumerate(labels))})
+    )
+    (bundle / "bertkit.json").write_text(json.dumps({**info, "labels": labels}))
+    code, out, err = cli("info", "--model", bundle)
+    assert code == 0 and "IOB1 (detected in the training data" in out, out + err
+    old = {k: v for k, v in info.items() if k != "tag_scheme"}
+    (bundle / "bertkit.json").write_text(json.dumps({**old, "labels": labels}))
+    code, out, err = cli("info", "--model", bundle)
+    assert code == 0 and "tag scheme" in out and "not recorded" in out, out + err

@@ -199,9 +199,54 @@ def test_extract_answers_best_valid_span_and_null():
     qa = {"n_best": 20, "max_answer_length": 30, "null_score_diff_threshold": 0.0}
     (v1,) = extract_answers(features, rows, [context], qa, version_2=False, keep=2)
     assert (v1["answer"], v1["start"], v1["end"]) == ("def ghi", 4, 11)  # 3.0 + 2.0
-    assert v1["alternatives"][0]["answer"] == "def ghi" and len(v1["alternatives"]) == 2
+    # the alternatives are the other answers, best first: never the answer itself
+    assert [a["answer"] for a in v1["alternatives"]] == ["abc", "def"]  # 4.5, 3.1
+    assert v1["alternatives"][0]["score"] < v1["score"]
     assert v1["null_difference"] == pytest.approx(2.0 - 5.0)
     (short,) = extract_answers(features, rows, [context], {**qa, "max_answer_length": 1}, version_2=False)
     assert short["answer"] == "abc"  # 0.5 + 4.0 beats one-token spans starting later
     (v2,) = extract_answers(features, rows, [context], {**qa, "null_score_diff_threshold": -4.0}, version_2=True)
     assert v2["answer"] == "" and v2["start"] is None and v2["best_answer"] == "def ghi"
+
+
+def test_alternatives_are_the_other_answers_each_once():
+    # "paris" twice in the context: as the answer it is not an alternative, at either place
+    context = "paris or paris lyon"
+    offsets = [(-1, -1), (0, 5), (6, 8), (9, 14), (15, 19), (-1, -1)]
+    start = np.array([0, 4.0, 0, 3.5, 2.0, 0])
+    end = np.array([0, 4.0, 0, 3.5, 1.0, 0])
+    features = {"example": [0], "offset_mapping": [offsets], "cls_index": [0]}
+    rows = [np.stack([start, end], -1)]
+    qa = {"n_best": 20, "max_answer_length": 1, "null_score_diff_threshold": 0.0}
+    plain = extract_answers(features, rows, [context], qa, version_2=False)[0]
+    for keep in (1, 2, 5):
+        (found,) = extract_answers(features, rows, [context], qa, version_2=False, keep=keep)
+        texts = [a["answer"] for a in found["alternatives"]]
+        assert found["answer"] == "paris" and "paris" not in texts and len(texts) == len(set(texts))
+        assert texts == ["lyon", "or"][:keep]  # as many as asked, while there are other answers
+        assert found["score"] == plain["score"]  # the answer's score does not depend on --n-best
+    # v2 abstaining: the answer is "no answer", so the best span is the first alternative
+    (v2,) = extract_answers(features, rows, [context], {**qa, "null_score_diff_threshold": -9.0}, True, keep=2)
+    assert v2["answer"] == "" and [a["answer"] for a in v2["alternatives"]] == ["paris", "lyon"]
+
+
+def test_n_best_is_the_same_other_answers_in_every_output_format(head_models, tmp_path, cli):
+    import csv
+
+    context = tmp_path / "context.txt"
+    context.write_text("Marie Curie won the Nobel Prize in Paris in 1903 and again in 1911 in Paris.")
+    listed = {}
+    for fmt in ("jsonl", "csv", "tsv"):
+        out = tmp_path / f"answers.{fmt}"
+        ask = ("--question", "Where did she win?", "--context-file", context, "--n-best", "3", "-o", out)
+        code, _, err = cli("predict", "-m", head_models["qa"], *ask)
+        assert code == 0, err
+        if fmt == "jsonl":
+            record = json.loads(out.read_text())
+        else:
+            (record,) = csv.DictReader(out.open(newline=""), delimiter="," if fmt == "csv" else "\t")
+            record["alternatives"] = json.loads(record["alternatives"])
+        texts = [a["answer"] for a in record["alternatives"]]
+        assert len(texts) == 3 and record["answer"] not in texts and len(set(texts)) == 3, record
+        listed[fmt] = record["alternatives"]
+    assert listed["csv"] == listed["jsonl"] == listed["tsv"]

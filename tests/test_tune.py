@@ -234,3 +234,29 @@ def test_an_interrupted_trial_is_marked_failed_not_left_running(tmp_path, monkey
     stored = optuna.load_study(study_name="run", storage=f"sqlite:///{tmp_path / 'out' / 'study.db'}")
     assert [t.state.name for t in stored.trials] == ["FAIL"]
     assert [t["state"] for t in json.loads((tmp_path / "out" / "trials.json").read_text())["trials"]] == ["fail"]
+
+
+def test_the_reports_listed_are_the_files_written(tmp_path):
+    """The closing line lists what `report.write` wrote: importances.png and best.yaml when they
+    are written, not when they are not (and a stale importances.png does not stay behind)."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import create_trial
+
+    from bertkit.tuning import report
+    from bertkit.tuning.study import TuneResult
+
+    cfg = config(tmp_path, "")
+    rate = {"train.learning_rate": FloatDistribution(1e-5, 1e-2, log=True)}
+    for count in (3, 1):
+        out = tmp_path / f"study-{count}"
+        out.mkdir()
+        (out / "importances.png").write_bytes(b"from an earlier run")
+        study = optuna.create_study(direction="maximize")
+        for i in range(count):
+            params = {"train.learning_rate": 10 ** -(i + 2)}
+            study.add_trial(create_trial(params=params, distributions=rate, value=0.5 + 0.1 * i))
+        result = TuneResult(output=out, study="s", storage="sqlite://", metric="f1_macro", direction="maximize")
+        report.write(study, cfg, result, {"train.learning_rate": None})
+        assert sorted(result.written) == sorted(p.name for p in out.iterdir()), result.written
+        assert ("importances.png" in result.written) == (count >= 2) and "best.yaml" in result.written

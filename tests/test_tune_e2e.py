@@ -63,6 +63,8 @@ def test_a_study_prunes_reports_and_its_best_yaml_reproduces_the_best_trial(cli,
     assert "trial 1 pruned at evaluation 4" in err.replace("\n", " ")
     for name in ("trials.csv", "trials.json", "history.png", "importances.png", "best.yaml", ".bertkit-output.json"):
         assert (out / name).is_file(), name
+    listed = " ".join(err.split())  # the closing line names every report written, importances.png too
+    assert "(best.yaml, trials.csv, trials.json, history.png, importances.png)" in listed, listed
     report = json.loads((out / "trials.json").read_text())
     rows = list(csv.DictReader((out / "trials.csv").open()))
     assert [r["number"] for r in rows] == [str(t["number"]) for t in report["trials"]]

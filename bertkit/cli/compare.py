@@ -12,10 +12,18 @@ from bertkit.cli.options import ColumnsOption, EncodingOption, SetOption, TrustO
 def compare(
     models: list[str] | None = typer.Argument(None, help="Model bundles (or HF model directories) to compare."),
     data: str | None = typer.Option(
-        None, "--data", "-d", help="Labelled file to score every model on (with --config: its test data by default)."
+        None,
+        "--data",
+        "-d",
+        help="Labelled file to score every model on (with --config: its test data by default, else its validation "
+        "data).",
     ),
     output: str | None = typer.Option(
-        None, "--output", "-o", help="Folder for report.md/.csv/.json/.png (default: compare-NAME)."
+        None,
+        "--output",
+        "-o",
+        help="Folder for report.md/.csv/.json/.png (default: compare-NAME, NAME the data file's; with --config: "
+        "required, the models are trained into it).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output folder."),
     baseline: str | None = typer.Option(

@@ -81,4 +81,5 @@ def evaluate(
     Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
     from bertkit.progress import console
 
-    console.print(f"[green]metrics written to[/green] {target / 'metrics.json'}")
+    written = sorted(p.name for p in target.iterdir() if not p.name.startswith("."))  # not bertkit's manifest
+    console.print(f"[green]metrics written to[/green] {target} ({', '.join(written)})")

@@ -19,7 +19,10 @@ def export(
         None, "--output", "-o", help="The new bundle's directory (default: <model>-onnx, or <model>-onnx-int8)."
     ),
     check_data: str | None = typer.Option(
-        None, "--check-data", help="Labelled file to calibrate and check int8 on (default: the bundle's own data)."
+        None,
+        "--check-data",
+        help="Labelled file to calibrate and check int8 on (default: the validation file the bundle's config names, "
+        "else its test file, else its training file).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier export of this bundle."),
     trust_remote_code: bool = TrustOption,

@@ -1,4 +1,5 @@
-"""`bertkit info`: versions, devices and the accelerate configuration in use."""
+"""`bertkit info`: versions, devices and the accelerate configuration in use; with --model, what a
+bundle is (task, labels, tag scheme, scores)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,22 @@ from pathlib import Path
 import typer
 
 
-def info() -> None:
-    """Versions, devices and the accelerate configuration in use."""
+def info(
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Describe this bundle (its bertkit.json) instead of the environment."
+    ),
+) -> None:
+    """Versions, devices and the accelerate configuration in use; with --model, what a bundle is."""
     import os
+
+    if model is not None:
+        from bertkit.bundle_summary import summary_rows
+
+        rows = summary_rows(model)
+        width = max(len(name) for name, _ in rows)
+        for name, value in rows:
+            typer.echo(f"{name:{width}}  {value}")
+        return
 
     from bertkit.hub import offline
     from bertkit.training.export import library_versions

@@ -66,7 +66,9 @@ PrecisionOption = typer.Option(
 )
 TextColumnOption = typer.Option("text", "--text-column", help="Field holding the text in CSV/JSON inputs.")
 CacheDirOption = typer.Option(
-    None, "--cache-dir", help="Where corpus embeddings are kept (default: $BERTKIT_CACHE or ~/.cache/bertkit)."
+    None,
+    "--cache-dir",
+    help="Where corpus embeddings are kept (default: search/ in $BERTKIT_CACHE, else in ~/.cache/bertkit).",
 )
 NoCacheOption = typer.Option(False, "--no-cache", help="Embed the corpus afresh and keep nothing.")
 

@@ -31,7 +31,8 @@ def predict(
         None,
         "--format",
         "-f",
-        help="jsonl, csv, tsv or conll (default: from --output's extension; conll for CoNLL input; else jsonl).",
+        help="jsonl, csv, tsv, conll or squad (default: from --output's extension; else conll for CoNLL input and "
+        "squad for SQuAD input; else jsonl).",
     ),
     input_format: str | None = typer.Option(
         None, "--input-format", help="text, csv, tsv, jsonl, json, parquet or conll, when the extension does not say."
@@ -67,7 +68,9 @@ def predict(
     context_file: Path | None = typer.Option(
         None, "--context-file", help="QA: a UTF-8 text file of any length to find the --question's answer in."
     ),
-    n_best: int = typer.Option(0, "--n-best", min=0, help="QA: also list this many alternative answers."),
+    n_best: int = typer.Option(
+        0, "--n-best", min=0, help="QA: also list up to this many other answers (never the answer itself; each once)."
+    ),
     top_k: int | None = typer.Option(
         None, "--top-k", min=1, help="Fill-mask: candidates per [MASK] (default: the model's, 5)."
     ),

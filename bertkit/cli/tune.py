@@ -21,7 +21,9 @@ def tune(
         help="The study's database URL, shared by every process that works on it: sqlite:///study.db, "
         "postgresql://..., mysql+pymysql://... (default: study.db in output_dir).",
     ),
-    study: str | None = typer.Option(None, "--study", help="The study's name in the storage (default: the config's)."),
+    study: str | None = typer.Option(
+        None, "--study", help="The study's name in the storage (default: the config file's name without .yaml)."
+    ),
     retrain_best: bool = typer.Option(
         False, "--retrain-best", help="Then train best.yaml into output_dir/best (test data scored)."
     ),
@@ -78,7 +80,7 @@ def _show(result, shown: int = 20) -> None:
         console.print(f"[yellow]{note}[/yellow]")
     if len(result.rows) > shown:
         console.print(f"{len(result.rows) - shown} more trials in {result.output}/trials.csv")
-    console.print(f"[green]reports written to[/green] {result.output} (trials.csv, trials.json, history.png)")
+    console.print(f"[green]reports written to[/green] {result.output} ({', '.join(result.written)})")
     if result.best_config:
         console.print(f"[green]best config:[/green] {result.best_config}")
     if result.bundle:

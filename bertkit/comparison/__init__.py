@@ -175,6 +175,8 @@ def compare_models(
     protect = [data, *models, *([baseline_train] if baseline_train else [])]
     if not in_place:  # `compare --config` checked its folder before training into it
         outputs.check_output_dir(target, overwrite, protect, KIND)
+    if options.data_format is None:  # told once (and said once), not at each model's warm-up and scoring
+        options = dataclasses.replace(options, data_format=get_task(task).data_format(options.source(data)))
     rows = [score_bundle(b, data, device, options) for b in bundles]
     if baseline:
         with status(f"training the {baseline} baseline"):

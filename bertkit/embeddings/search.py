@@ -5,7 +5,6 @@ corpus whose embeddings are cached, keyed by the corpus content and the model.""
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,8 +31,11 @@ def corpus_key(files: list[str], encoder, text_column: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("BERTKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "bertkit")
-    return Path(base) / "search"
+    """`search/` in bertkit's cache folder, the one the feature cache uses ($BERTKIT_CACHE, else
+    $XDG_CACHE_HOME/bertkit, else ~/.cache/bertkit): one place decides where bertkit caches."""
+    from bertkit.training.feature_cache import cache_root
+
+    return cache_root() / "search"
 
 
 def corpus_vectors(encoder, corpus: str, text_column: str, cache_dir: Path | None, batch_size: int):

@@ -49,12 +49,13 @@ class Recorder:
         return self
 
 
-def record_inputs(task, fp32, tokenizer, info, data: Path) -> list[dict[str, np.ndarray]]:
+def record_inputs(task, fp32, tokenizer, info, data: Path, fmt: str | None = None) -> list[dict[str, np.ndarray]]:
     """The model inputs the task makes of (a seeded sample of) `data`, one unpadded row each."""
     from bertkit.tasks.options import EvaluateOptions
 
     recorder = Recorder(fp32)
-    task.evaluate(recorder, tokenizer, info, str(data), EvaluateOptions(max_samples=CALIBRATION_SAMPLE))
+    options = EvaluateOptions(max_samples=CALIBRATION_SAMPLE, data_format=fmt)
+    task.evaluate(recorder, tokenizer, info, str(data), options)
     if not recorder.rows:
         raise BertkitError(f"{data}: no example to calibrate int8 on; give a file with examples as --check-data")
     return recorder.rows

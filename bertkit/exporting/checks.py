@@ -40,12 +40,14 @@ class Report:
     allowed: float = 0.0
     texts: int = 0
     data: str | None = None
+    data_role: str | None = None  # "given" (--check-data), or the bundle's "validation", "test" or "train" file
     int8: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         fp32 = {"max_abs_diff": self.max_abs_diff, "allowed": self.allowed, "tolerance": TOLERANCE, "texts": self.texts}
-        return {"fp32": fp32, "data": self.data, **({"int8": self.int8} if self.int8 else {}), "notes": self.notes}
+        where = {"data": self.data, "data_role": self.data_role}
+        return {"fp32": fp32, **where, **({"int8": self.int8} if self.int8 else {}), "notes": self.notes}
 
 
 def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str], report: Report) -> None:
@@ -80,21 +82,39 @@ def check_fp32(graph, onnx_model, tokenizer, texts: list[str], names: list[str],
         )
 
 
-def check_texts(info, data: Path | None, given: bool = False) -> list[str]:
+def check_format(task, data: Path | None, given: bool = False) -> str | None:
+    """The check data's format as the task reads it, told once for every check that reads the
+    file (each telling it again said "read as ..." again). Data the user gave whose format cannot
+    be told is an error."""
+    from bertkit.config import DataSource
+
+    if data is None:
+        return None
+    try:
+        return task.data_format(DataSource(path=str(data)))
+    except BertkitError as err:
+        if given:
+            raise BertkitError(f"--check-data {data}: cannot check the export on it ({err})") from None
+        return None
+
+
+def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -> list[str]:
     """Texts for the fp32 check: the built-in ones (plain sentences of several lengths) and up to
-    ten of the check data's, when it holds text records. Data the user gave (`given`, --check-data)
-    that gives no text is an error: the check asked for cannot run."""
+    ten of the check data's (in format `fmt`), when it holds text records. Data the user gave
+    (`given`, --check-data) that gives no text is an error: the check asked for cannot run."""
     from itertools import islice
 
-    from bertkit.data.formats import detect_format
     from bertkit.data.readers import located_records
 
     texts = list(BUILT_IN)
-    if data is not None:
+    if data is not None and fmt is not None:
         column = info.get("text_column") or "text"
         try:
-            located = located_records(str(data), detect_format(str(data), None), column, keep_blank=False)
-            found = [str(r[column]) for _, r in islice(located, 10) if isinstance(r.get(column), str)]
+            located = located_records(str(data), fmt, column, keep_blank=False)
+            records = [r for _, r in islice(located, 10)]
+            found = [str(r[column]) for r in records if isinstance(r.get(column), str)]
+            if info.get("task") == "ner":  # token records (CoNLL) are an NER model's input, not a classifier's
+                found += [" ".join(map(str, r["tokens"])) for r in records if isinstance(r.get("tokens"), list)]
         except (BertkitError, KeyError) as err:
             if given:
                 raise BertkitError(f"--check-data {data}: cannot check the export on it ({_reason(err)})") from None
@@ -112,16 +132,16 @@ def _reason(err: Exception) -> str:
     return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
 
 
-def compare_int8(task, fp32, int8, tokenizer, info, data: Path, report: Report) -> None:
+def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None, report: Report) -> None:
     """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX; data on which
     either cannot be computed is an error (exit 2): the export is not kept unchecked."""
     from bertkit.tasks.options import EvaluateOptions
 
-    agree = _agreement(task, fp32, int8, tokenizer, info, data)
+    agree = _agreement(task, fp32, int8, tokenizer, info, data, fmt)
     if agree is not None:
         report.int8.update(agree)
     metric = info.get("metric_for_best_model") or task.best_metric(info)
-    options = EvaluateOptions(max_samples=SAMPLE)
+    options = EvaluateOptions(max_samples=SAMPLE, data_format=fmt)
     try:
         before = task.evaluate(fp32, tokenizer, info, str(data), options)
         after = task.evaluate(int8, tokenizer, info, str(data), options)
@@ -144,7 +164,7 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, report: Report) 
         report.notes.append(f"warning: int8 costs {cost} on {data} (more than {limit}); consider the fp32 export")
 
 
-def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
+def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -> dict | None:
     from itertools import islice
 
     from bertkit.data.formats import detect_format
@@ -157,10 +177,11 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path) -> dict | None:
     options = PredictOptions()
     column = options.text_field(info)
     try:
-        fmt = detect_format(str(data), None)
+        fmt = fmt or detect_format(str(data), None)
         located = located_records(str(data), fmt, column, keep_blank=False, text_join=options.text_join(info))
         records = [placed(where, record) for where, record in islice(located, SAMPLE)]
-        options = PredictOptions(text_column=column, output_format=fmt if fmt in ("conll", "squad") else "jsonl")
+        shape = fmt if fmt in ("conll", "squad") else "jsonl"
+        options = PredictOptions(text_column=column, output_format=shape, keep_gold=False)  # predictions alone
         first = list(aligned(task, fp32, tokenizer, info, records, options))
         second = list(aligned(task, int8, tokenizer, info, records, options))
     except BertkitError as err:

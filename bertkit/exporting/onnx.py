@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bertkit.errors import BertkitError
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
-from bertkit.exporting.checks import Report, check_fp32, check_texts, compare_int8
+from bertkit.exporting.checks import Report, check_format, check_fp32, check_texts, compare_int8
 from bertkit.exporting.graphs import OPSET, export_graph, residual_projections
 from bertkit.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
 
@@ -32,9 +32,13 @@ def default_output(model: str, quantize: str | None) -> Path:
     return source.with_name(source.name + ("-onnx-int8" if quantize else "-onnx"))
 
 
-def check_data_of(info, given: str | None) -> Path | None:
-    """The labelled data the int8 check scores: --check-data, else the bundle's validation file,
-    else its test file, else its training file (the automatic validation split is drawn from it)."""
+CHECK_DATA_ROLES = ("validation", "test", "train")  # the order `--check-data`'s default is looked for in
+
+
+def check_data_of(info, given: str | None) -> tuple[Path | None, str | None]:
+    """The labelled data the int8 check scores and where it came from: --check-data ("given"),
+    else the bundle's validation file, else its test file, else its training file (the automatic
+    validation split is drawn from it), as its config names them; (None, None) when none is here."""
     if given:
         if Path(given).is_dir():
             raise BertkitError(
@@ -44,21 +48,21 @@ def check_data_of(info, given: str | None) -> Path | None:
         if not Path(given).is_file():
             what = "no such file" if not Path(given).exists() else "not a regular file"
             raise BertkitError(f"--check-data {given}: {what}")
-        return Path(given)
+        return Path(given), "given"
     data = (info.get("config") or {}).get("data") or {}
-    for role in ("validation", "test", "train"):
+    for role in CHECK_DATA_ROLES:
         source = data.get(role) if isinstance(data, dict) else None
         path = source.get("path") if isinstance(source, dict) else None
         if isinstance(path, str) and Path(path).is_file():
-            return Path(path)
-    return None
+            return Path(path), role
+    return None, None
 
 
 def no_calibration_data(info, given: str | None) -> BertkitError:
     data = (info.get("config") or {}).get("data") or {}
     named = [
         str(source.get("path"))
-        for role in ("validation", "test", "train")
+        for role in CHECK_DATA_ROLES
         if isinstance(data, dict) and isinstance(source := data.get(role), dict) and source.get("path")
     ]
     where = (
@@ -128,10 +132,11 @@ def export_bundle(
     tokenizer = bundle.load_tokenizer()
     network = bundle.load_model(task.auto_model, "cpu")
     info = bundle.info
-    data = check_data_of(info, check_data)
+    data, role = check_data_of(info, check_data)
     if quantize and data is None:
         raise no_calibration_data(info, check_data)
-    report = Report(data=str(data) if data else None)
+    report = Report(data=str(data) if data else None, data_role=role)
+    fmt = check_format(task, data, given=bool(check_data))
     started = time.perf_counter()
     with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
@@ -141,17 +146,17 @@ def export_bundle(
         tokenizer.save_pretrained(str(staged))
         fp32 = OnnxModel(staged, file=fp32_file.name)
         with status("checking the ONNX graph against PyTorch"):
-            check_fp32(graph, fp32, tokenizer, check_texts(info, data, given=bool(check_data)), names, report)
+            check_fp32(graph, fp32, tokenizer, check_texts(info, data, fmt, given=bool(check_data)), names, report)
         calibration = None
         if quantize:
             with status(f"calibrating int8 on {data}"):
-                rows = record_inputs(task, fp32, tokenizer, info, data)
+                rows = record_inputs(task, fp32, tokenizer, info, data, fmt)
             kept_fp32 = residual_projections(fp32_file) if task.name == "embed" else []
             with status("quantising to int8"):
                 quantize_static(fp32_file, staged / ONNX_FILE, rows, activation_matmuls(fp32_file) + kept_fp32)
             calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
             with status("checking int8 against fp32"):
-                compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, report)
+                compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, fmt, report)
             del fp32
             fp32_file.unlink()
         record = {
@@ -196,5 +201,8 @@ def summary_rows(record: dict) -> list[tuple[str, str]]:
     if "metric" in int8:
         rows.append((f"{int8['metric']} fp32 → int8", f"{int8['fp32']:.4f} → {int8['int8']:.4f}"))
     if check.get("data"):
-        rows.append(("checked on", check["data"]))
+        role = check.get("data_role")
+        named = {"validation": "validation", "test": "test", "train": "training"}
+        whose = f" (the bundle's {named[role]} file)" if role in named else " (--check-data)" if role else ""
+        rows.append(("checked on", check["data"] + whose))
     return rows

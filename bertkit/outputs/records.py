@@ -103,9 +103,14 @@ class RecordWriter:
                     "use jsonl for text input"
                 )
             self._records += 1
+            predicted = record.get("predicted_tags", record["tags"])  # `tags` is the gold when both are there
+            gold = record["tags"] if "predicted_tags" in record else None
             rows = record.get("rows") or [[token] for token in record["tokens"]]
+            if isinstance(gold, list) and len(gold) == len(record["tokens"]) and "rows" not in record:
+                # token, gold tag, predicted tag: as conlleval reads them
+                rows = [[token, str(tag)] for token, tag in zip(record["tokens"], gold, strict=True)]
             lines = []
-            for index, (row, tag) in enumerate(zip(rows, record["tags"], strict=True)):
+            for index, (row, tag) in enumerate(zip(rows, predicted, strict=True)):
                 _conll_cell(str(row[0]), self._records, index)
                 lines.append(" ".join([*row, tag]) + "\n")
             self.handle.write("".join(lines) + "\n")

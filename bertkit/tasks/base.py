@@ -149,6 +149,25 @@ class Task:
         places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
+    def data_format(self, source) -> str:
+        """The format this task reads the file of `source` (a `DataSource`) in, told from its
+        extension or its content as `load` and `evaluate` tell it (said once when from content):
+        a command that reads one file several times tells it once and passes it on."""
+        from bertkit.data.formats import detect_format
+
+        return detect_format(source.path, source.format)
+
+    def gold_fields(self, info: RunInfo) -> list[str]:
+        """The fields in which a labelled input record holds its answer (classify's label column,
+        NER's tags or entities): `predict` keeps them in its results under their own names, and
+        a prediction field of the same name is written as `predicted_<name>`."""
+        return []
+
+    def data_warnings(self, info: RunInfo) -> list[str]:
+        """What reading the data found and changed that the user should know (NER's repaired
+        tags), from the run's description: training prints them, `inspect` reports them."""
+        return []
+
     def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:
         """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
         return {}, []

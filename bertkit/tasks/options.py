@@ -60,6 +60,7 @@ class PredictOptions(ModelOptions):
     n_best: int = 0  # QA: alternative answers listed
     top_k: int | None = None  # fill-mask: None is the model's own (5)
     output_format: str = "jsonl"  # how the results are written (NER writes CoNLL its own way)
+    keep_gold: bool = True  # a labelled input's answers stay in the results (the prediction as predicted_*)
 
     def __post_init__(self):
         if self.long_text not in LONG_TEXT:

@@ -82,11 +82,13 @@ def _run(
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
         models.check_max_length(source, cfg)
-    from bertkit.progress import RichProgress, status
+    from bertkit.progress import RichProgress, console, status
 
     with status("reading data"):
         raw = task.load(cfg)
         info = RunInfo(task.setup(raw, cfg))
+    for note in task.data_warnings(info):
+        console.print(f"[yellow]warning:[/yellow] {note}")
     best = cfg.train.metric_for_best_model or task.best_metric(info)
     check_metric(best, task.metric_names(info), cfg)
     tokenizer = run_tokenizer(cfg, task, raw, source)

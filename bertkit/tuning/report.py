@@ -70,13 +70,18 @@ def write(study, cfg: Config, result, space: dict) -> Config | None:
         best_cfg = with_values(cfg, {**best.params, **override}, output_dir=str(folder / BEST_BUNDLE))
         result.best_config = folder / BEST_CONFIG
         _write_best_yaml(best_cfg, best, result)
+        result.written.append(BEST_CONFIG)
     else:
         result.notes.append("no trial is complete yet: best.yaml is written once one is")
     importances = _importances(study, rows, result)
     _write_tables(folder, rows, list(space), result, importances)
     _history_plot(rows, result, folder / "history.png")
+    result.written += ["trials.csv", "trials.json", "history.png"]
     if importances:
         _importance_plot(importances, result.metric, folder / "importances.png")
+        result.written.append("importances.png")
+    else:  # one from an earlier run of the study would disagree with trials.json: it is tune's own file
+        (folder / "importances.png").unlink(missing_ok=True)
     return best_cfg
 
 

@@ -44,6 +44,7 @@ class TuneResult:
     bundle: Path | None = None
     bundle_scores: dict | None = None
     notes: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)  # the report files this run wrote, as it wrote them
 
 
 def tune(cfg: Config, options: TuneOptions) -> TuneResult:

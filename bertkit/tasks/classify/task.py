@@ -295,6 +295,12 @@ class ClassifyTask(Task):
             for record, mine in zip(chunk, grouped, strict=True):
                 yield self.describe(record, text_column, pair_column, mine, info, threshold, windows and pairs is None)
 
+    def data_format(self, source) -> str:
+        return data_mod.table_format(source)
+
+    def gold_fields(self, info: RunInfo) -> list[str]:
+        return [info.get("label_column") or "label"]
+
     def check_record(self, record, tokenizer, info: RunInfo, options: PredictOptions, where: str, seen: dict) -> None:
         """The text (and the pair's second text) there, and text."""
         text_at(record, options.text_field(info), where)

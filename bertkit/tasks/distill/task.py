@@ -162,5 +162,11 @@ class DistillTask(Task):
     def check_record(self, record, tokenizer, info, options, where, seen):
         return _task_of(info).check_record(record, tokenizer, info, options, where, seen)
 
+    def gold_fields(self, info):
+        return _task_of(info).gold_fields(info)
+
+    def data_warnings(self, info):
+        return _task_of(info).data_warnings(info)
+
 
 TASK = DistillTask()

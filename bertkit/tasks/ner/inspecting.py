@@ -23,20 +23,17 @@ def view(split):
 
 
 def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
-    from bertkit.tasks.ner.reading import read_examples, words_and_tags
+    from bertkit.tasks import get_task
+    from bertkit.tasks.ner.reading import words_and_tags
     from bertkit.tasks.ner.tagging import tag_ids
 
     numbers: dict = {}
-    warnings: list[str] = []
-    raw = read_examples(cfg.data.train, cfg.ner, cfg.data.text_column, "train")
-    sequences = [r["tags"] for r in raw if "tags" in r]
-    if sequences:
-        scheme = tags.detect_scheme(sequences) if cfg.ner.scheme == "auto" else cfg.ner.scheme
-        repaired = sum(tags.to_iob2(seq, scheme).repaired for seq in sequences)
-        numbers["tag_scheme"] = scheme
-        numbers["tags_repaired"] = repaired
-        if repaired:
-            warnings.append(f"train: {repaired} tag(s) did not fit the {scheme} scheme and will be repaired")
+    # what reading the data found (`load`, as training reads it), not a second reading of the files
+    found = info.get("tag_scheme")
+    if found:
+        numbers["tag_scheme"] = found["scheme"]
+        numbers["tags_repaired"] = found["repaired"].get("train", 0)
+    warnings = get_task("ner").data_warnings(info)
     budget = info["max_length"] - tokenization.special_budget(tokenizer)
     windowed = unseen = 0
     for role, split in ds.items():

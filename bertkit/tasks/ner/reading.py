@@ -176,7 +176,29 @@ def scheme_of(sequences, role: str) -> str:
         raise BertkitError(f"{role} data: '{err}' is not a tag (expected O, B-X, I-X, E-X, S-X, ...)") from None
 
 
+def scheme_for(sequences, ner_scheme: str, recorded: str | None, role: str) -> str:
+    """The scheme to read a labelled file's tags in, for a model: `ner.scheme` when it was set,
+    else the scheme training found in its data (`recorded`, as the bundle's bertkit.json keeps
+    it) when the file's tags are all of it, else what the file's own tags say (a bundle from
+    before the scheme was recorded, or a file in another scheme: IOB2 data for a BIOES model)."""
+    if ner_scheme != "auto":
+        return ner_scheme
+    if recorded in tags.SCHEMES:
+        try:
+            prefixes = {tags.split_tag(tag)[0] for seq in sequences for tag in seq}
+        except ValueError as err:
+            raise BertkitError(f"{role} data: '{err}' is not a tag (expected O, B-X, I-X, E-X, S-X, ...)") from None
+        if prefixes <= tags.PREFIXES_OF[recorded]:
+            return recorded
+    return scheme_of(sequences, role)
+
+
+def repair_note(role: str, repaired: int, scheme: str) -> str:
+    return f"{role} data: {repaired} tag(s) did not fit the {scheme} scheme and were repaired"
+
+
 def normalise_scheme(split, scheme: str, role: str):
+    """`split` with its tags in IOB2, and how many tags were repaired to fit `scheme`."""
     repaired = 0
     fixed = []
     for seq in split["tags"]:
@@ -188,11 +210,15 @@ def normalise_scheme(split, scheme: str, role: str):
             ) from None
         repaired += result.repaired
         fixed.append(result.tags)
-    if repaired:
-        console.print(
-            f"[yellow]warning:[/yellow] {role} data: {repaired} tag(s) did not fit {scheme} and were repaired"
-        )
-    return split.remove_columns("tags").add_column("tags", fixed)
+    return split.remove_columns("tags").add_column("tags", fixed), repaired
+
+
+class NerSplits(dict):
+    """NER's splits as `load` gives them (tags in IOB2), with what reading them found:
+    `tag_scheme` is {"scheme", "detected", "repaired": {role: tags repaired}} when the training
+    data has tags (None for entity spans), kept by `setup` in the bundle's bertkit.json."""
+
+    tag_scheme: dict | None = None
 
 
 def words_and_tags(split, tokenizer, role: str) -> tuple[list[list[str]], list[list[str]]]:

@@ -13,6 +13,12 @@ from bertkit.errors import BertkitError
 
 SCHEMES = ("IOB1", "IOB2", "BIOES", "BILOU")
 _PREFIXES = {"B", "I", "E", "S", "L", "U"}
+PREFIXES_OF = {  # the prefixes (and O) each scheme writes
+    "IOB1": {"O", "B", "I"},
+    "IOB2": {"O", "B", "I"},
+    "BIOES": {"O", "B", "I", "E", "S"},
+    "BILOU": {"O", "B", "I", "L", "U"},
+}
 
 
 def split_tag(tag: str) -> tuple[str, str | None]:

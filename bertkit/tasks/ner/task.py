@@ -12,13 +12,17 @@ from bertkit.config import Config, DataSource
 from bertkit.data.records import Blank, blank, place_of, text_value
 from bertkit.errors import BertkitError, RecordError
 from bertkit.inference import chunks, empty_record
+from bertkit.progress import console
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
+    NerSplits,
     normalise_scheme,
     read_examples,
+    repair_note,
     require_entities,
+    scheme_for,
     scheme_of,
     tokens_field_of,
     tokens_value,
@@ -60,21 +64,40 @@ class NerTask(Task):
     # ------------------------------------------------------------ data
 
     def load(self, cfg: Config):
-        scheme = None if cfg.ner.scheme == "auto" else cfg.ner.scheme
+        """The splits, tags in IOB2: the scheme is `ner.scheme`, or the one the training file's tags
+        are in (detected as it is read, before a validation share is split off), and every split is
+        read in it; what was found goes with the splits (`NerSplits.tag_scheme`) into setup."""
+        given = None if cfg.ner.scheme == "auto" else cfg.ner.scheme
+        found: dict = {"scheme": None, "detected": given is None, "repaired": {}}
 
         def read(source: DataSource, role: str):
             import datasets
 
-            records = read_examples(source, cfg.ner, cfg.data.text_column, role)
-            return datasets.Dataset.from_list(records)
+            split = datasets.Dataset.from_list(read_examples(source, cfg.ner, cfg.data.text_column, role))
+            if "tags" not in split.column_names:
+                return split
+            if role == "train":
+                found["scheme"] = given or scheme_of(split["tags"], role)
+            split, found["repaired"][role] = normalise_scheme(split, found["scheme"] or given or "IOB2", role)
+            return split
 
-        splits = data_mod.load_splits(cfg, read)
-        if scheme is None and "tags" in splits["train"].column_names:
-            scheme = scheme_of(splits["train"]["tags"], "train")
-        for role, split in splits.items():
-            if "tags" in split.column_names:
-                splits[role] = normalise_scheme(split, scheme or "IOB2", role)
+        splits = NerSplits(data_mod.load_splits(cfg, read))
+        splits.tag_scheme = found if found["scheme"] else None
         return splits
+
+    def data_format(self, source) -> str:
+        from bertkit.tasks.ner.reading import ner_format
+
+        return ner_format(source)
+
+    def gold_fields(self, info: RunInfo) -> list[str]:
+        ner = info.get("ner") or {}
+        return [ner.get("tags_field") or "tags", ner.get("entities_field") or "entities"]
+
+    def data_warnings(self, info: RunInfo) -> list[str]:
+        """Tags of the data that did not fit its scheme (repaired to IOB2)."""
+        found = info.get("tag_scheme") or {}
+        return [repair_note(role, n, found["scheme"]) for role, n in (found.get("repaired") or {}).items() if n]
 
     def setup(self, ds, cfg: Config) -> dict:
         train = ds["train"]
@@ -88,9 +111,11 @@ class NerTask(Task):
             raise BertkitError(
                 "the training data has no entities at all: nothing to learn. Check ner.tag_column / the tags"
             )
+        found = getattr(ds, "tag_scheme", None)
         return {
             "task": self.name,
             "labels": tags.label_list(types),
+            **({"tag_scheme": found} if found else {}),
             "max_length": cfg.model.max_length,
             "stride": cfg.ner.stride,
             "label_all_subwords": cfg.ner.label_all_subwords,
@@ -204,8 +229,11 @@ class NerTask(Task):
         records = options.sampled(read_examples(source, ner, info.get("text_column") or "text", "evaluation"))
         split = datasets.Dataset.from_list(records)
         if "tags" in split.column_names:
-            scheme = scheme_of(split["tags"], data) if ner.scheme == "auto" else ner.scheme
-            split = normalise_scheme(split, scheme, data)
+            recorded = (info.get("tag_scheme") or {}).get("scheme")
+            scheme = scheme_for(split["tags"], ner.scheme, recorded, data)
+            split, repaired = normalise_scheme(split, scheme, data)
+            if repaired:
+                console.print(f"[yellow]warning:[/yellow] {repair_note(data, repaired, scheme)}")
         words, word_tags = words_and_tags(split, tokenizer, data)
         require_entities(word_tags, data)
         tag_ids(word_tags, info, data, split)  # every gold tag must be one the model knows
@@ -280,7 +308,8 @@ class NerTask(Task):
                 yield describe(record, sentence, where, found, text_column)
 
     def card_summary(self, info: dict) -> str:
-        return "IOB2 tags"
+        found = info.get("tag_scheme")
+        return f"IOB2 tags (trained on {found['scheme']} data, read as IOB2)" if found else "IOB2 tags"
 
 
 TASK = NerTask()

@@ -8,7 +8,7 @@ import numpy as np
 
 from bertkit import graphemes, metrics, tokenization
 from bertkit.errors import BertkitError
-from bertkit.inference import forward, softmax
+from bertkit.inference import forward
 from bertkit.progress import console
 
 NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
@@ -172,28 +172,41 @@ def extract_answers(features: dict, rows: list, contexts: list[str], qa: dict, v
                 span = clusters.snap(int(offsets[starts[i], 0]), int(offsets[ends[j], 1]))
                 if span[0] < span[1]:  # not white space alone
                     candidates[span] = max(candidates.get(span, -np.inf), float(scores[i, j]))
-        ranked = sorted(candidates.items(), key=lambda item: -item[1])[: max(n_best, keep)]
+        ranked = sorted(candidates.items(), key=lambda item: -item[1])
         results.append(_choose(ranked, null, context, qa, version_2, keep))
     return results
 
 
 def _choose(ranked: list, null: float, context: str, qa: dict, version_2: bool, keep: int) -> dict:
-    scores = np.array([s for _, s in ranked] + ([null] if version_2 and np.isfinite(null) else []))
-    probs = softmax(scores) if len(scores) else scores
+    """The answer among `ranked` (every candidate span, best first) and, with `keep`, up to `keep`
+    alternatives: the best other answers, each text once (at its best place) and never the answer
+    itself. Scores are probabilities among the `qa.n_best` best candidates and, for v2, the null
+    answer, whatever `keep` is: an answer's score does not depend on how many alternatives are
+    asked for, and an alternative's is on the same scale."""
+    top = [s for _, s in ranked[: qa["n_best"]]] + ([null] if version_2 and np.isfinite(null) else [])
+    scale = float(np.logaddexp.reduce(top)) if top else 0.0
     best_span, best_score = ranked[0] if ranked else ((None, None), -np.inf)
     difference = null - best_score if ranked and np.isfinite(null) else 1e9
     abstain = not ranked or (version_2 and difference > qa["null_score_diff_threshold"])
+    chosen = null if abstain and version_2 and np.isfinite(null) else best_score
     result = {
         "answer": "" if abstain else context[best_span[0] : best_span[1]],
-        "score": round(float(probs[-1] if abstain and version_2 and len(probs) else probs[0] if ranked else 0.0), 6),
+        "score": round(float(np.exp(chosen - scale)), 6) if top else 0.0,
         "start": None if abstain else best_span[0],
         "end": None if abstain else best_span[1],
         "best_answer": context[best_span[0] : best_span[1]] if ranked else "",
         "null_difference": float(difference),
     }
     if keep:
-        result["alternatives"] = [
-            {"answer": context[s:e], "score": round(float(p), 6), "start": s, "end": e}
-            for ((s, e), _), p in zip(ranked[:keep], probs, strict=False)
-        ]
+        said = {result["answer"]}
+        alternatives = []
+        for (s, e), score in ranked:
+            if len(alternatives) == keep:
+                break
+            if context[s:e] not in said:
+                said.add(context[s:e])
+                alternatives.append(
+                    {"answer": context[s:e], "score": round(float(np.exp(score - scale)), 6), "start": s, "end": e}
+                )
+        result["alternatives"] = alternatives
     return result
