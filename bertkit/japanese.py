@@ -14,8 +14,7 @@ import functools
 import unicodedata
 
 from bertkit.errors import BertkitError
-
-INSTALL = "pip install fugashi unidic-lite  (the bertkit[ja] extra)"
+from bertkit.extras import install_command
 
 
 def is_japanese(tokenizer) -> bool:
@@ -54,12 +53,12 @@ def explain_load_error(name: str, err: BaseException) -> BertkitError | None:
         why = details[-1] if details else text.splitlines()[0]
         return BertkitError(
             f"the tokenizer of {name} could not start MeCab ({why}). Check its mecab_kwargs (mecab_dic, "
-            f"mecab_option) in tokenizer_config.json, or reinstall the dictionary: {INSTALL}"
+            f"mecab_option) in tokenizer_config.json, or reinstall the dictionary: {install_command('ja')}"
         )
     if isinstance(err, ImportError) or any(k in text for k in ("fugashi", "unidic", "ipadic")):
         return BertkitError(
             f"the tokenizer of {name} cuts words with MeCab, which is not installed ({text}). "
-            f"Install it with: {INSTALL}"
+            f"Install it with: {install_command('ja')}"
         )
     return None
 
@@ -71,11 +70,13 @@ def mecab():
         import fugashi
         import unidic_lite
     except ImportError as err:
-        raise BertkitError(f"Japanese text needs MeCab ({err}). Install it with: {INSTALL}") from None
+        raise BertkitError(f"Japanese text needs MeCab ({err}). Install it with: {install_command('ja')}") from None
     try:
         return fugashi.GenericTagger(f'-d "{unidic_lite.DICDIR}" -r "{unidic_lite.DICDIR}/mecabrc"')
     except RuntimeError as err:
-        raise BertkitError(f"MeCab could not start with unidic-lite: {err}. Reinstall it: {INSTALL}") from None
+        raise BertkitError(
+            f"MeCab could not start with unidic-lite: {err}. Reinstall it: {install_command('ja')}"
+        ) from None
 
 
 def split_words(text: str) -> list[str]:

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from bertkit.errors import BertkitError
+from bertkit.extras import install_command
 
 ONNX_FILE = "model.onnx"
 TORCH_WEIGHTS = (
@@ -26,7 +27,6 @@ TORCH_WEIGHTS = (
     "pytorch_model.bin.index.json",
 )
 RUNTIMES = ("auto", "torch", "onnx")
-INSTALL = "pip install 'bertkit[onnx]'"
 # config.json keys of families that name the standard sizes otherwise (DistilBERT's `dim`, ...):
 # the tasks read `hidden_size` (an empty text's vector), as a torch model's config gives it
 CONFIG_ALIASES = {"hidden_size": ("dim", "d_model", "n_embd")}
@@ -39,7 +39,7 @@ def need_onnx(job: str, module: str = "onnxruntime"):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise BertkitError(f"{job} needs {module}, which is not installed: {INSTALL}") from None
+        raise BertkitError(f"{job} needs {module}, which is not installed: {install_command('onnx')}") from None
 
 
 def holds_onnx(path: Path) -> bool:

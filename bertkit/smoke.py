@@ -307,10 +307,10 @@ def _export(load, config: Path, folder: Path, state: dict) -> str:
     """`bertkit export --format onnx` of the bundle, with its own check against PyTorch."""
     from importlib.util import find_spec
 
-    from bertkit.onnx_runtime import INSTALL
+    from bertkit.extras import install_command
 
     if find_spec("onnxruntime") is None or find_spec("onnx") is None:
-        raise Skipped(f"the onnx extra is not installed ({INSTALL})")
+        raise Skipped(f"the onnx extra is not installed ({install_command('onnx')})")
     from bertkit.exporting.onnx import export_bundle
 
     _, record = export_bundle(str(state["bundle"]), output=str(folder / "onnx"))

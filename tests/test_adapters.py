@@ -173,7 +173,7 @@ def test_without_peft_the_error_says_what_to_install(monkeypatch):
     from bertkit.adapters import require_peft
 
     monkeypatch.setitem(sys.modules, "peft", None)
-    with pytest.raises(BertkitError, match=r"pip install 'bertkit\[adapters\]'"):
+    with pytest.raises(BertkitError, match=r"pip install -e '\.\[adapters\]'"):
         require_peft()
 
 

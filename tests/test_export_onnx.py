@@ -299,7 +299,7 @@ def test_a_missing_extra_names_the_install_command(monkeypatch, tmp_path, cli):
 
     monkeypatch.setattr(importlib, "import_module", without_onnx)
     code, _, err = cli("export", "-m", tmp_path, "-o", tmp_path / "out")
-    assert code == 2 and "pip install 'bertkit[onnx]'" in err
+    assert code == 2 and "pip install -e '.[onnx]'" in err and "'onnxruntime>=" in err
 
 
 OPTIMUM_PYTHON = os.environ.get("BERTKIT_OPTIMUM_PYTHON")

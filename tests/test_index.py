@@ -199,9 +199,9 @@ def test_missing_extra_names_the_install(monkeypatch, tmp_path, tiny_model, cli)
     monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss fails as if not installed
     corpus = write_lines(tmp_path / "c.txt", ["the film"])
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "idx")
-    assert code == 2 and "pip install 'bertkit[index]'" in err and not (tmp_path / "idx").exists()
+    assert code == 2 and "pip install -e '.[index]'" in err and "faiss-cpu" in err and not (tmp_path / "idx").exists()
     code, _, err = cli("search", "--index", tmp_path / "idx", "-q", "film")
-    assert code == 2 and "pip install 'bertkit[index]'" in err
+    assert code == 2 and "pip install -e '.[index]'" in err and "faiss-cpu" in err
 
 
 # ---------------------------------------------------------------- build, search, add

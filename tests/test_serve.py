@@ -250,7 +250,7 @@ def test_a_busy_port_is_refused_before_the_model_loads(cli, tmp_path):
 def test_a_missing_extra_names_the_pip_install(cli, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # import fails
     code, out, err = cli("serve", "--model", tmp_path, "--port", "0")
-    assert code == 2 and "pip install 'bertkit[serve]'" in out + err
+    assert code == 2 and "pip install -e '.[serve]'" in out + err
 
 
 def _free_port() -> int:

@@ -9,8 +9,7 @@ import contextlib
 import warnings
 
 from bertkit.errors import BertkitError
-
-INSTALL = "pip install 'bertkit[adapters]'"
+from bertkit.extras import install_command
 
 
 def require_peft():
@@ -18,7 +17,7 @@ def require_peft():
     try:
         import peft
     except ImportError:
-        raise BertkitError(f"LoRA adapters need peft, which is not installed: {INSTALL}") from None
+        raise BertkitError(f"LoRA adapters need peft, which is not installed: {install_command('adapters')}") from None
     return peft
 
 

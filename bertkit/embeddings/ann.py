@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bertkit.errors import BertkitError
+from bertkit.extras import install_command
 
 FILE = "vectors.faiss"
-INSTALL = "pip install 'bertkit[index]'"
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `bertkit --help` reads Params without it
     import numpy as np
@@ -134,7 +134,7 @@ def require():
     try:
         import faiss
     except ImportError:
-        raise BertkitError(f"indexes need FAISS, which is not installed: {INSTALL}") from None
+        raise BertkitError(f"indexes need FAISS, which is not installed: {install_command('index')}") from None
     return faiss
 
 

@@ -9,6 +9,7 @@ import socket
 from contextlib import contextmanager, suppress
 
 from bertkit.errors import BertkitError
+from bertkit.extras import install_command
 
 
 def require_serving() -> None:
@@ -21,7 +22,7 @@ def require_serving() -> None:
             missing.append(module)
     if missing:
         raise BertkitError(
-            f"bertkit serve needs {' and '.join(missing)}, which are not installed: pip install 'bertkit[serve]'"
+            f"bertkit serve needs {' and '.join(missing)}, which are not installed: {install_command('serve')}"
         )
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 
 from bertkit.errors import BertkitError
+from bertkit.extras import install_command
 
 
 def require_optuna():
     try:
         import optuna
     except ImportError:
-        raise BertkitError("bertkit tune needs Optuna, which is not installed: pip install 'bertkit[tune]'") from None
+        raise BertkitError(f"bertkit tune needs Optuna, which is not installed: {install_command('tune')}") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # bertkit prints one line per trial itself
     return optuna
 
