@@ -14,7 +14,8 @@ predict on predict.txt). Medians over the seeds are printed and saved; ratios of
 
 Usage: python bench/demo_quality.py [--runs demo,old] [--seeds 42,43,44] [--set key=value ...]
        (--set applies to `demo` only: to try a recipe). Writes bench/results/demo_quality.json
-       (--save NAME: bench/results/NAME.json).
+       (--save NAME: bench/results/NAME.json; --threads N: N torch threads per training, for
+       recipe searches on a shared machine; the times of such runs are not the demo's).
 """
 
 from __future__ import annotations
@@ -95,13 +96,16 @@ def quality(records: list[dict], gold: list[dict]) -> dict:
     return row
 
 
-def run(name: str, seed: int, sets: list[str]) -> dict:
+def run(name: str, seed: int, sets: list[str], threads: int | None, where: str) -> dict:
+    """One training and its scores; the bundle goes to outputs/bench-WHERE-NAME-SEED."""
     config, predict_txt = "configs/demo.yaml", REVIEWS / "predict.txt"
     if name == "old":
         folder = ROOT / "outputs" / "bench-demo-old-data"
         config, predict_txt, sets = str(old_demo(folder)), folder / "predict.txt", []
-    info, train_wall = train_bundle("classify", config, f"demo-{name}-{seed}", [*sets, f"train.seed={seed}"])
-    model = ROOT / "outputs" / f"bench-demo-{name}-{seed}"
+    info, train_wall = train_bundle(
+        "classify", config, f"{where}-{name}-{seed}", [*sets, f"train.seed={seed}"], threads
+    )
+    model = ROOT / "outputs" / f"bench-{where}-{name}-{seed}"
     shown, predict_wall = predict(model, predict_txt)
     with open(REVIEWS / "test.csv", newline="", encoding="utf-8") as f:
         gold = list(csv.DictReader(f))
@@ -133,10 +137,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--runs", default="demo,old")
     parser.add_argument("--seeds", default="42,43,44")
     parser.add_argument("--set", action="append", default=[], dest="sets")
+    parser.add_argument("--threads", type=int, help="torch threads of each training (default: all cores)")
     parser.add_argument("--save", default="demo_quality", help="name of the results file in bench/results")
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    rows = [run(name, int(seed), args.sets) for seed in args.seeds.split(",") for name in args.runs.split(",")]
+    rows = [
+        run(name, int(seed), args.sets, args.threads, args.save)
+        for seed in args.seeds.split(",")
+        for name in args.runs.split(",")
+    ]
     summary = [medians([r for r in rows if r["run"] == name]) for name in args.runs.split(",")]
     if len(summary) > 1 and summary[-1]["run"] == "old":
         for row in summary:
