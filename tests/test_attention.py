@@ -22,7 +22,7 @@ def weights_of(cli, model, *args):
 
 def test_json_holds_every_layer_and_head_and_rows_sum_to_one(cli, tiny_model):
     tokens, weights = weights_of(cli, tiny_model, "-t", TEXT)
-    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "##ble" in tokens
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and any(t.startswith("##") for t in tokens)
     assert weights.shape == (2, 2, len(tokens), len(tokens))  # the tiny BERT: 2 layers, 2 heads
     assert np.allclose(weights.sum(axis=-1), 1, atol=1e-4)
 
@@ -32,7 +32,11 @@ def test_words_merge_pieces_and_keep_rows_summing_to_one(cli, tiny_model):
     words, by_word = weights_of(cli, tiny_model, "-t", TEXT, "--words")
     assert words == ["[CLS]", "a", "great", "film", "about", "unbelievable", "things", "[SEP]"]
     assert np.allclose(by_word.sum(axis=-1), 1, atol=1e-4)
-    group = list(range(pieces.index("u"), pieces.index("th")))  # "unbelievable"'s pieces
+    # "unbelievable"'s pieces: from the one after "about" up to the next that starts a word (the
+    # tiny tokenizer's pieces depend on the texts it was trained on, examples/reviews among them)
+    start = pieces.index("about") + 1
+    group = list(range(start, next(i for i in range(start + 1, len(pieces)) if not pieces[i].startswith("##"))))
+    assert len(group) > 1
     # what [CLS] takes from the word is the sum over its pieces
     assert np.allclose(by_word[:, :, 0, 5], by_piece[:, :, 0, group].sum(axis=-1), atol=1e-5)
 
