@@ -89,6 +89,12 @@ def test_contrastive_refuses_pairs_of_texts_and_regression():
         setup(["0.5", "1.5"], **{"classify.strategy": "contrastive"})
 
 
+def test_loss_settings_belong_to_fine_tuning():
+    assert setup(["a", "b"] * 4, **{"classify.class_weights": "balanced"})["strategy"] == "finetune"
+    with pytest.raises(BertkitError, match="classify.loss: focal"):
+        setup(["a", "b"] * 4, **{"classify.strategy": "contrastive", "classify.loss": "focal"})
+
+
 def test_multi_label_counts_each_label_of_an_example():
     info = setup(["a,b", "a", "b"] * 3, **{"data.label_separator": ",", "classify.few_shot_examples": 6})
     assert info["problem_type"] == "multi_label" and info["strategy"] == "contrastive"  # 12 labels / 2 = 6

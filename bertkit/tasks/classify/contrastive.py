@@ -67,8 +67,9 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
     rows = feature_rows({k: split[k] for k in split.column_names if k != "labels"})
     layer = head_layer(model, len(info["labels"]))
     started = time.perf_counter()
-    steps = tune(model, tokenizer, rows, pairs, layer, settings, log_history)
+    losses = tune(model, tokenizer, rows, pairs, layer, settings, log_history)
     tuned = time.perf_counter() - started
+    tenth = max(1, len(losses) // 10)
     vectors = encode(model, tokenizer, rows, layer, settings.batch_size)
     fit_head(layer, vectors, split["labels"], len(info["labels"]), multi, settings.head_c, settings.seed)
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
@@ -76,17 +77,20 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
         "strategy": "contrastive",
         "pairs": len(pairs),
         "pair_rounds": settings.pair_rounds,
-        "steps": steps,
+        "steps": len(losses),
         "learning_rate": settings.learning_rate,
+        # the pair loss over the first and the last tenth of the steps: did the tuning move the vectors
+        "pair_loss_first": round(float(np.mean(losses[:tenth])), 4),
+        "pair_loss_last": round(float(np.mean(losses[-tenth:])), 4),
         "tune_seconds": round(tuned, 1),
         "head": "logistic regression" + (", one-vs-rest" if multi else ""),
     }
 
 
-def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_history: list) -> int:
+def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_history: list) -> list[float]:
     """One pass over the pairs in shuffled batches: the cosine of each pair's two vectors pulled
     towards its target (1 or 0) by mean squared error, AdamW with a linear warm-up (a tenth) and
-    decay. Returns the number of steps."""
+    decay. Returns the loss of each step."""
     import torch
 
     from bertkit.tasks.embed.losses import pair_loss
@@ -103,6 +107,7 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     model.train()
+    losses = []
     for step, batch in enumerate(batches):
         first = [rows[pairs[k][0]] for k in batch]
         second = [rows[pairs[k][1]] for k in batch]
@@ -120,10 +125,11 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
         if (step + 1) % 10 == 0 or step + 1 == len(batches):
-            log_history.append({"step": step + 1, "loss": round(float(loss.detach()), 6), "contrastive": True})
+            log_history.append({"step": step + 1, "loss": round(losses[-1], 6), "contrastive": True})
     model.eval()
-    return len(batches)
+    return losses
 
 
 def encode(model, tokenizer, rows: list[dict], layer, batch_size: int) -> np.ndarray:

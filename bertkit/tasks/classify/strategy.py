@@ -33,6 +33,8 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
     counted over examples, an example once for each of its labels)."""
     asked, c = cfg.classify.strategy, cfg.classify
     pairs = bool(cfg.data.text_pair_column)
+    weighted = "classify.class_weights" if c.class_weights is not None else None
+    weighted = weighted or ("classify.loss: focal" if c.loss != "cross_entropy" else None)
     if asked == CONTRASTIVE:
         if pairs:
             raise BertkitError(
@@ -45,11 +47,18 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
                 "classify.strategy: contrastive makes its pairs from labels, and the data is a regression (number "
                 "labels). Set classify.strategy: finetune, or classify.problem_type: single_label"
             )
+        if weighted:
+            raise BertkitError(
+                f"classify.strategy: contrastive fits its head by logistic regression, so {weighted} (a fine-tuning "
+                "loss setting) would be ignored. Remove it, or set classify.strategy: finetune"
+            )
         return CONTRASTIVE, "asked for"
     if asked == FINETUNE:
         return FINETUNE, "asked for"
     if pairs:
         return FINETUNE, "auto: pairs of texts are fine-tuned"
+    if weighted:
+        return FINETUNE, f"auto: {weighted} is a fine-tuning loss setting"
     if problem == REGRESSION:
         return FINETUNE, "auto: regression is fine-tuned"
     per_label, limit = label_count / max(n_labels, 1), c.few_shot_examples
