@@ -98,3 +98,38 @@ def test_loss_settings_belong_to_fine_tuning():
 def test_multi_label_counts_each_label_of_an_example():
     info = setup(["a,b", "a", "b"] * 3, **{"data.label_separator": ",", "classify.few_shot_examples": 6})
     assert info["problem_type"] == "multi_label" and info["strategy"] == "contrastive"  # 12 labels / 2 = 6
+
+
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_the_fitted_head_gives_softmax_logits_that_classify(n_labels):
+    import numpy as np
+    import torch
+
+    from bertkit.tasks.classify.contrastive import fit_head
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(n_labels, 8)) * 3
+    labels = [i % n_labels for i in range(60)]
+    vectors = centres[labels] + rng.normal(size=(60, 8)) * 0.3
+    layer = torch.nn.Linear(8, n_labels)
+    fit_head(layer, vectors, labels, n_labels, multi=False, c=1.0, seed=0)
+    with torch.no_grad():
+        predicted = layer(torch.as_tensor(vectors, dtype=torch.float32)).argmax(-1).tolist()
+    assert predicted == labels
+
+
+def test_the_multi_label_head_is_one_logistic_a_label():
+    import numpy as np
+    import torch
+
+    from bertkit.tasks.classify.contrastive import FAR, fit_head
+
+    rng = np.random.default_rng(1)
+    rows = [[1, 0, 0], [0, 1, 0], [1, 1, 0]] * 20  # the third label is never on
+    vectors = np.asarray(rows, dtype=float)[:, :2] * 4 - 2 + rng.normal(size=(60, 2)) * 0.3
+    layer = torch.nn.Linear(2, 3)
+    fit_head(layer, vectors, rows, 3, multi=True, c=1.0, seed=0)
+    with torch.no_grad():
+        on = torch.sigmoid(layer(torch.as_tensor(vectors, dtype=torch.float32))) > 0.5
+    assert on.int().tolist() == rows
+    assert layer.bias[2].item() == -FAR and not layer.weight[2].any()
