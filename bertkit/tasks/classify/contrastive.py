@@ -53,7 +53,7 @@ def head_inputs(layer, kept: list):
 def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dict:
     """Tune `model` on pairs of `split`'s examples, then fit its head; returns what was done (for
     bertkit.json). `split`: the prepared training features (input ids and encoded labels);
-    `settings`: batch_size, learning_rate, pair_rounds, seed, head_c."""
+    `settings`: strategy.ContrastiveSettings."""
     import torch
 
     multi = info["problem_type"] == MULTI
@@ -88,9 +88,9 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
 
 
 def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_history: list) -> list[float]:
-    """One pass over the pairs in shuffled batches: the cosine of each pair's two vectors pulled
-    towards its target (1 or 0) by mean squared error, AdamW with a linear warm-up (a tenth) and
-    decay. Returns the loss of each step."""
+    """One pass over the pairs in shuffled batches (at most train.max_steps): the cosine of each
+    pair's two vectors pulled towards its target (1 or 0) by mean squared error, AdamW with a
+    linear warm-up (a tenth) and decay. Returns the loss of each step."""
     import torch
 
     from bertkit.tasks.embed.losses import pair_loss
@@ -99,6 +99,7 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
     generator = torch.Generator().manual_seed(settings.seed)
     order = torch.randperm(len(pairs), generator=generator).tolist()
     batches = [order[i : i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
+    batches = batches[: settings.max_steps] if settings.max_steps else batches
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.0)
     warmup = max(1, math.ceil(0.1 * len(batches)))
 

@@ -20,12 +20,13 @@ class ContrastiveSettings:
     learning_rate: float
     pair_rounds: int
     seed: int
+    max_steps: int | None = None  # train.max_steps: the pass over the pairs stops there (smoke runs)
     head_c: float = 1.0  # the logistic regression's inverse regularisation (scikit-learn's default)
 
     @classmethod
     def of(cls, cfg) -> ContrastiveSettings:
-        c = cfg.classify
-        return cls(cfg.train.batch_size, c.contrastive_learning_rate, c.pair_rounds, cfg.train.seed)
+        c, t = cfg.classify, cfg.train
+        return cls(t.batch_size, c.contrastive_learning_rate, c.pair_rounds, t.seed, t.max_steps)
 
 
 def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str]:
