@@ -21,6 +21,9 @@ LossName = Literal["cross_entropy", "focal"]
 # better than weights; DEFAULT_GAMMA (2.0) is the focal-loss paper's, see bertkit/losses.py
 LOSS_HELP = "cross_entropy, or focal: down-weighs the examples the model already gets right (with focal_gamma)"
 GAMMA_HELP = "loss: focal: the focusing exponent (0 = cross-entropy); 2 as in the focal-loss paper"
+# classify.strategy auto: the contrastive route up to this many examples per label, plain fine-tuning
+# above (bench/fewshot_quality.py, docs/benchmarks.md "Few-shot classification")
+FEW_SHOT_EXAMPLES = 64
 
 
 
@@ -52,6 +55,21 @@ class ClassifyConfig(Section):
     loss: LossName = loss_field()
     focal_gamma: float = gamma_field()
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
+    strategy: Literal["auto", "finetune", "contrastive"] = Field(
+        "auto",
+        description="finetune: train the whole model on the labels; contrastive (few-shot, SetFit's method): tune "
+        "the encoder on pairs made from the labels, then fit the head on its vectors; auto: contrastive when the "
+        "training data has few_shot_examples or fewer examples per label (single texts only), else finetune",
+    )
+    few_shot_examples: int = Field(
+        FEW_SHOT_EXAMPLES, ge=0, description="strategy auto: most examples per label for the contrastive route"
+    )
+    pair_rounds: int = Field(
+        20, ge=1, description="strategy contrastive: rounds of pairs; a round pairs each example with one of each kind"
+    )
+    contrastive_learning_rate: float = Field(
+        2.0e-5, gt=0, description="strategy contrastive: learning rate of the encoder's tuning on pairs (one pass)"
+    )
 
 
 class NerConfig(Section):

@@ -119,6 +119,12 @@ class Task:
         loss computed as a micro-batch mean."""
         return None
 
+    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: RunConfig, log_history: list) -> dict | None:
+        """Train `model` without the Trainer, or None to let the Trainer train it (every task's
+        default; classify's contrastive route trains its own way). Returns what bertkit.json
+        records of the training; `log_history` takes the losses the training curves plot."""
+        return None
+
     def compare(self, before: dict, after: dict) -> dict:
         """Headline numbers from the scores before and after training (when
         `scores_before_training`); they lead metrics.json and the model card."""

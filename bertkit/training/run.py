@@ -145,7 +145,10 @@ def _run(
     mark_run_dir(work)
     started = time.perf_counter()
     try:
-        result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        # a task may train its own way (classify's contrastive route); the Trainer then only scores
+        own = task.fit(trainer.model, tokenizer, features, info, cfg, trainer.state.log_history)
+        if own is None:
+            result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except BaseException as err:
         discard_if_empty(work)
         from bertkit.checkpoints import last_complete
@@ -175,13 +178,15 @@ def _run(
     if trainer.is_world_process_zero():
         stats = {
             "train_seconds": round(train_seconds, 1),
-            "train_samples_per_second": result.metrics.get("train_samples_per_second"),
-            "train_steps": trainer.state.global_step,
+            "train_samples_per_second": None if own else result.metrics.get("train_samples_per_second"),
+            "train_steps": own["steps"] if own else trainer.state.global_step,
             "train_examples": _count(features["train"]),
             "precision": precision,
         }
-        if rates:
+        if rates and not own:
             stats["learning_rate"] = rates
+        if own:
+            stats[own["strategy"]] = own
         if getattr(loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
             stats["loss"] = loss.settings
         write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)

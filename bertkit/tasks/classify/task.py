@@ -15,6 +15,7 @@ from bertkit.errors import BertkitError
 from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
 from bertkit.run_info import RunInfo
 from bertkit.tasks.base import Task
+from bertkit.tasks.classify import strategy
 from bertkit.tasks.classify.encoding import (
     encode_columns,
     encode_texts,
@@ -104,6 +105,10 @@ class ClassifyTask(Task):
             labels = ordered_labels(flat, flat_places, cfg.data.label_column)
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
             raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
+        counted = sum(map(len, split_multi(values, cfg.data.label_separator))) if problem == MULTI else len(values)
+        route, why = strategy.choose(cfg, problem, len(labels), counted)
+        if why != "asked for" or route == strategy.CONTRASTIVE:
+            strategy.say(route, why)
         return {
             "task": self.name,
             "problem_type": problem,
@@ -118,6 +123,7 @@ class ClassifyTask(Task):
             "text_pair_column": cfg.data.text_pair_column,
             "label_column": cfg.data.label_column,
             "label_separator": cfg.data.label_separator,
+            "strategy": route,
         }
 
     def prepare(self, ds, tokenizer, info: dict):
@@ -175,6 +181,15 @@ class ClassifyTask(Task):
         return models.load_weights(
             AutoModelForSequenceClassification, source, cfg, ignore_mismatched_sizes=True, **kwargs
         )
+
+    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: Config, log_history: list) -> dict | None:
+        """The contrastive route (strategy.py, contrastive.py); None: the Trainer fine-tunes."""
+        if info.get("strategy") != strategy.CONTRASTIVE:
+            return None
+        from bertkit.tasks.classify import contrastive
+
+        settings = strategy.ContrastiveSettings.of(cfg)
+        return contrastive.fit(model, tokenizer, features["train"], info, settings, log_history)
 
     def best_metric(self, info: dict) -> str:
         return BEST_METRIC[info["problem_type"]]

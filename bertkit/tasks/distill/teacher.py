@@ -65,6 +65,7 @@ def task_config(cfg, info: dict):
                 "teacher's problem: leave the key out"
             )
         raw["classify"]["problem_type"] = info["problem_type"]
+        raw["classify"]["strategy"] = "finetune"  # a student learns its teacher's outputs through the Trainer
     check_given_labels(cfg.data.labels, info)
     if info["task"] == "ner" or info.get("problem_type") != "regression":
         raw["data"]["labels"] = list(info["labels"])  # the teacher's outputs, in its order

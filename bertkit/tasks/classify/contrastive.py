@@ -1,0 +1,201 @@
+"""The contrastive route of few-shot classification (SetFit's method, written for bertkit): tune the
+encoder so that examples sharing a label have close vectors (cosine-similarity loss over pairs made
+from the labels, bertkit/tasks/embed/losses.py), then fit the classification head on the tuned
+vectors by logistic regression, one-vs-rest for multi-label.
+
+The vector is the one the model's own sequence-classification head reads: the input of its last
+linear layer (BERT's pooler output, RoBERTa's and ELECTRA's dense layer over [CLS], DistilBERT's
+pre-classifier, ...). Tuning that vector, rather than a mean of the tokens, keeps the pooling the
+same at training and at predict time, so the result is an ordinary
+`AutoModelForSequenceClassification` bundle that predict, evaluate, explain, compare, export and
+serve read as they read any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+
+import numpy as np
+
+from bertkit.errors import BertkitError
+from bertkit.tasks.classify.encoding import encode_texts, feature_rows
+from bertkit.tasks.classify.label_pairs import label_sets, make_pairs
+from bertkit.tasks.classify.labels import MULTI
+
+FAR = 10.0  # the logit given to a label the training data never shows on (or always shows on)
+
+
+def head_layer(model, n_labels: int):
+    """The last linear layer of the model's classification head (the one giving the logits)."""
+    import torch
+
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    if not linears or linears[-1].out_features != n_labels:
+        raise BertkitError(
+            f"classify.strategy: contrastive: cannot find the classification head of {type(model).__name__} "
+            "(its last linear layer does not give one logit per label); use classify.strategy: finetune"
+        )
+    return linears[-1]
+
+
+@contextlib.contextmanager
+def head_inputs(layer, kept: list):
+    """While open, every forward pass appends what `layer` reads to `kept`."""
+    handle = layer.register_forward_pre_hook(lambda module, args: kept.append(args[0]))
+    try:
+        yield kept
+    finally:
+        handle.remove()
+
+
+def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dict:
+    """Tune `model` on pairs of `split`'s examples, then fit its head; returns what was done (for
+    bertkit.json). `split`: the prepared training features (input ids and encoded labels);
+    `settings`: strategy.ContrastiveSettings."""
+    import torch
+
+    multi = info["problem_type"] == MULTI
+    sets = label_sets(split["labels"], multi)
+    pairs = make_pairs(sets, settings.pair_rounds, settings.seed)
+    if not pairs:
+        raise BertkitError(
+            "classify.strategy: contrastive needs two examples of a label and one without it to make pairs; "
+            "the training data has none. Add examples, or use classify.strategy: finetune"
+        )
+    rows = feature_rows({k: split[k] for k in split.column_names if k != "labels"})
+    layer = head_layer(model, len(info["labels"]))
+    started = time.perf_counter()
+    losses = tune(model, tokenizer, rows, pairs, layer, settings, log_history)
+    tuned = time.perf_counter() - started
+    tenth = max(1, len(losses) // 10)
+    vectors = encode(model, tokenizer, rows, layer, settings.batch_size)
+    fit_head(layer, vectors, split["labels"], len(info["labels"]), multi, settings.head_c, settings.seed)
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return {
+        "strategy": "contrastive",
+        "pairs": len(pairs),
+        "pair_rounds": settings.pair_rounds,
+        "steps": len(losses),
+        "learning_rate": settings.learning_rate,
+        # the pair loss over the first and the last tenth of the steps: did the tuning move the vectors
+        "pair_loss_first": round(float(np.mean(losses[:tenth])), 4),
+        "pair_loss_last": round(float(np.mean(losses[-tenth:])), 4),
+        "tune_seconds": round(tuned, 1),
+        "head": "logistic regression" + (", one-vs-rest" if multi else ""),
+    }
+
+
+def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_history: list) -> list[float]:
+    """One pass over the pairs in shuffled batches (at most train.max_steps): the cosine of each
+    pair's two vectors pulled towards its target (1 or 0) by mean squared error, AdamW with a
+    linear warm-up (a tenth) and decay. Returns the loss of each step."""
+    import torch
+
+    from bertkit.tasks.embed.losses import pair_loss
+
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(settings.seed)
+    order = torch.randperm(len(pairs), generator=generator).tolist()
+    batches = [order[i : i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
+    batches = batches[: settings.max_steps] if settings.max_steps else batches
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.0)
+    warmup = max(1, math.ceil(0.1 * len(batches)))
+
+    def rate(step: int) -> float:
+        return (step + 1) / warmup if step < warmup else max(0.0, (len(batches) - step) / (len(batches) - warmup + 1))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    model.train()
+    losses = []
+    for step, batch in enumerate(batches):
+        first = [rows[pairs[k][0]] for k in batch]
+        second = [rows[pairs[k][1]] for k in batch]
+        targets = torch.tensor([pairs[k][2] for k in batch], device=device)
+        with head_inputs(layer, []) as kept:
+            model(**_padded(tokenizer, first + second, device))
+        vectors = kept[0]
+        loss = pair_loss("cosine", vectors[: len(batch)], vectors[len(batch) :], targets, None, 1.0)
+        if not torch.isfinite(loss):
+            raise BertkitError(
+                f"classify.strategy: contrastive: the pair loss stopped being finite at step {step + 1}; "
+                "lower classify.contrastive_learning_rate"
+            )
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+        if (step + 1) % 10 == 0 or step + 1 == len(batches):
+            log_history.append({"step": step + 1, "loss": round(losses[-1], 6), "contrastive": True})
+    model.eval()
+    return losses
+
+
+def encode(model, tokenizer, rows: list[dict], layer, batch_size: int) -> np.ndarray:
+    """The head's input vector for each row, the model in eval mode (no dropout)."""
+    import torch
+
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(rows), batch_size):
+            with head_inputs(layer, []) as kept:
+                model(**_padded(tokenizer, rows[i : i + batch_size], device))
+            out.append(kept[0].float().cpu().numpy())
+    return np.concatenate(out)
+
+
+def vectors_of(model, tokenizer, split, info: dict, batch_size: int = 32) -> np.ndarray:
+    """The head's input vectors of a raw split's texts (for benchmarks and tests)."""
+    rows = feature_rows(encode_texts(tokenizer, split, info))
+    return encode(model, tokenizer, rows, head_layer(model, len(info["labels"])), batch_size)
+
+
+def fit_head(layer, vectors: np.ndarray, labels: list, n_labels: int, multi: bool, c: float, seed: int) -> None:
+    """Logistic regression on the vectors, written into the head's last layer: softmax over the
+    labels for single-label (two labels: one logistic, split as ±z/2 so softmax gives it back), one
+    logistic per label for multi-label (the model's sigmoid reads it as it is)."""
+    import torch
+
+    weight = np.zeros((n_labels, vectors.shape[1]))
+    bias = np.zeros(n_labels)
+    if multi:
+        matrix = np.asarray(labels, dtype=float).reshape(len(vectors), n_labels)
+        for k in range(n_labels):
+            weight[k], bias[k] = _logistic(vectors, matrix[:, k].astype(int), c, seed)
+    else:
+        targets = np.asarray(labels, dtype=int)
+        present = np.unique(targets)
+        bias[:] = -FAR
+        if len(present) == 2:
+            w, b = _logistic(vectors, (targets == present[1]).astype(int), c, seed)
+            weight[present[0]], bias[present[0]] = -w / 2, -b / 2
+            weight[present[1]], bias[present[1]] = w / 2, b / 2
+        else:
+            from sklearn.linear_model import LogisticRegression
+
+            model = LogisticRegression(C=c, max_iter=1000, random_state=seed).fit(vectors, targets)
+            weight[model.classes_], bias[model.classes_] = model.coef_, model.intercept_
+    with torch.no_grad():
+        layer.weight.copy_(torch.as_tensor(weight, dtype=layer.weight.dtype))
+        if layer.bias is not None:
+            layer.bias.copy_(torch.as_tensor(bias, dtype=layer.bias.dtype))
+
+
+def _logistic(vectors: np.ndarray, on: np.ndarray, c: float, seed: int) -> tuple[np.ndarray, float]:
+    """Weights and bias of one logistic regression; a label always off (or on) gets a bias far below
+    (or above) zero and no weights."""
+    if on.min() == on.max():
+        return np.zeros(vectors.shape[1]), FAR if on[0] else -FAR
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=c, max_iter=1000, random_state=seed).fit(vectors, on)
+    return model.coef_[0], float(model.intercept_[0])
+
+
+def _padded(tokenizer, rows: list[dict], device) -> dict:
+    batch = tokenizer.pad(rows, return_tensors="pt")
+    return {k: v.to(device) for k, v in batch.items()}

@@ -1,0 +1,77 @@
+"""`classify.strategy`: which route a classify run takes, plain fine-tuning or the contrastive
+few-shot route (bertkit/tasks/classify/contrastive.py), decided once from the training data and
+recorded in bertkit.json (`strategy`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bertkit.errors import BertkitError
+from bertkit.tasks.classify.labels import REGRESSION
+
+FINETUNE, CONTRASTIVE = "finetune", "contrastive"
+
+
+@dataclass(frozen=True)
+class ContrastiveSettings:
+    """What the contrastive route reads from the config."""
+
+    batch_size: int
+    learning_rate: float
+    pair_rounds: int
+    seed: int
+    max_steps: int | None = None  # train.max_steps: the pass over the pairs stops there (smoke runs)
+    head_c: float = 1.0  # the logistic regression's inverse regularisation (scikit-learn's default)
+
+    @classmethod
+    def of(cls, cfg) -> ContrastiveSettings:
+        c, t = cfg.classify, cfg.train
+        return cls(t.batch_size, c.contrastive_learning_rate, c.pair_rounds, t.seed, t.max_steps)
+
+
+def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str]:
+    """The route and why, from the config and the training data (`label_count`: its labels
+    counted over examples, an example once for each of its labels)."""
+    asked, c = cfg.classify.strategy, cfg.classify
+    pairs = bool(cfg.data.text_pair_column)
+    weighted = "classify.class_weights" if c.class_weights is not None else None
+    weighted = weighted or ("classify.loss: focal" if c.loss != "cross_entropy" else None)
+    if asked == CONTRASTIVE:
+        if pairs:
+            raise BertkitError(
+                "classify.strategy: contrastive works on single texts, and data.text_pair_column is set: pairs of "
+                "texts (NLI, paraphrase) are classified by plain fine-tuning. Set classify.strategy: finetune, or "
+                "remove data.text_pair_column"
+            )
+        if problem == REGRESSION:
+            raise BertkitError(
+                "classify.strategy: contrastive makes its pairs from labels, and the data is a regression (number "
+                "labels). Set classify.strategy: finetune, or classify.problem_type: single_label"
+            )
+        if weighted:
+            raise BertkitError(
+                f"classify.strategy: contrastive fits its head by logistic regression, so {weighted} (a fine-tuning "
+                "loss setting) would be ignored. Remove it, or set classify.strategy: finetune"
+            )
+        return CONTRASTIVE, "asked for"
+    if asked == FINETUNE:
+        return FINETUNE, "asked for"
+    if pairs:
+        return FINETUNE, "auto: pairs of texts are fine-tuned"
+    if weighted:
+        return FINETUNE, f"auto: {weighted} is a fine-tuning loss setting"
+    if problem == REGRESSION:
+        return FINETUNE, "auto: regression is fine-tuned"
+    per_label, limit = label_count / max(n_labels, 1), c.few_shot_examples
+    if per_label <= limit:
+        return CONTRASTIVE, f"auto: {per_label:.0f} examples per label, at most classify.few_shot_examples ({limit})"
+    return FINETUNE, f"auto: {per_label:.0f} examples per label, more than classify.few_shot_examples ({limit})"
+
+
+def say(route: str, why: str) -> None:
+    import os
+
+    from bertkit.progress import console
+
+    if int(os.environ.get("RANK", "0") or 0) == 0:  # one line, not one a process
+        console.print(f"classify strategy: {route} ({why})")

@@ -1,0 +1,135 @@
+"""Few-shot classification's parts that train nothing: pairs made from labels, the route
+`classify.strategy` takes, and what it refuses."""
+
+from collections import Counter
+
+import pytest
+
+from bertkit.config import load_config
+from bertkit.errors import BertkitError
+from bertkit.tasks.classify.label_pairs import NEGATIVE, POSITIVE, label_sets, make_pairs, related
+from bertkit.tasks.classify.task import TASK
+
+
+def test_pairs_are_balanced_and_right():
+    sets = label_sets([0, 0, 0, 1, 1, 2, 2, 2, 2], multi_label=False)
+    pairs = make_pairs(sets, rounds=5, seed=3)
+    kinds = Counter(target for _, _, target in pairs)
+    assert kinds[POSITIVE] == kinds[NEGATIVE] == 5 * len(sets)
+    for i, j, target in pairs:
+        assert i != j
+        assert (sets[i] == sets[j]) == (target == POSITIVE)
+    # every example is the first of a pair once per round, with one partner of each kind
+    assert Counter(i for i, _, _ in pairs) == dict.fromkeys(range(len(sets)), 10)
+
+
+def test_pairs_follow_the_seed():
+    sets = label_sets([0, 1] * 6, multi_label=False)
+    assert make_pairs(sets, 3, seed=1) == make_pairs(sets, 3, seed=1)
+    assert make_pairs(sets, 3, seed=1) != make_pairs(sets, 3, seed=2)
+
+
+def test_an_example_alone_in_its_class_gets_no_pairs():
+    sets = label_sets([0, 0, 1], multi_label=False)
+    pairs = make_pairs(sets, rounds=4, seed=0)
+    assert all(i != 2 for i, _, _ in pairs)  # no other example of class 1 to pair it with
+    kinds = Counter(target for _, _, target in pairs)
+    assert kinds[POSITIVE] == kinds[NEGATIVE] == 8
+    assert make_pairs(label_sets([0, 1], multi_label=False), 3, seed=0) == []
+
+
+def test_multi_label_pairs_share_a_label_or_none():
+    rows = [[1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1], [0, 0, 0], [0, 0, 0]]
+    sets = label_sets(rows, multi_label=True)
+    assert sets[1] == {0, 1} and sets[5] == frozenset()
+    pairs = make_pairs(sets, rounds=6, seed=5)
+    kinds = Counter(target for _, _, target in pairs)
+    assert kinds[POSITIVE] == kinds[NEGATIVE] > 0
+    for i, j, target in pairs:
+        assert related(sets[i], sets[j]) == (target == POSITIVE)
+    # [1,0,0] and [0,1,0] share nothing, and both share a label with [1,1,0]
+    assert not related(sets[0], sets[2]) and related(sets[0], sets[1]) and related(sets[2], sets[1])
+
+
+def setup(labels, **settings):
+    import datasets
+
+    cfg = load_config(None, [f"{k}={v}" for k, v in settings.items()])
+    columns = {"text": ["x"] * len(labels), "label": labels}
+    if "data.text_pair_column" in settings:
+        columns["pair"] = ["y"] * len(labels)
+    return TASK.setup({"train": datasets.Dataset.from_dict(columns)}, cfg)
+
+
+def test_auto_takes_the_contrastive_route_on_little_data(capsys):
+    assert setup(["a", "b"] * 8)["strategy"] == "contrastive"
+    assert "classify strategy: contrastive (auto: 8 examples per label" in said(capsys)
+    assert setup(["a", "b"] * 8, **{"classify.few_shot_examples": 7})["strategy"] == "finetune"
+    assert "classify strategy: finetune (auto: 8 examples per label, more than" in said(capsys)
+
+
+def said(capsys) -> str:
+    return " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+
+
+def test_auto_fine_tunes_what_the_contrastive_route_cannot_take():
+    assert setup(["a", "b"] * 4, **{"data.text_pair_column": "pair"})["strategy"] == "finetune"
+    assert setup(["0.5", "1.5", "2.0"])["strategy"] == "finetune"  # regression
+
+
+def test_a_strategy_asked_for_is_kept():
+    assert setup(["a", "b"] * 4, **{"classify.strategy": "finetune"})["strategy"] == "finetune"
+    assert setup(["a", "b"] * 400, **{"classify.strategy": "contrastive"})["strategy"] == "contrastive"
+
+
+def test_contrastive_refuses_pairs_of_texts_and_regression():
+    with pytest.raises(BertkitError, match="contrastive works on single texts.*text_pair_column"):
+        setup(["a", "b"] * 4, **{"classify.strategy": "contrastive", "data.text_pair_column": "pair"})
+    with pytest.raises(BertkitError, match="regression"):
+        setup(["0.5", "1.5"], **{"classify.strategy": "contrastive"})
+
+
+def test_loss_settings_belong_to_fine_tuning():
+    assert setup(["a", "b"] * 4, **{"classify.class_weights": "balanced"})["strategy"] == "finetune"
+    with pytest.raises(BertkitError, match="classify.loss: focal"):
+        setup(["a", "b"] * 4, **{"classify.strategy": "contrastive", "classify.loss": "focal"})
+
+
+def test_multi_label_counts_each_label_of_an_example():
+    info = setup(["a,b", "a", "b"] * 3, **{"data.label_separator": ",", "classify.few_shot_examples": 6})
+    assert info["problem_type"] == "multi_label" and info["strategy"] == "contrastive"  # 12 labels / 2 = 6
+
+
+@pytest.mark.parametrize("n_labels", [2, 3])
+def test_the_fitted_head_gives_softmax_logits_that_classify(n_labels):
+    import numpy as np
+    import torch
+
+    from bertkit.tasks.classify.contrastive import fit_head
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(n_labels, 8)) * 3
+    labels = [i % n_labels for i in range(60)]
+    vectors = centres[labels] + rng.normal(size=(60, 8)) * 0.3
+    layer = torch.nn.Linear(8, n_labels)
+    fit_head(layer, vectors, labels, n_labels, multi=False, c=1.0, seed=0)
+    with torch.no_grad():
+        predicted = layer(torch.as_tensor(vectors, dtype=torch.float32)).argmax(-1).tolist()
+    assert predicted == labels
+
+
+def test_the_multi_label_head_is_one_logistic_a_label():
+    import numpy as np
+    import torch
+
+    from bertkit.tasks.classify.contrastive import FAR, fit_head
+
+    rng = np.random.default_rng(1)
+    rows = [[1, 0, 0], [0, 1, 0], [1, 1, 0]] * 20  # the third label is never on
+    vectors = np.asarray(rows, dtype=float)[:, :2] * 4 - 2 + rng.normal(size=(60, 2)) * 0.3
+    layer = torch.nn.Linear(2, 3)
+    fit_head(layer, vectors, rows, 3, multi=True, c=1.0, seed=0)
+    with torch.no_grad():
+        on = torch.sigmoid(layer(torch.as_tensor(vectors, dtype=torch.float32))) > 0.5
+    assert on.int().tolist() == rows
+    assert layer.bias[2].item() == -FAR and not layer.weight[2].any()
