@@ -4,14 +4,15 @@ the command names the extra's own packages (read from the installed metadata) an
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 
 from bertkit.extras import install_command
 
 ROOT = Path(__file__).resolve().parents[1]
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 
 def _extras() -> dict[str, list[str]]:

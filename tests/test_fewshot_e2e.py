@@ -38,7 +38,7 @@ def config(tmp_path, model, train, test, extra=""):
         f"model:\n  name: {model}\n  max_length: 32\n"
         f"data:\n  train: {train}\n  validation: {train}\n  test: {test}\n"
         "train:\n  batch_size: 16\n  seed: 3\n"
-        "classify:\n  contrastive_learning_rate: 1.0e-3\n  pair_rounds: 10\n"
+        "classify:\n  strategy: auto\n  contrastive_learning_rate: 1.0e-3\n  pair_rounds: 10\n"
         f"output_dir: {tmp_path / 'model'}\n" + extra
     )
     return path

@@ -24,7 +24,10 @@ GAMMA_HELP = "loss: focal: the focusing exponent (0 = cross-entropy); 2 as in th
 # classify.strategy auto: the contrastive route up to this many examples per label, plain fine-tuning
 # above (bench/fewshot_quality.py, docs/benchmarks.md "Few-shot classification")
 FEW_SHOT_EXAMPLES = 64
-
+# The default route is plain fine-tuning: at 8 examples a class (MiniLM, SST-2, 3 seeds; IMDb, 1
+# seed) the contrastive route measured level with it or below (docs/benchmarks.md "Few-shot
+# classification") and took several times longer, so `auto` is something to ask for, not the default
+DEFAULT_STRATEGY = "finetune"
 
 
 def loss_field():
@@ -56,10 +59,11 @@ class ClassifyConfig(Section):
     focal_gamma: float = gamma_field()
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
     strategy: Literal["auto", "finetune", "contrastive"] = Field(
-        "auto",
-        description="finetune: train the whole model on the labels; contrastive (few-shot, SetFit's method): tune "
-        "the encoder on pairs made from the labels, then fit the head on its vectors; auto: contrastive when the "
-        "training data has few_shot_examples or fewer examples per label (single texts only), else finetune",
+        DEFAULT_STRATEGY,
+        description="finetune (the default): train the whole model on the labels; contrastive (few-shot, "
+        "SetFit's method): tune the encoder on pairs made from the labels, then fit the head on its vectors; "
+        "auto: contrastive when the training data has few_shot_examples or fewer examples per label (single "
+        "texts only), else finetune",
     )
     few_shot_examples: int = Field(
         FEW_SHOT_EXAMPLES, ge=0, description="strategy auto: most examples per label for the contrastive route"
@@ -201,8 +205,6 @@ class EmbedConfig(Section):
     pair_max_length: int | None = Field(
         None, ge=8, description="longest second text (e.g. a passage) in tokens; model.max_length when null"
     )
-
-
 
 
 class DistillConfig(Section):
