@@ -64,7 +64,7 @@ CONFIG_LIMITS = {
 SAMPLE_SIZES = {"text": 5200, "records": 300, "articles": 2, "paragraphs": 8}
 
 # 4. READER_FILES: name in the scratch checkout -> what it holds. A path: that file of the
-# project ("a+b": joined); "table:FILE:COLUMNS": FILE's CSV rows with the header renamed, written
+# project ("a+b": joined); "table:FILE:COLUMNS": FILE's first CSV columns, as many as COLUMNS names, renamed so, written
 # as TSV (.tsv) or JSON lines (.jsonl); "pairs:Q,P": examples/embed/questions.txt and docs.txt side
 # by side as JSON lines with fields Q and P (and rerank's "query" and "passage", copies of them); "groups": rerank's
 # (query, positive, negatives) groups made of examples/reviews/test.csv (a review's first words
@@ -282,8 +282,8 @@ def _reader_file(what: str, name: str) -> str:
         )
     if kind == "table":
         source, columns = spec.split(":")
-        rows = list(csv.reader((ROOT / source).read_text(encoding="utf-8").splitlines()))[1:]
         header = columns.split(",")
+        rows = [row[: len(header)] for row in csv.reader((ROOT / source).read_text(encoding="utf-8").splitlines())][1:]
         if name.endswith(".jsonl"):
             return "".join(json.dumps(dict(zip(header, row, strict=True))) + "\n" for row in rows)
         return "".join("\t".join(row) + "\n" for row in [header, *rows])
