@@ -4,6 +4,7 @@ and raised as soon as the import is over."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -42,7 +43,13 @@ _MODULE = textwrap.dedent(
 def _run(tmp_path, name: str) -> str:
     (tmp_path / "slow_module.py").write_text(_MODULE.format(name=name))
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        # as at a terminal: a job started in the background (`cmd &`, as CI may be) ignores SIGINT,
+        # and bertkit leaves an ignored signal ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
