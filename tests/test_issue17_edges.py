@@ -118,7 +118,7 @@ def test_japanese_labels_are_drawn_with_a_cjk_font_not_as_boxes():
 
     plt = pyplot()
     if not {f.name for f in font_manager.fontManager.ttflist} & set(CJK_FONTS):
-        pytest.skip("no CJK font installed (pip install 'bertkit[ja]')")
+        pytest.skip("no CJK font installed (pip install -e '.[ja]')")
     drawn = []
     for label in ("東", "京"):
         fig = plt.figure(figsize=(0.6, 0.6), dpi=60)

@@ -244,7 +244,7 @@ def test_missing_mecab_says_what_to_install(ja_model, monkeypatch):
     from bertkit.tokenization import load_tokenizer
 
     monkeypatch.setitem(sys.modules, "fugashi", None)
-    with pytest.raises(BertkitError, match=r"pip install fugashi unidic-lite"):
+    with pytest.raises(BertkitError, match=r"pip install 'fugashi[^']*' 'unidic-lite[^']*'.*pip install -e '\.\[ja\]'"):
         load_tokenizer(str(ja_model))
 
 

@@ -179,7 +179,7 @@ def test_without_optuna_the_command_names_the_extra(cli, tmp_path, monkeypatch, 
     path.write_text(f"task: classify\nmodel:\n  name: m\ndata:\n  train: {easy_data['train']}\n")
     code, out, err = cli("tune", "-c", path, "-o", tmp_path / "out")
     assert code == 2
-    assert "pip install 'bertkit[tune]'" in err
+    assert "'optuna>=4'" in err and "pip install -e '.[tune]'" in err
     assert not (tmp_path / "out").exists()
 
 
