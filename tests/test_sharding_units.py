@@ -70,6 +70,9 @@ class EchoTask:
     def is_empty(self, record, info, options):
         return not record.get("text", "").strip()
 
+    def gold_fields(self, info):
+        return []
+
     def predict(self, model, tokenizer, info, records, options):
         from bertkit.inference import chunks
 
