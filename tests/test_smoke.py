@@ -52,6 +52,7 @@ def runnable(config: Path) -> str | None:
 
 
 JA_MODEL = "outputs/ja/bert-small"
+JA_TOKENIZER = "outputs/ja/tokenizer"  # `bertkit tokenizer train --japanese`'s folder in docs/japanese.md
 
 
 @pytest.mark.parametrize("config", shipped_configs(), ids=lambda p: str(p.relative_to(ROOT / "configs")))
@@ -62,6 +63,8 @@ def test_every_shipped_config_smokes(cli, config, monkeypatch, tmp_path, request
     sets = []
     if JA_MODEL in config.read_text() and not (ROOT / JA_MODEL).exists():
         sets = ["--set", f"model.name={request.getfixturevalue('japanese_model')}"]
+    if JA_TOKENIZER in config.read_text() and not (ROOT / JA_TOKENIZER).exists():  # a test model's stands in
+        sets += ["--set", f"model.tokenizer={request.getfixturevalue('japanese_model')}"]
     import yaml
 
     monkeypatch.chdir(ROOT)  # shipped configs name their data from the project root
