@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 
 
@@ -27,7 +28,9 @@ def main(model_path: str, train_path: str, test_path: str, seed: str, max_length
     train, test = rows(train_path), rows(test_path)
     model = SetFitModel.from_pretrained(model_path)
     model.model_body.max_seq_length = int(max_length)
+    scratch = tempfile.mkdtemp(prefix="setfit-")  # its checkpoints (default ./checkpoints) stay out of the repo
     args = TrainingArguments(
+        output_dir=scratch,
         batch_size=16,
         num_epochs=1,
         num_iterations=20,
