@@ -15,7 +15,7 @@ setfit runs in a side environment (bench/setfit_runner.py under SETFIT_PYTHON, d
 pip install setfit==1.2.0`. Without it the setfit column is left out.
 
 Usage: python bench/fewshot_quality.py [--sets sst2,imdb,livedoor] [--shots 8] [--seeds 0,1,2]
-       [--methods finetune,contrastive,setfit]
+       [--methods finetune,contrastive,setfit,contrastive:contrastive_learning_rate=1e-4]
 Each finished cell is added to bench/results/fewshot_quality_SET.json at once (a run cut short
 keeps what it finished; a cell already there is not run again); at the end (or with --summary)
 the cells of every set are gathered in bench/results/fewshot_quality.json with the medians.
@@ -99,7 +99,9 @@ def sample(rows: list[dict], per_class: int, seed: int) -> list[dict]:
 
 
 def bertkit_cell(method: str, train: Path, test: Path, seed: int, max_length: int) -> dict:
-    """`bertkit train classify` with strategy `method`; the test accuracy from its bertkit.json."""
+    """`bertkit train classify` with strategy `method` (a method `contrastive:KEY=VALUE` also sets
+    classify.KEY: a variant measured beside the defaults); the test accuracy from its bertkit.json."""
+    method, _, variant = method.partition(":")
     out = WORK / f"bundle-{train.parent.name}"
     sets = {
         "task": "classify",
@@ -108,7 +110,7 @@ def bertkit_cell(method: str, train: Path, test: Path, seed: int, max_length: in
         # with evaluation off nothing is selected on it
         "data": {"train": str(train), "validation": str(train), "test": str(test)},
         "train": {"seed": seed, "batch_size": 16, "eval_strategy": "no"},
-        "classify": {"strategy": method},
+        "classify": {"strategy": method, **_setting(variant)},
         "output_dir": str(out),
     }
     config = WORK / f"run-{train.parent.name}.yaml"
@@ -127,6 +129,17 @@ def bertkit_cell(method: str, train: Path, test: Path, seed: int, max_length: in
         "train_seconds": info["training"]["train_seconds"],
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def _setting(variant: str) -> dict:
+    """KEY=VALUE as {KEY: VALUE}, the value read as JSON where it is (numbers), else as text."""
+    if not variant:
+        return {}
+    key, value = variant.split("=", 1)
+    try:
+        return {key: json.loads(value)}
+    except json.JSONDecodeError:
+        return {key: value}
 
 
 def setfit_cell(train: Path, test: Path, seed: int, max_length: int) -> dict | None:
@@ -191,7 +204,8 @@ def summarise(cells: list[dict]) -> list[dict]:
     rows = []
     for name, k in keys:
         row = {"set": name, "per_class": k}
-        for method in ("finetune", "contrastive", "setfit"):
+        variants = sorted({c["method"] for c in cells if ":" in c["method"]})
+        for method in ("finetune", "contrastive", "setfit", *variants):
             scores = [c["accuracy"] for c in cells if (c["set"], c["per_class"], c["method"]) == (name, k, method)]
             row[method] = round(statistics.median(scores), 4) if scores else None
             row[f"{method}_seeds"] = [round(s, 4) for s in scores]

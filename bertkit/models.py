@@ -206,9 +206,11 @@ def _flat(mapping) -> list:
 def from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
     """`loader.from_pretrained(source, ...)` with remote code allowed only when `trusted`, and any
     broken file of the model reported as one clear error naming it."""
+    from bertkit.pooled_head import restore
+
     check_custom_code(source, trusted)
     try:
-        return loader.from_pretrained(source, trust_remote_code=bool(trusted), **kwargs)
+        loaded = loader.from_pretrained(source, trust_remote_code=bool(trusted), **kwargs)
     except BertkitError:
         raise
     except Exception as err:  # transformers, safetensors and json raise many types for broken files
@@ -216,6 +218,8 @@ def from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
         if explained is None:
             raise
         raise explained from None
+    restore(loaded[0] if isinstance(loaded, tuple) else loaded)  # a classify model over a sentence vector
+    return loaded
 
 
 def weights_from_pretrained(loader, source: str, trusted: bool = False, **kwargs):

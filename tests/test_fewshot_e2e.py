@@ -68,6 +68,26 @@ def test_auto_took_the_contrastive_route_and_learnt(few_shot):
     assert info["metrics"]["test"]["accuracy"] >= 0.9
     hf = json.loads((bundle / "config.json").read_text())
     assert hf["architectures"] == ["BertForSequenceClassification"]  # an ordinary model, no custom code
+    assert hf["bertkit_pooling"] == "mean" and tuned["pooling"] == "mean"  # its head reads the tokens' mean
+
+
+def test_explain_and_int8_export_read_it_as_any_bundle(few_shot, tmp_path, cli):
+    pytest.importorskip("onnxruntime")
+    bundle, test = few_shot
+    code, out, err = cli("explain", "-m", bundle, "-t", "a wonderful superb film", "--json", "-")
+    assert code == 0, err
+    explained = json.loads(out)
+    assert explained["predicted"] == "positive"
+    assert abs(explained["completeness_error"]) < 1e-3  # integrated gradients through the mean-pooled head
+    words = {w["text"]: a for w, a in zip(explained["words"], explained["word_attributions"], strict=True)}
+    assert words["wonderful"] > 0 and words["superb"] > 0  # the label's words push towards it
+    code, _, err = cli("export", "-m", bundle, "-o", tmp_path / "int8", "--quantize", "int8", "--check-data", test)
+    assert code == 0, err
+    code, out, err = cli("predict", "-m", tmp_path / "int8", "-i", test, "--runtime", "onnx")
+    assert code == 0, err
+    found = [json.loads(line) for line in out.splitlines()]
+    gold = [r["label"] for r in csv.DictReader(test.open(encoding="utf-8"))]
+    assert sum(f["predicted_label"] == g for f, g in zip(found, gold, strict=True)) >= 0.85 * len(gold)
 
 
 def test_predict_evaluate_and_onnx_read_it_as_any_bundle(few_shot, tmp_path, cli):

@@ -1,14 +1,13 @@
 """The contrastive route of few-shot classification (SetFit's method, written for bertkit): tune the
-encoder so that examples sharing a label have close vectors (cosine-similarity loss over pairs made
-from the labels, bertkit/tasks/embed/losses.py), then fit the classification head on the tuned
-vectors by logistic regression, one-vs-rest for multi-label.
+encoder so that examples sharing a label have close sentence vectors (cosine-similarity loss over
+pairs made from the labels, bertkit/tasks/embed/losses.py), then fit the classification head on
+the tuned vectors by logistic regression, one-vs-rest for multi-label.
 
-The vector is the one the model's own sequence-classification head reads: the input of its last
-linear layer (BERT's pooler output, RoBERTa's and ELECTRA's dense layer over [CLS], DistilBERT's
-pre-classifier, ...). Tuning that vector, rather than a mean of the tokens, keeps the pooling the
-same at training and at predict time, so the result is an ordinary
-`AutoModelForSequenceClassification` bundle that predict, evaluate, explain, compare, export and
-serve read as they read any other.
+The vector is the unit-length mean of the tokens (the [CLS] vector for a sentence encoder whose
+files say it pools that way): the vector a sentence encoder such as MiniLM was trained to give.
+bertkit/pooled_head.py makes the model's head read it, and records that in config.json, so the
+result is an ordinary classify bundle that predict, evaluate, explain, compare, export and serve
+read as they read any other.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import time
 import numpy as np
 
 from bertkit.errors import BertkitError
+from bertkit.pooled_head import use_pooling
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.label_pairs import label_sets, make_pairs
 from bertkit.tasks.classify.labels import MULTI
@@ -27,17 +27,11 @@ from bertkit.tasks.classify.labels import MULTI
 FAR = 10.0  # the logit given to a label the training data never shows on (or always shows on)
 
 
-def head_layer(model, n_labels: int):
+def head_layer(model):
     """The last linear layer of the model's classification head (the one giving the logits)."""
-    import torch
+    from bertkit.pooled_head import head_name
 
-    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    if not linears or linears[-1].out_features != n_labels:
-        raise BertkitError(
-            f"classify.strategy: contrastive: cannot find the classification head of {type(model).__name__} "
-            "(its last linear layer does not give one logit per label); use classify.strategy: finetune"
-        )
-    return linears[-1]
+    return model.get_submodule(head_name(model))
 
 
 @contextlib.contextmanager
@@ -65,7 +59,8 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
             "the training data has none. Add examples, or use classify.strategy: finetune"
         )
     rows = feature_rows({k: split[k] for k in split.column_names if k != "labels"})
-    layer = head_layer(model, len(info["labels"]))
+    use_pooling(model, settings.pooling)
+    layer = head_layer(model)
     started = time.perf_counter()
     losses = tune(model, tokenizer, rows, pairs, layer, settings, log_history)
     tuned = time.perf_counter() - started
@@ -75,6 +70,7 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
     return {
         "strategy": "contrastive",
+        "pooling": settings.pooling,
         "pairs": len(pairs),
         "pair_rounds": settings.pair_rounds,
         "steps": len(losses),
@@ -151,7 +147,7 @@ def encode(model, tokenizer, rows: list[dict], layer, batch_size: int) -> np.nda
 def vectors_of(model, tokenizer, split, info: dict, batch_size: int = 32) -> np.ndarray:
     """The head's input vectors of a raw split's texts (for benchmarks and tests)."""
     rows = feature_rows(encode_texts(tokenizer, split, info))
-    return encode(model, tokenizer, rows, head_layer(model, len(info["labels"])), batch_size)
+    return encode(model, tokenizer, rows, head_layer(model), batch_size)
 
 
 def fit_head(layer, vectors: np.ndarray, labels: list, n_labels: int, multi: bool, c: float, seed: int) -> None:

@@ -22,11 +22,32 @@ class ContrastiveSettings:
     seed: int
     max_steps: int | None = None  # train.max_steps: the pass over the pairs stops there (smoke runs)
     head_c: float = 1.0  # the logistic regression's inverse regularisation (scikit-learn's default)
+    pooling: str = "mean"  # the sentence vector tuned and classified (bertkit/pooled_head.py)
 
     @classmethod
     def of(cls, cfg) -> ContrastiveSettings:
         c, t = cfg.classify, cfg.train
-        return cls(t.batch_size, c.contrastive_learning_rate, c.pair_rounds, t.seed, t.max_steps)
+        pooling = source_pooling(cfg.model.name)
+        return cls(t.batch_size, c.contrastive_learning_rate, c.pair_rounds, t.seed, t.max_steps, pooling=pooling)
+
+
+def source_pooling(name: str) -> str:
+    """The sentence vector of the model trained from: [CLS] when it is a classify bundle that reads
+    [CLS] or a sentence encoder whose sentence-transformers files pool [CLS], the mean of the tokens
+    otherwise (a Hub model's files are not read: the mean)."""
+    from pathlib import Path
+
+    from bertkit.embeddings.encoder import model_settings
+    from bertkit.pooled_head import POOLING_KEY
+    from bertkit.run_info import read_json
+
+    folder = Path(name).expanduser()
+    if not (folder / "config.json").is_file():
+        return "mean"
+    recorded = read_json(folder / "config.json", "restore it from the original model").get(POOLING_KEY)
+    if recorded:
+        return recorded
+    return "cls" if model_settings(str(folder), None, pooling_needed=False).pooling == "cls" else "mean"
 
 
 def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str]:
