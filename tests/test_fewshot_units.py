@@ -143,3 +143,19 @@ def test_the_multi_label_head_is_one_logistic_a_label():
         on = torch.sigmoid(layer(torch.as_tensor(vectors, dtype=torch.float32))) > 0.5
     assert on.int().tolist() == rows
     assert layer.bias[2].item() == -FAR and not layer.weight[2].any()
+
+
+def test_the_pooling_follows_the_sentence_encoder_trained_from(tmp_path):
+    import json
+
+    from bertkit.tasks.classify.strategy import source_pooling
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    assert source_pooling(str(tmp_path)) == "mean"  # a plain model: the mean of the tokens
+    (tmp_path / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Pooling", "path": "1"}]))
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    assert source_pooling(str(tmp_path)) == "cls"  # a sentence encoder that pools [CLS]
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "bertkit_pooling": "mean"}))
+    assert source_pooling(str(tmp_path)) == "mean"  # a contrastive bundle trained further keeps its own
+    assert source_pooling("some-org/some-model") == "mean"  # a Hub name: its files are not read
