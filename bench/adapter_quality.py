@@ -15,8 +15,8 @@ size of the training process: each run is its own process). Every run uses one t
 A run whose bundle and peak-memory file (`outputs/bench-adapter-*.peak.json`) are there already
 is read, not trained again: a bench cut short goes on where it stopped.
 
-Usage: [BENCH_WORKERS=4] python bench/adapter_quality.py [sst2] [conll]
-Writes bench/results/adapter_quality.json and prints a table.
+Usage: [BENCH_WORKERS=4] [BENCH_STEPS=300] [BENCH_LORA_RATES=1e-3,2e-3] python bench/adapter_quality.py [sst2] [conll]
+Writes bench/results/adapter_quality_STEPS.json and prints a table.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from pathlib import Path
 from common import DATA, ROOT, minilm_path, require, save, table
 
 STEPS = int(os.environ.get("BENCH_STEPS", 100))  # BENCH_STEPS=2: a quick check that the bench runs
-BATCH, EVAL, SEEDS, LORA_RATES = 16, 500, (1, 2), (5.0e-4, 1.0e-3)
+BATCH, EVAL, SEEDS = 16, 500, (1, 2)
+# the LoRA rates tried on the first seed (BENCH_LORA_RATES=1e-3,2e-3): the better one runs the second
+LORA_RATES = tuple(float(r) for r in os.environ.get("BENCH_LORA_RATES", "5e-4,1e-3").split(","))
 ADAPTER = "train.adapter={kind: lora, r: 8, alpha: 16, dropout: 0.1, target_modules: auto}"
 TASKS = {
     "sst2": (
@@ -79,7 +81,7 @@ def one_run(task: str, config: str, out: str, sets: list[str]) -> None:
 
 def run(name: str, arm: str, seed: int, rate: float | None) -> dict:
     task, config, metric, sets = TASKS[name]
-    out = ROOT / "outputs" / f"bench-adapter-{name}-{arm}-{seed}-{rate or 'auto'}"
+    out = ROOT / "outputs" / f"bench-adapter-{name}-{STEPS}-{arm}-{seed}-{rate or 'auto'}"
     sets = [
         *sets,
         f"model.name={minilm_path()}",
@@ -162,12 +164,12 @@ def main(names: list[str]) -> None:
     require(DATA / "en/conll2003/eng.train")
     settings = {"steps": STEPS, "batch_size": BATCH, "eval_sentences": EVAL, "seeds": SEEDS}
     rows = in_parallel([(name, "lora", SEEDS[0], rate) for name in names for rate in LORA_RATES])
-    save("adapter_quality", {**settings, "runs": rows})
+    save(f"adapter_quality_{STEPS}", {**settings, "runs": rows})
     second = [(name, "lora", SEEDS[1], best_rate(name, rows)) for name in names]
     done = in_parallel([*second, *((name, "full", seed, None) for name in names for seed in SEEDS)])
     second, rows = done[: len(second)], [*done[len(second) :], *rows, *done[: len(second)]]
     results = {name: summary(name, rows, second) for name in names}
-    save("adapter_quality", {**settings, "summary": results, "runs": rows})
+    save(f"adapter_quality_{STEPS}", {**settings, "summary": results, "runs": rows})
     for row in rows:  # the full model's parameter count, for the table
         row.setdefault("trainable_parameters", None)
     columns = ["task", "arm", "seed", "learning_rate", "accuracy", "f1", "trainable_parameters", "weights_mib"]

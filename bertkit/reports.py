@@ -228,17 +228,26 @@ def card_text(info: dict) -> str:
             lines.append("")
     stats = info.get("training", {})
     where = cfg.get("output_dir", "MODEL_DIR")
-    lines += [
-        "## Training",
-        "",
-        f"{train.get('epochs')} epochs, batch size {train.get('batch_size')}, learning rate "
-        f"{train.get('learning_rate')}, max length {info.get('max_length')}, seed {train.get('seed')}, "
-        f"precision {stats.get('precision')}; best checkpoint chosen by `{info.get('metric_for_best_model')}`. "
-        f"{stats.get('train_steps')} steps in {stats.get('train_seconds')} s.{_loss_line(stats.get('loss'))}",
-        "",
-        "![training curves](training_curves.png)",
-        "",
-    ]
+    contrastive = stats.get("contrastive")
+    lines += ["## Training", ""]
+    if contrastive:  # classify's few-shot route: no epochs, its own rate (tasks/classify/contrastive.py)
+        lines += [
+            f"The contrastive few-shot route: {contrastive.get('steps')} steps over {contrastive.get('pairs')} pairs "
+            f"of examples at learning rate {contrastive.get('learning_rate')} (pair loss "
+            f"{contrastive.get('pair_loss_first')} to {contrastive.get('pair_loss_last')}), then a "
+            f"{contrastive.get('head')} head on the {contrastive.get('pooling', 'mean')}-pooled sentence vector; "
+            f"max length {info.get('max_length')}, seed {train.get('seed')}; {stats.get('train_seconds')} s.",
+            "",
+        ]
+    else:
+        lines += [
+            f"{train.get('epochs')} epochs, batch size {train.get('batch_size')}, learning rate "
+            f"{train.get('learning_rate')}, max length {info.get('max_length')}, seed {train.get('seed')}, "
+            f"precision {stats.get('precision')}; best checkpoint chosen by `{info.get('metric_for_best_model')}`. "
+            f"{stats.get('train_steps')} steps in {stats.get('train_seconds')} s.{_loss_line(stats.get('loss'))}",
+            "",
+        ]
+    lines += ["![training curves](training_curves.png)", ""]
     if info.get("problem_type") == "single_label":
         lines += ["![confusion matrix](confusion_matrix.png)", ""]
     if info.get("task") == "ner":
@@ -252,7 +261,7 @@ def card_text(info: dict) -> str:
         "```",
         "",
         "```python",
-        *task.python_usage(where),
+        *task.python_usage(where, info),
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),

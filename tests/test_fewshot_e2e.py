@@ -71,6 +71,21 @@ def test_auto_took_the_contrastive_route_and_learnt(few_shot):
     assert hf["bertkit_pooling"] == "mean" and tuned["pooling"] == "mean"  # its head reads the tokens' mean
 
 
+def test_the_model_cards_python_runs_and_agrees_with_predict(few_shot, tmp_path, cli):
+    bundle, _ = few_shot
+    card = (bundle / "README.md").read_text(encoding="utf-8")
+    assert "The contrastive few-shot route" in card and "epochs" not in card.split("## Training")[1].split("##")[0]
+    snippet = card.split("```python\n")[1].split("```")[0]
+    scope: dict = {}
+    exec(snippet, scope)  # the card's own lines, as a user would paste them
+    source = tmp_path / "one.txt"
+    source.write_text("a text\n")
+    code, out, err = cli("predict", "-m", bundle, "-i", source)
+    assert code == 0, err
+    predicted = json.loads(out.splitlines()[0])
+    assert abs(float(scope["scores"][0].max()) - predicted["score"]) < 1e-4
+
+
 def test_explain_and_int8_export_read_it_as_any_bundle(few_shot, tmp_path, cli):
     pytest.importorskip("onnxruntime")
     bundle, test = few_shot

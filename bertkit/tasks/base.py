@@ -247,7 +247,7 @@ class Task:
     def cli_usage(self, where: str) -> str:
         return f"bertkit predict --model {where} --input texts.txt --output predictions.jsonl"
 
-    def python_usage(self, where: str) -> list[str]:
+    def python_usage(self, where: str, info: dict | None = None) -> list[str]:
         from bertkit.tasks import record
 
         pipeline = record(self.name).pipeline

@@ -191,6 +191,20 @@ class ClassifyTask(Task):
         settings = strategy.ContrastiveSettings.of(cfg)
         return contrastive.fit(model, tokenizer, features["train"], info, settings, log_history)
 
+    def python_usage(self, where: str, info: dict | None = None) -> list[str]:
+        if not (info or {}).get("training", {}).get("contrastive"):
+            return super().python_usage(where, info)
+        # the head reads the pooled sentence vector (bertkit/pooled_head.py), which plain
+        # transformers would not know to compute
+        return [
+            "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
+            "from bertkit.pooled_head import restore  # the head reads the mean of the tokens",
+            f'model = restore(AutoModelForSequenceClassification.from_pretrained("{where}"))',
+            f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
+            'logits = model(**tokenizer(["a text"], return_tensors="pt")).logits',
+            "scores = " + ("logits.sigmoid()" if info.get("problem_type") == MULTI else "logits.softmax(-1)"),
+        ]
+
     def best_metric(self, info: dict) -> str:
         return BEST_METRIC[info["problem_type"]]
 

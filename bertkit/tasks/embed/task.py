@@ -211,7 +211,7 @@ class EmbedTask(Task):
     def cli_usage(self, where: str) -> str:
         return f"bertkit embed --model {where} --input texts.txt --output vectors.npy"
 
-    def python_usage(self, where: str) -> list[str]:
+    def python_usage(self, where: str, info: dict | None = None) -> list[str]:
         return [
             "import torch",
             "from transformers import AutoModel, AutoTokenizer",

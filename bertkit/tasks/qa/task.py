@@ -186,7 +186,7 @@ class QaTask(Task):
     def cli_usage(self, where: str) -> str:
         return f"bertkit predict --model {where} --input questions.jsonl --output predictions.jsonl"
 
-    def python_usage(self, where: str) -> list[str]:
+    def python_usage(self, where: str, info: dict | None = None) -> list[str]:
         return [  # transformers 5 has no question-answering pipeline
             "from transformers import AutoModelForQuestionAnswering, AutoTokenizer",
             f'model = AutoModelForQuestionAnswering.from_pretrained("{where}")',

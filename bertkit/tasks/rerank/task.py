@@ -262,7 +262,7 @@ class RerankTask(Task):
     def cli_usage(self, where: str) -> str:
         return f"bertkit search --model BI_ENCODER --corpus corpus.txt --queries queries.txt --rerank {where}"
 
-    def python_usage(self, where: str) -> list[str]:
+    def python_usage(self, where: str, info: dict | None = None) -> list[str]:
         return [
             "import torch",
             "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
