@@ -81,7 +81,9 @@ def one_run(task: str, config: str, out: str, sets: list[str]) -> None:
 
 def run(name: str, arm: str, seed: int, rate: float | None) -> dict:
     task, config, metric, sets = TASKS[name]
-    out = ROOT / "outputs" / f"bench-adapter-{name}-{STEPS}-{arm}-{seed}-{rate or 'auto'}"
+    # BENCH_TAG names a LoRA variant (a code change measured against the full runs already there)
+    tag = f"-{os.environ['BENCH_TAG']}" if arm == "lora" and os.environ.get("BENCH_TAG") else ""
+    out = ROOT / "outputs" / f"bench-adapter-{name}-{STEPS}-{arm}-{seed}-{rate or 'auto'}{tag}"
     sets = [
         *sets,
         f"model.name={minilm_path()}",

@@ -12,13 +12,14 @@ from bertkit.errors import BertkitError
 
 # per family: (config class, its sizes, what auto adapts in one layer, the head trained in full)
 FAMILIES = {
-    "bert": ("BertConfig", {}, 6, ["classifier"]),
+    # BERT's and ALBERT's classifiers read [CLS] through the base's pooler: trained with the head
+    "bert": ("BertConfig", {}, 6, ["classifier", "bert.pooler"]),
     "roberta": ("RobertaConfig", {}, 6, ["classifier"]),
     "xlm-roberta": ("XLMRobertaConfig", {}, 6, ["classifier"]),
     "electra": ("ElectraConfig", {}, 6, ["classifier"]),
     "distilbert": ("DistilBertConfig", {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64}, 6, None),
     "deberta-v2": ("DebertaV2Config", {}, 6, ["pooler", "classifier"]),
-    "albert": ("AlbertConfig", {"embedding_size": 16}, 6, ["classifier"]),
+    "albert": ("AlbertConfig", {"embedding_size": 16}, 6, ["classifier", "albert.pooler"]),
     "mpnet": ("MPNetConfig", {}, 6, ["classifier"]),
     "modernbert": (
         "ModernBertConfig",
@@ -159,11 +160,15 @@ def test_adapter_settings_refused_with_random_init_or_frozen_layers(tmp_path):
 
 
 def test_an_adapter_learns_at_its_measured_rate_unless_one_is_given(tmp_path):
-    from bertkit.tasks import ADAPTER_RATE
+    from bertkit.tasks import ADAPTER_RATES
 
+    # the measured points (docs/benchmarks.md "LoRA adapters"): 4e-3 for 100 steps, near 2e-3 for 300
+    assert ADAPTER_RATES.base * ADAPTER_RATES.factor(100) == pytest.approx(4.0e-3)
+    assert ADAPTER_RATES.base * ADAPTER_RATES.factor(300) == pytest.approx(2.31e-3, rel=1e-2)
+    assert ADAPTER_RATES.base * ADAPTER_RATES.factor(5000) == pytest.approx(2.0e-3)
     for task in ("classify", "ner", "qa", "embed"):
         cfg = _config(tmp_path, task, "{adapter: {kind: lora}}")
-        assert cfg.train.learning_rate == ADAPTER_RATE and cfg.train.adapter.r == 8
+        assert cfg.train.learning_rate == "auto" and cfg.rate_rule() is ADAPTER_RATES and cfg.train.adapter.r == 8
         assert cfg.train.adapter.target_modules == "auto"
     assert _config(tmp_path, "classify", "{adapter: {}, learning_rate: 1.0e-4}").train.learning_rate == 1.0e-4
     assert _config(tmp_path, "classify", "{epochs: 1}").train.learning_rate == "auto"  # no adapter: as before

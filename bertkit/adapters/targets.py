@@ -82,10 +82,21 @@ def target_modules(model, wanted) -> tuple[list[str], list[str]]:
 
 
 def head_modules(model) -> list[str]:
-    """The modules outside the base model that hold weights: the task head, trained in full."""
+    """The task head, trained in full: the modules outside the base model that hold weights, and
+    the base's pooler where a sequence classifier reads [CLS] through it (BERT's, ALBERT's, MPNet's:
+    the pooler is the head's first layer there, and frozen it held LoRA back on SST-2, docs/adapters.md)."""
+    import torch
+
+    from bertkit.pooled_head import pooling_of
+
     prefix = base_prefix(model)
     if not prefix:
         return []
-    return [
+    head = [
         name for name, child in model.named_children() if name != prefix[:-1] and any(True for _ in child.parameters())
     ]
+    pooler = getattr(getattr(model, prefix[:-1]), "pooler", None)
+    reads_pooler = type(model).__name__.endswith("ForSequenceClassification") and pooling_of(model) is None
+    if reads_pooler and isinstance(pooler, torch.nn.Module) and any(True for _ in pooler.parameters()):
+        head.append(f"{prefix}pooler")
+    return head

@@ -36,9 +36,9 @@ class RunConfig(Section):
         defaults = registry.record(task).defaults if task in registry.names() else {}
         train = value.get("train")
         if isinstance(train, dict) and train.get("adapter") is not None and "learning_rate" not in train:
-            rate = registry.record(task).adapter_learning_rate if task in registry.names() else None
-            if rate is not None:  # an adapter learns at its own measured rate (docs/benchmarks.md)
-                value["train"] = {**train, "learning_rate": rate}
+            rule = registry.record(task).adapter_learning_rate if task in registry.names() else None
+            if rule is not None:  # an adapter learns at its own measured rate (`rate_rule`, docs/benchmarks.md)
+                value["train"] = {**train, "learning_rate": AUTO}
         for (section, key), default in defaults.items():
             given = value.setdefault(section, {})
             if isinstance(given, dict):
@@ -66,8 +66,11 @@ class RunConfig(Section):
         return self
 
     def rate_rule(self) -> StepScaledRate | None:
-        """What `train.learning_rate: auto` follows: the task's rule (distill: its teacher task's)."""
+        """What `train.learning_rate: auto` follows: the task's rule (distill: its teacher task's), or
+        with `train.adapter` the task's rule for adapters."""
         record = registry.record(self.task)
+        if self.train.adapter is not None and record.adapter_learning_rate is not None:
+            return record.adapter_learning_rate
         if record.learning_rate is not None:
             return record.learning_rate
         borrowed = getattr(getattr(self, record.section, None), "rate_task", None)

@@ -33,9 +33,9 @@ class TaskRecord:
     defaults: Mapping[tuple[str, str], Any] = field(default_factory=dict)
     # what `train.learning_rate: auto` means for this task (bertkit/learning_rates.py)
     learning_rate: StepScaledRate | None = None
-    # `train.learning_rate` when `train.adapter` is on and the config leaves the rate out; None: the
-    # task takes no adapter (docs/adapters.md says why for each)
-    adapter_learning_rate: float | None = None
+    # what `train.learning_rate` follows when `train.adapter` is on and the config leaves the rate out
+    # (auto, by this rule); None: the task takes no adapter (docs/adapters.md says why for each)
+    adapter_learning_rate: StepScaledRate | None = None
     # example values `bertkit config init NAME` writes (marked there as starter values)
     starter: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
