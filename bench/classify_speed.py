@@ -127,6 +127,7 @@ def train_bertkit(train_file, dev_file, n, grouped: bool):
             "train.epochs=1",
             f"train.seed={SEED}",
             "train.eval_strategy=no",
+            "classify.strategy=finetune",  # fine-tuning against the Trainer, whatever the sample's size
             "train.warmup_ratio=0",
             "train.weight_decay=0",
             "train.logging_steps=50",
