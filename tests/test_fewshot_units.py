@@ -90,6 +90,14 @@ def test_auto_fine_tunes_what_the_contrastive_route_cannot_take():
     assert setup(["0.5", "1.5", "2.0"])["strategy"] == "finetune"  # regression
 
 
+def test_an_adapter_is_fine_tuned_and_refused_by_the_contrastive_route(capsys):
+    adapter = {"train.adapter": "{r: 4}"}
+    assert setup(["a", "b"] * 4, **adapter)["strategy"] == "finetune"
+    assert "classify strategy: finetune (auto: an adapter (train.adapter) is fine-tuned)" in said(capsys)
+    with pytest.raises(BertkitError, match="contrastive tunes the whole encoder.*train.adapter"):
+        setup(["a", "b"] * 4, **adapter, **{"classify.strategy": "contrastive"})
+
+
 def test_a_strategy_asked_for_is_kept():
     assert setup(["a", "b"] * 4, **{"classify.strategy": "finetune"})["strategy"] == "finetune"
     assert setup(["a", "b"] * 400, **{"classify.strategy": "contrastive"})["strategy"] == "contrastive"

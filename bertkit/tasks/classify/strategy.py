@@ -57,7 +57,13 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
     pairs = bool(cfg.data.text_pair_column)
     weighted = "classify.class_weights" if c.class_weights is not None else None
     weighted = weighted or ("classify.loss: focal" if c.loss != "cross_entropy" else None)
+    adapter = cfg.train.adapter is not None
     if asked == CONTRASTIVE:
+        if adapter:
+            raise BertkitError(
+                "classify.strategy: contrastive tunes the whole encoder on pairs, and train.adapter is set: an adapter "
+                "is trained by fine-tuning. Set classify.strategy: finetune, or remove train.adapter"
+            )
         if pairs:
             raise BertkitError(
                 "classify.strategy: contrastive works on single texts, and data.text_pair_column is set: pairs of "
@@ -77,6 +83,8 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
         return CONTRASTIVE, "asked for"
     if asked == FINETUNE:
         return FINETUNE, "asked for"
+    if adapter:
+        return FINETUNE, "auto: an adapter (train.adapter) is fine-tuned"
     if pairs:
         return FINETUNE, "auto: pairs of texts are fine-tuned"
     if weighted:
