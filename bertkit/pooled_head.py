@@ -36,8 +36,11 @@ def use_pooling(model, pooling: str) -> None:
 def restore(model):
     """Give a freshly loaded model the forward pass its config asks for (none asked: unchanged)."""
     pooling = pooling_of(model)
-    if pooling is None or not type(model).__name__.endswith("ForSequenceClassification"):
-        return model  # a config, a tokenizer, or the bare encoder (embed reads its tokens itself)
+    kind = type(model).__name__
+    if pooling is None or not kind.endswith("ForSequenceClassification") or kind.startswith("Peft"):
+        # a config, a tokenizer, the bare encoder (embed reads its tokens itself), or a peft wrapper
+        # (the model inside it is the one to give the forward pass)
+        return model
     if pooling not in POOLINGS:
         from bertkit.errors import BertkitError
 
