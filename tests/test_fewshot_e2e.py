@@ -179,3 +179,30 @@ def test_pairs_of_texts_are_refused_before_training(tiny_model, tmp_path, cli):
     code, _, err = cli("train", "classify", "-c", path, *sets, "--set", "classify.strategy=contrastive")
     assert code == 2 and "contrastive works on single texts" in " ".join(err.split())
     assert not (tmp_path / "model").exists()
+
+
+def test_serve_and_compare_read_it_as_any_bundle(few_shot, tmp_path, cli):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from bertkit.serving.app import build_app
+    from bertkit.serving.predictor import Limits, Predictor
+
+    bundle, test = few_shot
+    texts = [r["text"] for r in csv.DictReader(test.open(encoding="utf-8"))][:6]
+    source = tmp_path / "in.txt"
+    source.write_text("".join(t + "\n" for t in texts))
+    code, out, err = cli("predict", "-m", bundle, "-i", source)
+    assert code == 0, err
+    offline = [json.loads(line) for line in out.splitlines()]
+    with TestClient(build_app(Predictor(str(bundle)), max_batch=4, max_wait_ms=5, limits=Limits(8, 400))) as client:
+        served = client.post("/predict", json={"texts": texts}).json()["results"]
+    assert [r["label"] for r in served] == [r["label"] for r in offline]
+    assert all(abs(a["score"] - b["score"]) < 1e-5 for a, b in zip(served, offline, strict=True))
+    import shutil
+
+    twin = shutil.copytree(bundle, tmp_path / "twin")  # the same model under another name
+    code, out, err = cli("compare", bundle, twin, "-d", test, "--baseline", "tfidf", "-o", tmp_path / "compared")
+    assert code == 0, err
+    assert "the two cannot be told apart" in " ".join(out.split())  # one model twice: the same answers
