@@ -25,10 +25,10 @@ def scored(logits, references, info: dict) -> Scored:
     return SingleLabel(logits.argmax(-1), np.asarray(references), list(info["labels"]))
 
 
-class SingleLabel(Scored):
-    metrics = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_weighted",
-               "recall_weighted", "f1_weighted")  # fmt: skip
-    paired = "accuracy"
+class _Labelled(Scored):
+    """Predicted label ids against gold ones, scored by the metric module `module`."""
+
+    module = ""
 
     def __init__(self, predictions, references, labels: list[str]):
         self.predictions = np.asarray(predictions, dtype=int)
@@ -43,9 +43,16 @@ class SingleLabel(Scored):
 
     def score(self, indices=None) -> dict:
         chosen = slice(None) if indices is None else np.asarray(indices, dtype=int)
-        return metrics.load("classification").compute(
+        return metrics.load(self.module).compute(
             predictions=self.predictions[chosen], references=self.gold[chosen], label_names=self.labels
         )
+
+
+class SingleLabel(_Labelled):
+    metrics = ("accuracy", "precision_macro", "recall_macro", "f1_macro", "precision_weighted",
+               "recall_weighted", "f1_weighted")  # fmt: skip
+    paired = "accuracy"
+    module = "classification"
 
     def correct(self) -> np.ndarray:
         return (self.predictions == self.gold).astype(int)
@@ -75,27 +82,11 @@ class SingleLabel(Scored):
         return out
 
 
-class MultiLabel(Scored):
+class MultiLabel(_Labelled):
     metrics = ("subset_accuracy", "precision_micro", "recall_micro", "f1_micro", "precision_macro", "recall_macro",
                "f1_macro")
     paired = "subset_accuracy"
-
-    def __init__(self, predictions, references, labels: list[str]):
-        self.predictions = np.asarray(predictions, dtype=int)
-        self.gold = np.asarray(references, dtype=int)
-        self.labels = labels
-
-    def __len__(self) -> int:
-        return len(self.gold)
-
-    def references(self) -> list:
-        return self.gold.tolist()
-
-    def score(self, indices=None) -> dict:
-        chosen = slice(None) if indices is None else np.asarray(indices, dtype=int)
-        return metrics.load("multilabel").compute(
-            predictions=self.predictions[chosen], references=self.gold[chosen], label_names=self.labels
-        )
+    module = "multilabel"
 
     def correct(self) -> np.ndarray:
         return (self.predictions == self.gold).all(axis=1).astype(int)
