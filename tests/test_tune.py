@@ -50,6 +50,21 @@ def test_each_task_has_a_default_space_centred_on_its_measured_defaults(tmp_path
     check_space(cfg, space)  # every end of every range makes a valid config
 
 
+def test_the_contrastive_route_searches_its_own_keys(tmp_path):
+    # classify on a few examples a label trains by pairs: fine-tuning's rates and epochs do nothing there
+    from bertkit.tuning.space import check_space, space_of
+
+    cfg = config(tmp_path, "", "classify")
+    space = space_of(cfg, "contrastive")
+    assert ranges(space) == {
+        "classify.contrastive_learning_rate": (pytest.approx(5e-6), pytest.approx(8e-5), True, False),
+        "classify.pair_rounds": (10, 40, False, True),
+        "train.batch_size": ([8, 16, 32],),
+    }
+    check_space(cfg, space)  # every end makes a valid config
+    assert space_of(cfg, "finetune") == space_of(cfg)
+
+
 def test_the_default_space_follows_the_config_and_a_given_space_replaces_it(tmp_path):
     from bertkit.tuning.space import space_of
 

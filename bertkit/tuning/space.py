@@ -61,8 +61,23 @@ def _around(value: float, spread: float) -> SearchRange:
     return SearchRange(low=float(f"{value / spread:.3g}"), high=float(f"{value * spread:.3g}"), log=True)
 
 
-def space_of(cfg: Config) -> dict[str, SearchRange]:
-    return cfg.tune.space or default_space(cfg)
+def space_of(cfg: Config, route: str | None = None) -> dict[str, SearchRange]:
+    """tune.space, else the default space of the route the run takes (`route`: classify's
+    strategy as decided on the data; the contrastive route reads none of fine-tuning's keys)."""
+    if cfg.tune.space:
+        return cfg.tune.space
+    return contrastive_space(cfg) if route == "contrastive" else default_space(cfg)
+
+
+def contrastive_space(cfg: Config) -> dict[str, SearchRange]:
+    """classify's contrastive route: its tuning rate (a quarter to four times the run's), the rounds
+    of pairs (half to twice), and the batch (half, the same, twice)."""
+    c, batch = cfg.classify, cfg.train.batch_size
+    return {
+        "classify.contrastive_learning_rate": _around(c.contrastive_learning_rate, LR_SPREAD),
+        "classify.pair_rounds": SearchRange(low=max(1, c.pair_rounds // 2), high=max(2, c.pair_rounds * 2), step=1),
+        "train.batch_size": SearchRange(choices=sorted({max(1, batch // 2), batch, batch * 2})),
+    }
 
 
 def suggest(trial, space: dict[str, SearchRange]) -> dict:

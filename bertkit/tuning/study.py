@@ -69,7 +69,12 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     protect = run_inputs(cfg, get_task(cfg.task), options.protect)
     space = space_of(cfg)
     check_space(cfg, space)
-    metric = metric_of(cfg)  # the data, model and tokenizer checked too: a user error stops here, not in a trial
+    # the data, model and tokenizer checked too: a user error stops here, not in a trial
+    metric, route = metric_of(cfg)
+    if route == "contrastive" and not cfg.tune.space:  # classify's few-shot route: its own keys
+        space = space_of(cfg, route)
+        check_space(cfg, space)
+        console.print("classify takes the contrastive route on this data: the search varies its keys")
     from bertkit.training.divergence import TrainingDiverged
     from bertkit.training.trainer import LOWER_IS_BETTER
 
@@ -153,9 +158,10 @@ def _fail_unfinished(study, number: int | None) -> None:
         study.tell(number, state=TrialState.FAIL)
 
 
-def metric_of(cfg: Config) -> str:
+def metric_of(cfg: Config) -> tuple[str, str | None]:
     """The validation metric the study optimises: tune.metric, else train.metric_for_best_model,
-    else the task's own (which may depend on the data: regression or classes, scored pairs...)."""
+    else the task's own (which may depend on the data: regression or classes, scored pairs...);
+    and the route the run takes on the data (classify's `strategy`, None for other tasks)."""
     from bertkit.run_info import RunInfo
     from bertkit.tasks import get_task
     from bertkit.training.trainer import check_metric
@@ -176,7 +182,7 @@ def metric_of(cfg: Config) -> str:
             raise BertkitError(str(err).replace("train.metric_for_best_model", "tune.metric")) from None
     if cfg.train.eval_strategy == "no":
         console.print("[yellow]train.eval_strategy is no: trials are scored at the end only, none is pruned[/yellow]")
-    return metric
+    return metric, info.get("strategy")
 
 
 def check_model(cfg: Config, task, raw) -> None:
