@@ -225,6 +225,27 @@ def test_a_study_continued_under_another_metric_is_refused():
         check_same_study(study, "s", "accuracy", "maximize")
 
 
+def test_a_trial_still_suggesting_in_another_process_is_no_other_space():
+    # two processes share a study: one's running trial may have suggested some keys and not yet the
+    # others; read as the study's space it looked narrower, and the second process refused to start
+    import optuna
+
+    from bertkit.config.tune_section import SearchRange
+    from bertkit.tuning.space import check_study_space
+
+    space = {"train.learning_rate": SearchRange(low=1e-5, high=1e-3, log=True),
+             "train.batch_size": SearchRange(choices=[16, 32])}  # fmt: skip
+    study = optuna.create_study(direction="maximize")
+    running = study.ask()
+    running.suggest_float("train.learning_rate", 1e-5, 1e-3, log=True)  # batch_size not suggested yet
+    check_study_space(study, "s", space, "--study NEW")
+    done = study.ask()
+    done.suggest_float("train.learning_rate", 1e-5, 1e-3, log=True)
+    study.tell(done, 0.5)  # a finished trial over another space still counts
+    with pytest.raises(BertkitError, match="train.batch_size: not searched"):
+        check_study_space(study, "s", space, "--study NEW")
+
+
 def test_an_interrupted_trial_is_marked_failed_not_left_running(tmp_path, monkeypatch, easy_data, tiny_model):
     """Ctrl-C or SIGTERM mid-trial: the trial ends as failed in the storage (Optuna leaves it
     running, for good, when the interruption is not an Exception), and the reports are written."""

@@ -136,8 +136,12 @@ def check_study_space(study, name: str, space: dict[str, SearchRange], fresh_hin
     """Refuse to continue `study` over another space than its trials were sampled from: its
     trials would not be comparable (a key searched now was fixed then, or the other way round),
     and Optuna itself refuses changed choices halfway through a trial."""
+    from optuna.trial import TrialState
+
     sampled: dict = {}
-    for trial in study.get_trials(deepcopy=False):  # later trials win: the space as last used
+    # finished trials only: a trial another process is running may have suggested some of its keys
+    # and not yet the others, which would read as a narrower space. Later trials win: the space as last used
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
         sampled.update(trial.distributions)
     if not sampled:
         return
