@@ -35,8 +35,11 @@ def test_compare_times_every_model_after_a_warm_up(cli, head_models, ner_data, t
     code, stdout, err = cli("compare", head_models["ner"], copy, "-d", ner_data["test"], "-o", out,
                             "--bootstrap", "100")  # fmt: skip
     assert code == 0, stdout + err
-    speeds = [m["texts_per_second"] for m in json.loads((out / "report.json").read_text())["models"]]
-    assert max(speeds) / min(speeds) < 3, speeds
+    report = json.loads((out / "report.json").read_text())
+    speeds = [m["texts_per_second"] for m in report["models"]]
+    # a timed pass that paid the one-off second would score at most `examples` texts a second; a
+    # ratio of the two speeds instead failed on a machine's hiccup (one pass of a few dozen texts)
+    assert min(speeds) > report["examples"] / 1.0, (speeds, report["examples"])
 
 
 def _base_config(tmp_path, easy_data, task="classify"):
