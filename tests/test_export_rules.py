@@ -34,6 +34,9 @@ def test_check_data_of_the_wrong_kind_is_exit_2(quantize, classify_bundle, ner_d
     if quantize:  # texts without labels: nothing to score int8 on
         code, _, err = cli("export", "-m", classify_bundle, "-o", target, "--check-data", unlabelled, *quantize)
         assert code == 2 and str(unlabelled) in err, err
+        # export has no --label-column: the error says where the column comes from and what to give
+        assert "--label-column" not in err and "the bundle's data.label_column" in err, err
+        assert "labelled file" in err, err
         assert not target.exists()
 
 

@@ -3,6 +3,7 @@ auto takes the contrastive route on a few examples a label, and the bundle it wr
 classify bundle (predict, evaluate, ONNX export and predict with the ONNX model)."""
 
 import csv
+import io
 import json
 import random
 
@@ -47,15 +48,30 @@ def config(tmp_path, model, train, test, extra=""):
 @pytest.fixture(scope="module")
 def few_shot(tmp_path_factory, tiny_model):
     from bertkit.cli import main
+    from bertkit.progress import console
 
     tmp_path = tmp_path_factory.mktemp("fewshot")
     train = write_few(tmp_path / "train.csv", 32, seed=1)  # 16 a label: auto takes the contrastive route
     test = write_few(tmp_path / "test.csv", 60, seed=2)
+    said = io.StringIO()
+    console.file = said  # what the run says, kept for a test below
     try:
         main(["train", "classify", "-c", str(config(tmp_path, tiny_model, train, test))])
     except SystemExit as stop:
         assert stop.code in (0, None)
+    finally:
+        console.file = None  # back to whatever sys.stderr is at each print
+    (tmp_path / "said.txt").write_text(said.getvalue())
     return tmp_path / "model", test
+
+
+def test_the_run_says_the_routes_own_settings_not_fine_tunings(few_shot):
+    said = " ".join((few_shot[0].parent / "said.txt").read_text().split())
+    assert "classify strategy: contrastive (auto: 16 examples per label" in said, said
+    assert "contrastive tuning: 640 pairs, 40 steps, learning rate 0.001" in said, said
+    assert "tuning on pairs" in said, said  # the progress bar
+    # the fine-tuning learning rate is not used on this route, so it is not said
+    assert "(auto: ×" not in said, said
 
 
 def test_auto_took_the_contrastive_route_and_learnt(few_shot):

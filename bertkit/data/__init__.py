@@ -157,13 +157,6 @@ def columns_of(ds) -> list[str]:
     return [c for c in ds.column_names if c != WHERE]
 
 
-EVALUATE_OPTIONS = {
-    "text_column": "--text-column",
-    "text_pair_column": "--text-pair-column",
-    "label_column": "--label-column",
-}
-
-
 def require_columns(ds, columns: dict[str, str | None], where: str, options: dict[str, str] | None = None) -> None:
     """Fail clearly when a configured column is not in the data, listing those that are. `options`
     names the command-line option that sets each column (`evaluate`), where a config key does not."""

@@ -49,13 +49,25 @@ class Recorder:
         return self
 
 
-def record_inputs(task, fp32, tokenizer, info, data: Path, fmt: str | None = None) -> list[dict[str, np.ndarray]]:
-    """The model inputs the task makes of (a seeded sample of) `data`, one unpadded row each."""
+def evaluate_on_check_data(task, model, tokenizer, info, data: Path, fmt: str | None, sample: int, why: str) -> dict:
+    """`task.evaluate` of `model` on a seeded sample of the check data, read with the bundle's own
+    columns; data it cannot score is an error saying what the int8 export needs (`why`: the step)."""
     from bertkit.tasks.options import EvaluateOptions
 
+    options = EvaluateOptions(max_samples=sample, data_format=fmt, columns_settable=False)
+    try:
+        return task.evaluate(model, tokenizer, info, str(data), options)
+    except BertkitError as err:
+        raise BertkitError(
+            f"the int8 {why} cannot read {data}: {err} It reads labelled examples: give --check-data a labelled "
+            "file in the format the bundle was trained on"
+        ) from None
+
+
+def record_inputs(task, fp32, tokenizer, info, data: Path, fmt: str | None = None) -> list[dict[str, np.ndarray]]:
+    """The model inputs the task makes of (a seeded sample of) `data`, one unpadded row each."""
     recorder = Recorder(fp32)
-    options = EvaluateOptions(max_samples=CALIBRATION_SAMPLE, data_format=fmt)
-    task.evaluate(recorder, tokenizer, info, str(data), options)
+    evaluate_on_check_data(task, recorder, tokenizer, info, data, fmt, CALIBRATION_SAMPLE, "calibration")
     if not recorder.rows:
         raise BertkitError(f"{data}: no example to calibrate int8 on; give a file with examples as --check-data")
     return recorder.rows

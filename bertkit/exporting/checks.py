@@ -135,18 +135,14 @@ def _reason(err: Exception) -> str:
 def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None, report: Report) -> None:
     """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX; data on which
     either cannot be computed is an error (exit 2): the export is not kept unchecked."""
-    from bertkit.tasks.options import EvaluateOptions
+    from bertkit.exporting.calibration import evaluate_on_check_data
 
     agree = _agreement(task, fp32, int8, tokenizer, info, data, fmt)
     if agree is not None:
         report.int8.update(agree)
     metric = info.get("metric_for_best_model") or task.best_metric(info)
-    options = EvaluateOptions(max_samples=SAMPLE, data_format=fmt)
-    try:
-        before = task.evaluate(fp32, tokenizer, info, str(data), options)
-        after = task.evaluate(int8, tokenizer, info, str(data), options)
-    except BertkitError as err:
-        raise BertkitError(f"the int8 check cannot score {data}: {err}") from None
+    before = evaluate_on_check_data(task, fp32, tokenizer, info, data, fmt, SAMPLE, "check")
+    after = evaluate_on_check_data(task, int8, tokenizer, info, data, fmt, SAMPLE, "check")
     if not isinstance(before.get(metric), int | float):
         raise BertkitError(
             f"the int8 check cannot compare {metric} (the bundle's main metric): {data} gives no {metric} score"

@@ -119,10 +119,14 @@ class Task:
         loss computed as a micro-batch mean."""
         return None
 
+    def trains_itself(self, info: RunInfo) -> bool:
+        """Does `fit` train this run without the Trainer (so its learning-rate settings are unused)."""
+        return False
+
     def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: RunConfig, log_history: list) -> dict | None:
         """Train `model` without the Trainer, or None to let the Trainer train it (every task's
-        default; classify's contrastive route trains its own way). Returns what bertkit.json
-        records of the training; `log_history` takes the losses the training curves plot."""
+        default; classify's contrastive route trains its own way, `trains_itself`). Returns what
+        bertkit.json records of the training; `log_history` takes the losses the training curves plot."""
         return None
 
     def compare(self, before: dict, after: dict) -> dict:

@@ -74,6 +74,17 @@ class EvaluateOptions(ModelOptions):
     label_column: str | None = None
     data_format: str | None = None  # None: from the file's extension
     max_samples: int | None = None  # score a seeded sample of at most this many examples (None: all)
+    # False where the columns cannot be set (export's int8 check reads --check-data with the
+    # bundle's own columns): an error naming a missing column then says where it comes from
+    columns_settable: bool = True
+
+    def column_settings(self) -> dict[str, str]:
+        """What sets each column, for an error naming a missing one: `bertkit evaluate`'s options,
+        or the bundle's training config where the command has no such options."""
+        flags = {key: "--" + key.replace("_", "-") for key in ("text_column", "text_pair_column", "label_column")}
+        if self.columns_settable:
+            return flags
+        return {key: f"the bundle's data.{key}" for key in flags}
 
     def sampled(self, items):
         """`items` (a list or a `datasets.Dataset`), or a seeded sample of `max_samples` of them in

@@ -9,10 +9,10 @@ from bertkit.learning_rates import AUTO, planned_steps
 from bertkit.training.run_dir import is_main_process
 
 
-def resolve_rates(cfg: Config, train) -> tuple[Config, dict]:
+def resolve_rates(cfg: Config, train, say: bool = True) -> tuple[Config, dict]:
     """`cfg` with numbers for `auto` learning rates, and what was decided (for bertkit.json, and
     said in the log); `cfg` itself when the rates are numbers already. `train`: the training
-    features (a streamed set has no length: it runs train.max_steps)."""
+    features (a streamed set has no length: it runs train.max_steps); `say`: print the rates chosen."""
     t = cfg.train
     if AUTO not in (t.learning_rate, t.head_learning_rate):
         return cfg, {}
@@ -28,7 +28,7 @@ def resolve_rates(cfg: Config, train) -> tuple[Config, dict]:
         rates["head_learning_rate"] = float(f"{rule.head * factor:.3g}") if rule.head else None
     resolved = cfg.model_copy(update={"train": t.model_copy(update=rates)})
     note = {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
-    if is_main_process():
+    if say and is_main_process():
         from bertkit.progress import console
 
         chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in note["auto"] if rates[k] is not None)

@@ -99,7 +99,8 @@ def _run(
     for role in ("validation", "test"):
         if role in features:
             features[role] = longest_first(features[role])
-    cfg, rates = resolve_rates(cfg, features["train"])
+    # a task that trains itself (classify's contrastive route) has rates of its own: none is said
+    cfg, rates = resolve_rates(cfg, features["train"], say=not task.trains_itself(info))
     model = starting_model(cfg, task, source, info)
     if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
         from bertkit.adapters.training import attach

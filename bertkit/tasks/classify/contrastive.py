@@ -89,8 +89,6 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
     linear warm-up (a tenth) and decay. Returns the loss of each step."""
     import torch
 
-    from bertkit.tasks.embed.losses import pair_loss
-
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(settings.seed)
     order = torch.randperm(len(pairs), generator=generator).tolist()
@@ -105,28 +103,54 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     model.train()
     losses = []
-    for step, batch in enumerate(batches):
-        first = [rows[pairs[k][0]] for k in batch]
-        second = [rows[pairs[k][1]] for k in batch]
-        targets = torch.tensor([pairs[k][2] for k in batch], device=device)
-        with head_inputs(layer, []) as kept:
-            model(**_padded(tokenizer, first + second, device))
-        vectors = kept[0]
-        loss = pair_loss("cosine", vectors[: len(batch)], vectors[len(batch) :], targets, None, 1.0)
-        if not torch.isfinite(loss):
-            raise BertkitError(
-                f"classify.strategy: contrastive: the pair loss stopped being finite at step {step + 1}; "
-                "lower classify.contrastive_learning_rate"
-            )
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
-        if (step + 1) % 10 == 0 or step + 1 == len(batches):
-            log_history.append({"step": step + 1, "loss": round(losses[-1], 6), "contrastive": True})
+    with _steps_shown(len(pairs), len(batches), settings.learning_rate) as advance:
+        for step, batch in enumerate(batches):
+            losses.append(_step(model, tokenizer, rows, [pairs[k] for k in batch], layer, step, device))
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            if (step + 1) % 10 == 0 or step + 1 == len(batches):
+                log_history.append({"step": step + 1, "loss": round(losses[-1], 6), "contrastive": True})
+            advance()
     model.eval()
     return losses
+
+
+@contextlib.contextmanager
+def _steps_shown(pairs: int, steps: int, learning_rate: float):
+    """The route's own settings said once, and a bar over its steps (the main process only)."""
+    from bertkit.progress import bar, console
+    from bertkit.training.run_dir import is_main_process
+
+    if not is_main_process():
+        yield lambda: None
+        return
+
+    console.print(f"contrastive tuning: {pairs:,} pairs, {steps:,} steps, learning rate {learning_rate:g}")
+    with bar("tuning on pairs", total=steps) as progress:
+        yield lambda: progress.advance(progress.task_ids[0])
+
+
+def _step(model, tokenizer, rows: list[dict], batch: list, layer, step: int, device) -> float:
+    """One batch of pairs: forward both sides, the pair loss, backward; returns the loss."""
+    import torch
+
+    from bertkit.tasks.embed.losses import pair_loss
+
+    first = [rows[i] for i, _, _ in batch]
+    second = [rows[j] for _, j, _ in batch]
+    targets = torch.tensor([target for _, _, target in batch], device=device)
+    with head_inputs(layer, []) as kept:
+        model(**_padded(tokenizer, first + second, device))
+    vectors = kept[0]
+    loss = pair_loss("cosine", vectors[: len(batch)], vectors[len(batch) :], targets, None, 1.0)
+    if not torch.isfinite(loss):
+        raise BertkitError(
+            f"classify.strategy: contrastive: the pair loss stopped being finite at step {step + 1}; "
+            "lower classify.contrastive_learning_rate"
+        )
+    loss.backward()
+    return float(loss.detach())
 
 
 def encode(model, tokenizer, rows: list[dict], layer, batch_size: int) -> np.ndarray:

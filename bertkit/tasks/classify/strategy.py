@@ -98,9 +98,8 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
 
 
 def say(route: str, why: str) -> None:
-    import os
-
     from bertkit.progress import console
+    from bertkit.training.run_dir import is_main_process
 
-    if int(os.environ.get("RANK", "0") or 0) == 0:  # one line, not one a process
+    if is_main_process():  # one line, not one a process
         console.print(f"classify strategy: {route} ({why})")

@@ -182,9 +182,12 @@ class ClassifyTask(Task):
             AutoModelForSequenceClassification, source, cfg, ignore_mismatched_sizes=True, **kwargs
         )
 
+    def trains_itself(self, info: RunInfo) -> bool:
+        return info.get("strategy") == strategy.CONTRASTIVE
+
     def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: Config, log_history: list) -> dict | None:
         """The contrastive route (strategy.py, contrastive.py); None: the Trainer fine-tunes."""
-        if info.get("strategy") != strategy.CONTRASTIVE:
+        if not self.trains_itself(info):
             return None
         from bertkit.tasks.classify import contrastive
 
@@ -292,7 +295,7 @@ class ClassifyTask(Task):
             "text_pair_column": info.get("text_pair_column"),
             "label_column": label_column,
         }
-        data_mod.require_columns(ds, columns, data, data_mod.EVALUATE_OPTIONS)
+        data_mod.require_columns(ds, columns, data, options.column_settings())
         return ds, self.encode_labels(ds[label_column], info, data_mod.places(ds, data))
 
     def predict(

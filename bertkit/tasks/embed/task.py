@@ -173,7 +173,7 @@ class EmbedTask(Task):
             ds,
             {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]},
             data,
-            data_mod.EVALUATE_OPTIONS,
+            options.column_settings(),
         )
         encoder = _encoder(model, tokenizer, info)
         batch = options.batch_size
@@ -181,7 +181,7 @@ class EmbedTask(Task):
         second = encoder.encode([plain_text(t) for t in ds[info["text_pair_column"]]], batch)
         scored = bool(info.get("scored"))
         if scored:
-            data_mod.require_columns(ds, {"label_column": info["label_column"]}, data, data_mod.EVALUATE_OPTIONS)
+            data_mod.require_columns(ds, {"label_column": info["label_column"]}, data, options.column_settings())
         places = data_mod.places(ds, data)
         labels = np.asarray(scores_of(ds[info["label_column"]], places)) / info["score_max"] if scored else None
         groups = group_ids([plain_text(t) for t in ds[info["text_pair_column"]]])

@@ -203,7 +203,7 @@ class RerankTask(Task):
         info.setdefault("negative_columns", ["negatives"])
         info["label_column"] = info.get("label_column") or "label"
         ds = options.sampled(data_mod.load_source(options.source(data), info["text_column"], info["label_column"]))
-        kind = kind_of(ds, info, data, data_mod.EVALUATE_OPTIONS)
+        kind = kind_of(ds, info, data, options.column_settings())
         length, batch = info.get("max_length", 512), options.batch_size
         if kind == GROUPED:
             groups = read_groups(ds, info, data, None)
