@@ -160,3 +160,28 @@ def test_serving_two_adapters_of_one_base_shares_its_weights(adapters):
         unnamed = client.post("/predict", json={"texts": ["a great film"]})
         assert unnamed.status_code == 422 and '"model"' in unnamed.text
         assert client.post("/predict", json={"model": "third", "texts": ["x"]}).status_code == 422
+
+
+@pytest.mark.slow
+def test_the_shared_base_stays_one_copy_when_each_model_is_moved_and_cast(adapters):
+    """A GPU server moves each model to the card in half precision once it is loaded; the model
+    loaded second must find the base already there and in that precision, not move a copy of its
+    own. A cast runs through the same torch `Module._apply` as a move to a device, so the CPU
+    checks it with bf16: one copy of the base, in bf16, the adapters each their own."""
+    import torch
+
+    from bertkit.adapters.loading import SharedBases
+    from bertkit.bundle import open_bundle
+    from bertkit.tasks import get_task
+
+    shared = SharedBases()
+    networks = [
+        open_bundle(str(adapters[name])).load_model(get_task(name).auto_model, "cpu", "bf16", shared=shared)
+        for name in ("classify", "ner")
+    ]
+    first, second = (n.bert.encoder.layer[0].attention.self.query for n in networks)
+    assert first.base_layer.weight.dtype == second.base_layer.weight.dtype == torch.bfloat16
+    assert first.base_layer.weight.data_ptr() == second.base_layer.weight.data_ptr()
+    embeddings = [n.bert.embeddings.word_embeddings.weight for n in networks]
+    assert embeddings[0].data_ptr() == embeddings[1].data_ptr() and embeddings[0].dtype == torch.bfloat16
+    assert first.lora_A["default"].weight.data_ptr() != second.lora_A["default"].weight.data_ptr()
