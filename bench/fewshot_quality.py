@@ -18,7 +18,9 @@ Usage: python bench/fewshot_quality.py [--sets sst2,imdb,livedoor] [--shots 8] [
        [--methods finetune,contrastive,setfit,contrastive:contrastive_learning_rate=1e-4]
 Each finished cell is added to bench/results/fewshot_quality_SET.json at once (a run cut short
 keeps what it finished; a cell already there is not run again); at the end (or with --summary)
-the cells of every set are gathered in bench/results/fewshot_quality.json with the medians.
+the cells of every set are gathered in bench/results/fewshot_quality.json with the medians, the
+gain on fine-tuning, and contrastive against setfit seed by seed (`vs_setfit`: the mean difference
+on the same samples; `won`: the seeds where contrastive scored as high or higher).
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ def main(argv: list[str]) -> None:
     cells = [c for name in SETS if cells_file(name).exists() for c in json.loads(cells_file(name).read_text())["cells"]]
     summary = summarise(cells)
     RESULT.write_text(json.dumps({"medians": summary, "cells": cells}, indent=2) + "\n")
-    print(table(summary, ["set", "per_class", "finetune", "contrastive", "setfit", "gain", "seeds"]))
+    print(table(summary, ["set", "per_class", "finetune", "contrastive", "setfit", "gain", "vs_setfit", "won", "seeds"]))
 
 
 def run_set(name: str, args) -> None:
@@ -211,9 +213,20 @@ def summarise(cells: list[dict]) -> list[dict]:
             row[f"{method}_seeds"] = [round(s, 4) for s in scores]
         if row["finetune"] is not None and row["contrastive"] is not None:
             row["gain"] = round(row["contrastive"] - row["finetune"], 4)
+        # against setfit seed by seed (the same samples): the mean difference, and the seeds won or tied
+        paired = _paired(cells, name, k, "contrastive", "setfit")
+        if paired:
+            row["vs_setfit"] = round(statistics.mean(paired), 4)
+            row["won"] = f"{sum(d >= 0 for d in paired)}/{len(paired)}"
         row["seeds"] = len(row["contrastive_seeds"])
         rows.append(row)
     return rows
+
+
+def _paired(cells: list[dict], name: str, k: int, first: str, second: str) -> list[float]:
+    """`first`'s accuracy minus `second`'s on each seed both ran."""
+    by = {(c["method"], c["seed"]): c["accuracy"] for c in cells if (c["set"], c["per_class"]) == (name, k)}
+    return [by[first, s] - by[second, s] for m, s in by if m == first and (second, s) in by]
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def vectors_of(model, tokenizer, split, info: dict, batch_size: int = 32) -> np.
 def fit_head(layer, vectors: np.ndarray, labels: list, n_labels: int, multi: bool, c: float, seed: int) -> None:
     """Logistic regression on the vectors, written into the head's last layer: softmax over the
     labels for single-label (two labels: one logistic, split as ±z/2 so softmax gives it back), one
-    logistic per label for multi-label (the model's sigmoid reads it as it is)."""
+    logistic per label for multi-label, its examples on and off weighed to balance (the model's
+    sigmoid reads it as it is, at the model's threshold)."""
     import torch
 
     weight = np.zeros((n_labels, vectors.shape[1]))
@@ -185,7 +186,7 @@ def fit_head(layer, vectors: np.ndarray, labels: list, n_labels: int, multi: boo
     if multi:
         matrix = np.asarray(labels, dtype=float).reshape(len(vectors), n_labels)
         for k in range(n_labels):
-            weight[k], bias[k] = _logistic(vectors, matrix[:, k].astype(int), c, seed)
+            weight[k], bias[k] = _logistic(vectors, matrix[:, k].astype(int), c, seed, balanced=True)
     else:
         targets = np.asarray(labels, dtype=int)
         present = np.unique(targets)
@@ -205,14 +206,20 @@ def fit_head(layer, vectors: np.ndarray, labels: list, n_labels: int, multi: boo
             layer.bias.copy_(torch.as_tensor(bias, dtype=layer.bias.dtype))
 
 
-def _logistic(vectors: np.ndarray, on: np.ndarray, c: float, seed: int) -> tuple[np.ndarray, float]:
+def _logistic(
+    vectors: np.ndarray, on: np.ndarray, c: float, seed: int, balanced: bool = False
+) -> tuple[np.ndarray, float]:
     """Weights and bias of one logistic regression; a label always off (or on) gets a bias far below
-    (or above) zero and no weights."""
+    (or above) zero and no weights. `balanced`: the examples on and off weigh the same in all (a
+    multi-label head's labels are each on in a few examples only: unweighted, the regularisation
+    on unit-length vectors kept a rare label's probability under 0.5 even where the vectors
+    separate it, and the 0.5 threshold then never predicted it)."""
     if on.min() == on.max():
         return np.zeros(vectors.shape[1]), FAR if on[0] else -FAR
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=c, max_iter=1000, random_state=seed).fit(vectors, on)
+    weights = "balanced" if balanced else None
+    model = LogisticRegression(C=c, max_iter=1000, random_state=seed, class_weight=weights).fit(vectors, on)
     return model.coef_[0], float(model.intercept_[0])
 
 
