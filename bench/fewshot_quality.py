@@ -170,7 +170,8 @@ def main(argv: list[str]) -> None:
     cells = [c for name in SETS if cells_file(name).exists() for c in json.loads(cells_file(name).read_text())["cells"]]
     summary = summarise(cells)
     RESULT.write_text(json.dumps({"medians": summary, "cells": cells}, indent=2) + "\n")
-    print(table(summary, ["set", "per_class", "finetune", "contrastive", "setfit", "gain", "vs_setfit", "won", "seeds"]))
+    columns = ["set", "per_class", "finetune", "contrastive", "setfit", "gain", "vs_setfit", "won", "seeds"]
+    print(table(summary, columns))
 
 
 def run_set(name: str, args) -> None:

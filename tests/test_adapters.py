@@ -114,8 +114,28 @@ def test_base_hash_finds_the_base_and_refuses_a_different_or_missing_one(tmp_pat
         find_base(tmp_path / "bundle", record)
     (base / "model.safetensors").unlink()
     (base / "config.json").unlink()
-    with pytest.raises(BertkitError, match=r"adapter of the base model .*which is not here"):
+    with pytest.raises(BertkitError, match=r"adapter of the base model .*which is not here") as refused:
         find_base(tmp_path / "bundle", record)
+    assert f"at {base}, or run" in str(refused.value)  # the place said once (its name is its path here)
+
+
+def test_the_base_is_found_at_its_name_when_its_recorded_folder_holds_another(tmp_path, monkeypatch):
+    """A base named by a relative path, copied beside a run elsewhere: the folder it was read from
+    now holds another model, and the name, read where the command runs, holds the base."""
+    from bertkit.adapters.base import describe_base, find_base
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    base = _folder(first, "base", 0)
+    monkeypatch.chdir(first)
+    record = describe_base("base", "base")
+    assert record["base_path"] == str(base.resolve())
+    copy = _folder(second, "base", 0)  # the same weights (same seed) beside the second run
+    _folder(first, "base", 1)  # and another model where the first run read it
+    monkeypatch.chdir(second)
+    assert find_base(tmp_path / "bundle", record) == "base"
+    assert copy.is_dir()
 
 
 def test_an_adapter_bundle_is_not_a_base(tmp_path):

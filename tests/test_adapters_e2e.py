@@ -185,3 +185,22 @@ def test_the_shared_base_stays_one_copy_when_each_model_is_moved_and_cast(adapte
     embeddings = [n.bert.embeddings.word_embeddings.weight for n in networks]
     assert embeddings[0].data_ptr() == embeddings[1].data_ptr() and embeddings[0].dtype == torch.bfloat16
     assert first.lora_A["default"].weight.data_ptr() != second.lora_A["default"].weight.data_ptr()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adapter", [True, False])
+def test_training_from_an_adapter_bundle_says_to_merge_it_first(adapters, easy_data, tmp_path, cli, adapter):
+    """An adapter bundle as model.name (with or without a new adapter on it) is refused before any
+    file of it is read as a whole model's, with the command that makes it one."""
+    bundle = adapters["classify"]
+    config = tmp_path / "again.yaml"
+    config.write_text(
+        f"task: classify\nmodel: {{name: {bundle}, max_length: 32}}\ndata: {{train: {easy_data['train']}}}\n"
+        f"train: {{max_steps: 1, batch_size: 8, eval_strategy: 'no'"
+        + (f", adapter: {ADAPTER}}}\n" if adapter else "}\n")
+        + f"output_dir: {tmp_path / 'out'}\n"
+    )
+    code, _, err = cli("train", "classify", "-c", config)
+    said = " ".join(err.split())
+    assert code == 2 and "is an adapter bundle, not a whole model" in said and "bertkit adapter merge" in said, err
+    assert not (tmp_path / "out").exists()

@@ -67,14 +67,20 @@ def adapter_of(folder: Path) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
-def describe_base(name: str, source: str) -> dict:
-    """What an adapter bundle records of its base: the name the run gave (`model.name`), the
-    folder it was read from when local, and the hash of its weights."""
+def refuse_adapter_bundle(name: str, source: str) -> None:
+    """Training starts from a whole model: an adapter bundle as `model.name` is refused, saying how
+    to make it one."""
     if is_adapter_bundle(source):
         raise BertkitError(
             f"model.name: {name} is an adapter bundle, not a whole model. To train on it, merge it first: "
             f"bertkit adapter merge -m {name} -o DIR, then give DIR"
         )
+
+
+def describe_base(name: str, source: str) -> dict:
+    """What an adapter bundle records of its base: the name the run gave (`model.name`), the
+    folder it was read from when local, and the hash of its weights."""
+    refuse_adapter_bundle(name, source)
     folder = Path(source).expanduser()
     return {
         "base_model": name,
@@ -92,8 +98,8 @@ def find_base(bundle: Path, adapter: dict) -> str:
     if not isinstance(name, str) or not isinstance(recorded, str):
         raise BertkitError(f"{bundle}/bertkit.json: its adapter record names no base model and hash; train it again")
     candidates = [c for c in (adapter.get("base_path"), name) if isinstance(c, str)]
-    tried = []
-    for candidate in dict.fromkeys(candidates):
+    tried, different = [], []
+    for candidate in dict.fromkeys(candidates):  # the first that holds the same weights is the base
         try:
             source = models.resolve(candidate)
         except BertkitError as err:
@@ -105,12 +111,17 @@ def find_base(bundle: Path, adapter: dict) -> str:
         found = weights_hash(source)
         if found == recorded:
             return source
+        different.append((candidate, found))
+    if different:
+        candidate, found = different[0]
         raise BertkitError(
             f"--model {bundle} is an adapter trained on {name}, but the model at {candidate} is a different one "
             f"(its weights hash {found[:19]}..., the adapter's base {recorded[:19]}...). Put the base it was trained "
             "on there, or train the adapter again on this one"
         )
+    path = adapter.get("base_path")
+    places = name + (f" (or {path})" if isinstance(path, str) and path != name else "")
     raise BertkitError(
         f"--model {bundle} is an adapter of the base model {name}, which is not here ({'; '.join(tried)}). "
-        f"Put that model at {name} (or {adapter.get('base_path')}), or run `bertkit adapter merge` where it is"
+        f"Put that model at {places}, or run `bertkit adapter merge` where it is"
     )

@@ -81,6 +81,9 @@ def _run(
     scratch = task.starts_from_scratch(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
+        from bertkit.adapters.base import refuse_adapter_bundle
+
+        refuse_adapter_bundle(cfg.model.name, source)  # before anything reads it as a whole model
         models.check_max_length(source, cfg)
     from bertkit.progress import RichProgress, console, status
 
