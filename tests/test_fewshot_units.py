@@ -85,6 +85,18 @@ def said(capsys) -> str:
     return " ".join(capsys.readouterr().err.split())  # the console wraps long lines
 
 
+def test_fine_tuning_settings_the_route_will_not_use_are_named(capsys):
+    fine = {"train.learning_rate": "0.001", "train.epochs": "5", "train.warmup_ratio": "0.2"}
+    assert setup(["a", "b"] * 8, **fine)["strategy"] == "contrastive"
+    text = said(capsys)
+    assert "does not use train.epochs, train.learning_rate, train.warmup_ratio (fine-tuning settings)" in text, text
+    assert "classify.strategy: finetune" in text
+    setup(["a", "b"] * 8, **{"train.batch_size": "8", "train.seed": "3"})  # the route reads these
+    assert "does not use" not in said(capsys)
+    setup(["a", "b"] * 8, **fine, **{"classify.strategy": "finetune"})  # fine-tuning uses them
+    assert "does not use" not in said(capsys)
+
+
 def test_auto_fine_tunes_what_the_contrastive_route_cannot_take():
     assert setup(["a", "b"] * 4, **{"data.text_pair_column": "pair"})["strategy"] == "finetune"
     assert setup(["0.5", "1.5", "2.0"])["strategy"] == "finetune"  # regression

@@ -75,6 +75,7 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
         "pair_rounds": settings.pair_rounds,
         "steps": len(losses),
         "learning_rate": settings.learning_rate,
+        "precision": "fp32",  # the pairs are tuned in fp32 whatever train.precision says
         # the pair loss over the first and the last tenth of the steps: did the tuning move the vectors
         "pair_loss_first": round(float(np.mean(losses[:tenth])), 4),
         "pair_loss_last": round(float(np.mean(losses[-tenth:])), 4),

@@ -97,6 +97,54 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
     return FINETUNE, f"auto: {per_label:.0f} examples per label, more than classify.few_shot_examples ({limit})"
 
 
+# train.* settings of fine-tuning that the contrastive route does not read (it reads train.batch_size,
+# train.seed, train.max_steps, the freezing keys, and its own classify.* keys; it tunes in fp32)
+FINE_TUNING_ONLY = (
+    "epochs",
+    "learning_rate",
+    "head_learning_rate",
+    "gradient_accumulation_steps",
+    "weight_decay",
+    "warmup_ratio",
+    "lr_scheduler",
+    "max_grad_norm",
+    "early_stopping_patience",
+    "eval_strategy",
+    "eval_steps",
+    "metric_for_best_model",
+    "group_by_length",
+    "precision",
+    "compile",
+)
+
+
+def unused_settings(cfg) -> list[str]:
+    """The fine-tuning settings the run's config changes from their defaults (the task's, else the
+    field's) that the contrastive route will not use."""
+    from bertkit.tasks import registry
+
+    defaults = registry.record(cfg.task).defaults
+    fields = type(cfg.train).model_fields
+    return [
+        f"train.{key}"
+        for key in FINE_TUNING_ONLY
+        if getattr(cfg.train, key) != defaults.get(("train", key), fields[key].get_default(call_default_factory=True))
+    ]
+
+
+def warn_unused(cfg) -> None:
+    from bertkit.progress import console
+    from bertkit.training.run_dir import is_main_process
+
+    unused = unused_settings(cfg)
+    if unused and is_main_process():
+        console.print(
+            f"warning: the contrastive route does not use {', '.join(unused)} (fine-tuning settings); it reads "
+            "classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size and train.seed. Set "
+            "classify.strategy: finetune to fine-tune with them"
+        )
+
+
 def say(route: str, why: str) -> None:
     from bertkit.progress import console
     from bertkit.training.run_dir import is_main_process

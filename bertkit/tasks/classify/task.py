@@ -109,6 +109,8 @@ class ClassifyTask(Task):
         route, why = strategy.choose(cfg, problem, len(labels), counted)
         if why != "asked for" or route == strategy.CONTRASTIVE:
             strategy.say(route, why)
+        if route == strategy.CONTRASTIVE:
+            strategy.warn_unused(cfg)
         return {
             "task": self.name,
             "problem_type": problem,
