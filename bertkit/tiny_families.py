@@ -6,7 +6,8 @@ its models.
 The tokenizer is the family's own class (`BertTokenizer`, `RobertaTokenizer`,
 `XLMRobertaTokenizer`, ...: its normaliser, pre-tokenizer, special tokens and the way it joins a
 pair) with a vocabulary learnt by `train_new_from_iterator`, the tokenizers library's trainer of
-the same model kind. ModernBERT has no tokenizer class of its own (its checkpoints ship a plain
+the same model kind, then settled so that it is the same in every process
+(bertkit/stable_vocab.py). ModernBERT has no tokenizer class of its own (its checkpoints ship a plain
 fast tokenizer): it gets a byte-level BPE with `[CLS] A [SEP] B [SEP]`, the layout of
 answerdotai/ModernBERT-base. The sizes and the writing are `bertkit.tiny_models`'."""
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.errors import BertkitError, did_you_mean
+from bertkit.stable_vocab import settle
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT
     seed = getattr(transformers, spec.tokenizer)() if spec.tokenizer else _modernbert_seed()
     learnt = seed.train_new_from_iterator(texts, vocab_size)
     learnt.model_max_length = max_length
-    return learnt
+    return settle(learnt, texts, vocab_size)  # the same vocabulary in every process (stable_vocab.py)
 
 
 def _modernbert_seed():

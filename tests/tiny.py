@@ -6,6 +6,8 @@ import csv
 import random
 from pathlib import Path
 
+from bertkit.stable_vocab import wordpiece_vocab  # the same vocabulary in every process
+
 POSITIVE = ["great", "excellent", "wonderful", "superb", "lovely", "delightful"]
 NEGATIVE = ["awful", "terrible", "dreadful", "horrible", "boring", "lousy"]
 FILLER = (
@@ -31,41 +33,6 @@ def write_easy_csv(path: Path, n: int, seed: int) -> Path:
             label = "positive" if i % 2 == 0 else "negative"
             writer.writerow([sentence(rng, label), label])
     return path
-
-
-def wordpiece_vocab(words: list[str], size: int, specials: list[str]) -> dict[str, int]:
-    """A WordPiece vocabulary learnt as tokenizers' WordPieceTrainer learns one (BPE merges of the
-    most frequent adjacent pieces, "##" marking a piece inside a word), but the same on every run:
-    ties go to the alphabetically first pair. (The trainer breaks ties in hash-map order, which
-    changes from one process to the next: a tiny model built on it differed on every run, and so
-    did the tests' numbers.)"""
-    from collections import Counter
-
-    counts = Counter(words)
-    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
-    # as the trainer does: every character on its own, then the ## form of each that continues a word
-    tokens = specials + sorted({c for word in counts for c in word})
-    tokens += sorted({piece for parts in splits.values() for piece in parts[1:]})
-    known = set(tokens)
-    while len(tokens) < size:
-        pairs: Counter = Counter()
-        for word, parts in splits.items():
-            for pair in zip(parts, parts[1:], strict=False):
-                pairs[pair] += counts[word]
-        if not pairs:
-            break
-        (left, right), _ = min(pairs.items(), key=lambda item: (-item[1], item[0]))
-        merged = left + right[2:]
-        for parts in splits.values():
-            i = 0
-            while i < len(parts) - 1:
-                if parts[i] == left and parts[i + 1] == right:
-                    parts[i : i + 2] = [merged]
-                i += 1
-        if merged not in known:
-            tokens.append(merged)
-            known.add(merged)
-    return {token: i for i, token in enumerate(tokens)}
 
 
 def build_tiny_bert(folder: Path, texts: list[str], vocab_size: int = 400) -> Path:

@@ -47,7 +47,12 @@ def tiny(
     min_frequency: int = typer.Option(
         2, "--min-frequency", min=1, help="With --vocab-from: drop pieces seen fewer times than this."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random weights: the same seed, the same model."),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        help="Seed of the random weights: the same seed, the same model (with --from and --vocab-from, the "
+        "learnt vocabulary can differ between runs: docs/ci.md).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a tiny model bertkit wrote there before."),
 ) -> None:
     """A tiny random model of the same family as --from, for smoke tests.
