@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from checks import assert_refused
 
+ONE_OFF = 6.0  # seconds: several times a loaded machine's pass over the test file
+
 
 def test_compare_times_every_model_after_a_warm_up(cli, head_models, ner_data, tmp_path, monkeypatch):
     """A one-off cost (imports, the file's first read) falls on whichever model is scored first;
@@ -26,7 +28,7 @@ def test_compare_times_every_model_after_a_warm_up(cli, head_models, ner_data, t
     def slow_once(self, *args, **kwargs):
         if not first:
             first.append(True)
-            time.sleep(1.0)
+            time.sleep(ONE_OFF)
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(task, "evaluate_examples", slow_once)
@@ -37,9 +39,10 @@ def test_compare_times_every_model_after_a_warm_up(cli, head_models, ner_data, t
     assert code == 0, stdout + err
     report = json.loads((out / "report.json").read_text())
     speeds = [m["texts_per_second"] for m in report["models"]]
-    # a timed pass that paid the one-off second would score at most `examples` texts a second; a
-    # ratio of the two speeds instead failed on a machine's hiccup (one pass of a few dozen texts)
-    assert min(speeds) > report["examples"] / 1.0, (speeds, report["examples"])
+    # a timed pass that paid the one-off cost would score at most examples / ONE_OFF texts a second;
+    # a ratio of the two speeds failed on a machine's hiccup (one pass of a few dozen texts), and a
+    # one-second cost on a machine running four jobs on two cores (a pass took 1.8 s there)
+    assert min(speeds) > report["examples"] / ONE_OFF, (speeds, report["examples"])
 
 
 def _base_config(tmp_path, easy_data, task="classify"):
