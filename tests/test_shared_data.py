@@ -85,6 +85,8 @@ def test_imdb_config_head_tail_runs(cli, tmp_path):
         "model.max_length=64",
         "--set",
         "classify.truncation=head+tail",
+        "--set",
+        "classify.strategy=finetune",  # 24 reviews a label would take the contrastive route (minutes)
     )
     assert code == 0, err
     info = json.loads((tmp_path / "imdb" / "bertkit.json").read_text())
