@@ -46,4 +46,21 @@ def summary_rows(model: str) -> list[tuple[str, str]]:
     for key, name in (("base_model", "base model"), ("bertkit_version", "bertkit"), ("created", "created")):
         if info.get(key):
             rows.append((name, str(info[key])))
+    adapter = info.get("adapter")
+    if isinstance(adapter, dict):
+        rows.append(("adapter", _adapter_row(root, adapter)))
     return rows
+
+
+def _adapter_row(root: Path, adapter: dict) -> str:
+    """An adapter bundle holds the adapter and the head only: what it runs on, and whether that base
+    is here (found and its hash checked as every command does)."""
+    from bertkit.adapters.base import find_base
+
+    hashed = str(adapter.get("base_hash", ""))[:19]
+    shape = f"LoRA r={adapter.get('r')} on the base {adapter.get('base_model')} ({hashed}...)"
+    try:
+        where = find_base(root, adapter)
+    except BertkitError as err:
+        return f"{shape}; the base is not usable here: {err}"
+    return f"{shape}; the base found at {where}"

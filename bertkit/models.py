@@ -95,6 +95,14 @@ def quiet_transformers() -> None:
     hf_logging.disable_progress_bar()
 
 
+def checkpoint_activations(model) -> None:
+    """`train.gradient_checkpointing`: activations recomputed in the backward pass instead of kept.
+    transformers 5.2x names it `activation_checkpointing_enable` (the old name warns that it goes
+    in v6); an earlier 5.x has only the old name."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()
+
+
 def load_weights(auto_class, source: str, cfg, **kwargs):
     """`auto_class.from_pretrained(source)` with the config's revision and remote-code settings;
     with `model.random_init` the same architecture with new random weights instead (the

@@ -91,6 +91,12 @@ def test_target_modules_that_match_nothing_are_refused_naming_the_layers():
         target_modules(model, ["q_lin", "lin9"])
 
 
+@pytest.mark.parametrize("empty", ["[]", "['']"])
+def test_an_empty_target_list_is_refused_by_the_config(tmp_path, empty):
+    with pytest.raises(BertkitError, match="target_modules: an empty list adapts no layer"):
+        _config(tmp_path, "classify", f"{{adapter: {{kind: lora, target_modules: {empty}}}}}")
+
+
 def _folder(tmp_path, name: str, seed: int):
     import torch
 

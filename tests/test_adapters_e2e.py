@@ -204,3 +204,18 @@ def test_training_from_an_adapter_bundle_says_to_merge_it_first(adapters, easy_d
     said = " ".join(err.split())
     assert code == 2 and "is an adapter bundle, not a whole model" in said and "bertkit adapter merge" in said, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_info_says_an_adapter_bundle_needs_its_base_and_whether_it_is_here(adapters, tmp_path, cli):
+    code, out, err = cli("info", "--model", adapters["classify"])
+    said = " ".join(out.split())
+    assert code == 0 and "adapter LoRA r=4 on the base" in said and "the base found at" in said, out + err
+    moved = tmp_path / "moved"
+    shutil.copytree(adapters["classify"], moved)
+    info = json.loads((moved / "bertkit.json").read_text())
+    info["adapter"].update(base_model=str(tmp_path / "gone"), base_path=str(tmp_path / "gone"))
+    (moved / "bertkit.json").write_text(json.dumps(info))
+    code, out, err = cli("info", "--model", moved)
+    said = " ".join(out.split())
+    assert code == 0 and "the base is not usable here" in said and "gone" in said, out + err

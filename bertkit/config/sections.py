@@ -326,6 +326,13 @@ class AdapterConfig(Section):
         "auto", description="layers to adapt (names or name endings); auto: the family's attention and feed-forward"
     )
 
+    @field_validator("target_modules")
+    @classmethod
+    def _some_layers(cls, value: Any) -> Any:
+        if isinstance(value, list) and not [name for name in value if name.strip()]:
+            raise ValueError("an empty list adapts no layer: name the layers (or name endings), or give auto")
+        return value
+
 
 class TrainConfig(Section):
     epochs: float = Field(3, gt=0, description="passes over the training data")

@@ -113,7 +113,7 @@ def _run(
         info = info.replace(adapter=adapter)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
-        model.gradient_checkpointing_enable()
+        models.checkpoint_activations(model)
 
     args = training_arguments(cfg, work, precision, best)
     loss = task.loss(info, cfg, features["train"])

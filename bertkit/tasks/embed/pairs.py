@@ -113,8 +113,10 @@ def pair_encoder_class():
             out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra)
             return pool(out, attention_mask, self.pooling)
 
-        def gradient_checkpointing_enable(self, **kwargs):
-            self.encoder.gradient_checkpointing_enable(**kwargs)
+        def activation_checkpointing_enable(self):  # train.gradient_checkpointing (models.checkpoint_activations)
+            from bertkit.models import checkpoint_activations
+
+            checkpoint_activations(self.encoder)
 
         def forward(
             self,
