@@ -100,6 +100,7 @@ def test_the_model_cards_python_runs_and_agrees_with_predict(few_shot, tmp_path,
     assert code == 0, err
     predicted = json.loads(out.splitlines()[0])
     assert abs(float(scope["scores"][0].max()) - predicted["score"]) < 1e-4
+    assert not scope["scores"].requires_grad  # scored without building a graph, as inference should
 
 
 def test_explain_and_int8_export_read_it_as_any_bundle(few_shot, tmp_path, cli):

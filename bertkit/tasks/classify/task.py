@@ -202,11 +202,13 @@ class ClassifyTask(Task):
         # the head reads the pooled sentence vector (bertkit/pooled_head.py), which plain
         # transformers would not know to compute
         return [
+            "import torch",
             "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
             "from bertkit.pooled_head import restore  # the head reads the mean of the tokens",
             f'model = restore(AutoModelForSequenceClassification.from_pretrained("{where}"))',
             f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
-            'logits = model(**tokenizer(["a text"], return_tensors="pt")).logits',
+            "with torch.no_grad():",
+            '    logits = model(**tokenizer(["a text"], return_tensors="pt")).logits',
             "scores = " + ("logits.sigmoid()" if info.get("problem_type") == MULTI else "logits.softmax(-1)"),
         ]
 
