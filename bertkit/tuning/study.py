@@ -67,14 +67,15 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     own_storage = options.storage is None  # study.db in the output folder by default
     stored = storage.sqlite_files(url)  # the storage's files
     protect = run_inputs(cfg, get_task(cfg.task), options.protect)
-    space = space_of(cfg)
-    check_space(cfg, space)
+    if cfg.tune.space:  # the user's ranges are checked before the data is read
+        check_space(cfg, cfg.tune.space)
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
     metric, route = metric_of(cfg)
-    if route == "contrastive" and not cfg.tune.space:  # classify's few-shot route: its own keys
-        space = space_of(cfg, route)
+    space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
+    if not cfg.tune.space:
         check_space(cfg, space)
-        console.print("classify takes the contrastive route on this data: the search varies its keys")
+        if route == "contrastive":
+            console.print("classify takes the contrastive route on this data: the search varies its keys")
     from bertkit.training.divergence import TrainingDiverged
     from bertkit.training.trainer import LOWER_IS_BETTER
 

@@ -126,7 +126,6 @@ def _steps_shown(pairs: int, steps: int, learning_rate: float):
     if not is_main_process():
         yield lambda: None
         return
-
     console.print(f"contrastive tuning: {pairs:,} pairs, {steps:,} steps, learning rate {learning_rate:g}")
     with bar("tuning on pairs", total=steps) as progress:
         yield lambda: progress.advance(progress.task_ids[0])
