@@ -196,27 +196,62 @@ def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
 
 
 def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
-    """The words the tokenizer's pre-tokenizer (or MeCab) sees in `text`, with character offsets
-    into it. Neighbours that share a grapheme cluster (`$` and the variation selector after it)
-    are one word, so no word boundary cuts a character in two."""
+    """The words of `text` with character offsets into it: the words the tokenizer sees once its
+    normaliser has run (a BERT normaliser puts each CJK ideograph apart) and its pre-tokenizer has
+    split the text (MeCab's for a Japanese tokenizer), each further cut at punctuation, a mark
+    a word of its own (SentencePiece-style pre-tokenizers split at spaces only, which made
+    "(Paris)," one word, so an entity could not end before the comma). Neighbours that share a
+    grapheme cluster (`$` and the variation selector after it) are one word, so no word boundary
+    cuts a character in two."""
     if japanese.is_japanese(tokenizer):
         found = japanese.words(tokenizer, text)
     else:
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        pre = getattr(backend, "pre_tokenizer", None) if backend else None
-        if pre is None:
+        if backend is None or backend.pre_tokenizer is None:
             import re
 
             found = [(m.group(), m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
         else:
             found = []
-            for _, (start, end) in pre.pre_tokenize_str(text):
+            for start, end in _split_spans(backend, text):
                 # the characters themselves: byte-level and SentencePiece-style pre-tokenizers
                 # rewrite a word (Ġ, ▁) and keep the space before it, which is no part of it
-                while start < end and text[start].isspace():
-                    start += 1
-                while end > start and text[end - 1].isspace():
-                    end -= 1
-                if start < end:
-                    found.append((text[start:end], start, end))
+                found.extend(_apart_at_punctuation(text, start, end))
     return graphemes.join_split_words(text, found)
+
+
+def _split_spans(backend, text: str) -> list[tuple[int, int]]:
+    """The (start, end) in `text` of each piece the tokenizer's normaliser and pre-tokenizer make."""
+    from tokenizers import PreTokenizedString
+
+    pieces = PreTokenizedString(text)
+    if backend.normalizer is not None:
+        pieces.normalize(lambda piece: backend.normalizer.normalize(piece))
+    backend.pre_tokenizer.pre_tokenize(pieces)
+    return [tuple(split[1]) for split in pieces.get_splits(offset_referential="original", offset_type="char")]
+
+
+def is_punctuation(char: str) -> bool:
+    """Unicode punctuation, and ASCII's other printable non-alphanumerics ($, +, <, ^, `, ~), as
+    BERT's own word splitting counts them."""
+    import unicodedata
+
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _apart_at_punctuation(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """`text[start:end]` as words: each punctuation mark alone, the runs between them (white
+    space, which a normaliser may have read as none, is no part of a word)."""
+    words, run = [], start
+    for i in range(start, end + 1):
+        if i < end and not (text[i].isspace() or is_punctuation(text[i])):
+            continue
+        if run < i:
+            words.append((text[run:i], run, i))
+        if i < end and not text[i].isspace():
+            words.append((text[i], i, i + 1))
+        run = i + 1
+    return words

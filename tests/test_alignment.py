@@ -67,6 +67,53 @@ def test_words_are_the_characters_whatever_the_pre_tokenizer(kind):
     ]
 
 
+def _trained_fast(pre, normalizer=None):
+    from tokenizers import Tokenizer, models, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre
+    tok.normalizer = normalizer
+    tok.train_from_iterator(["hello paris world"] * 5, trainers.BpeTrainer(vocab_size=60, special_tokens=["<unk>"]))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+
+
+@pytest.mark.parametrize("kind", ["metaspace", "byte-level", "bert"])
+def test_punctuation_is_a_word_of_its_own_whatever_the_pre_tokenizer(kind):
+    """A SentencePiece-style pre-tokenizer splits at spaces only: "(Paris)," was one word, so an
+    entity in it could only be tagged with its brackets and comma (xlm-roberta, albert, deberta-v2)."""
+    from tokenizers import pre_tokenizers
+
+    from bertkit.tokenization import words_with_offsets
+
+    pre = {
+        "metaspace": pre_tokenizers.Metaspace(),
+        "byte-level": pre_tokenizers.ByteLevel(add_prefix_space=True),
+        "bert": pre_tokenizers.BertPreTokenizer(),
+    }[kind]
+    text = "(Paris), Mr.O'Neill  Kyoto!\u00a0x"
+    words = words_with_offsets(_trained_fast(pre), text)
+    assert [w for w, _, _ in words] == ["(", "Paris", ")", ",", "Mr", ".", "O", "'", "Neill", "Kyoto", "!", "x"]
+    assert all(text[s:e] == w for w, s, e in words)
+
+
+def test_a_bert_normaliser_puts_cjk_ideographs_apart():
+    """BERT's normaliser, not its pre-tokenizer, puts each CJK ideograph apart: words taken from the
+    pre-tokenizer alone made 田中太郎は東京に one word, and no entity inside it could be tagged."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    from bertkit.tokenization import words_with_offsets
+
+    text = "İstanbul 我住在北京。 Café"
+    bert = _trained_fast(pre_tokenizers.BertPreTokenizer(), normalizers.BertNormalizer(lowercase=True))
+    words = words_with_offsets(bert, text)
+    assert [w for w, _, _ in words] == ["İstanbul", "我", "住", "在", "北", "京", "。", "Café"]
+    assert all(text[s:e] == w for w, s, e in words)  # the text's own characters, not the normalised ones
+    # a tokenizer whose normaliser leaves them together keeps the run whole, as it reads it
+    plain = _trained_fast(pre_tokenizers.Metaspace(), normalizers.NFKC())
+    assert [w for w, _, _ in words_with_offsets(plain, text)] == ["İstanbul", "我住在北京", "。", "Café"]
+
+
 def test_words_that_share_a_cluster_are_joined():
     text = "$\ufe0f and a"
     words = [("$", 0, 1), ("\ufe0f", 1, 2), ("and", 3, 6), ("a", 7, 8)]

@@ -178,3 +178,16 @@ def test_family_runs_the_task(family, task, family_model, matrix_data, tmp_path,
     code, _, err = cli("predict", "-m", tmp_path / "onnx", "-i", source, "-o", tmp_path / "onnx.jsonl")
     assert code == 0, err
     _same_results(task, torch_rows, _rows(tmp_path / "onnx.jsonl"))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_reads_punctuation_as_words_of_its_own(family, family_model):
+    """NER's words (entity spans are made of them): SentencePiece families split at spaces only, and
+    an entity came out as "(Paris)," or "Kyoto!"; every family must give the same words."""
+    from bertkit.tokenization import load_tokenizer, words_with_offsets
+
+    tokenizer = load_tokenizer(str(family_model(family)))
+    text = "(Paris), met Mr.O'Neill in  Kyoto!"
+    words = words_with_offsets(tokenizer, text)
+    assert [w for w, _, _ in words] == ["(", "Paris", ")", ",", "met", "Mr", ".", "O", "'", "Neill", "in", "Kyoto", "!"]
+    assert all(text[s:e] == w for w, s, e in words)
