@@ -301,3 +301,34 @@ def test_bad_mlm_input(tmp_path, tiny_model, cli, content, extra, message):
     code, _, err = cli("train", "mlm-adapt", "-c", mlm_config(tmp_path, tiny_model, data, extra))
     assert code == 2 and message in " ".join(err.split()), err
     assert not (tmp_path / "adapted").exists()
+
+
+@pytest.mark.parametrize("kind", ["byte-level", "metaspace", "wordpiece"])
+def test_fill_mask_shows_the_text_a_token_stands_for(kind):
+    """A byte-level vocabulary writes " France" as ĠFrance and é as two odd characters, a
+    SentencePiece one writes ▁ for the space: predict's candidates and `filled` showed those."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from bertkit.tasks.mlm.task import _describe
+
+    if kind == "wordpiece":
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.pre_tokenizer, tok.decoder = pre_tokenizers.BertPreTokenizer(), decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=80, special_tokens=["[UNK]", "[MASK]"])
+    else:
+        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+        byte_level = kind == "byte-level"
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel() if byte_level else pre_tokenizers.Metaspace()
+        tok.decoder = decoders.ByteLevel() if byte_level else decoders.Metaspace()
+        trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", "[MASK]"])
+    tok.train_from_iterator(["the capital is café paris and playing"] * 20, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", mask_token="[MASK]")
+    wanted = fast(" café" if kind == "byte-level" else "café", add_special_tokens=False)["input_ids"]
+    assert len(wanted) == 1, fast.convert_ids_to_tokens(wanted)
+    ids = [wanted[0], *fast("playing", add_special_tokens=False)["input_ids"][-1:]]
+    out = _describe({"text": "the capital is [MASK]."}, "text", ([ids], [[0.7, 0.2]]), fast)
+    assert out["filled"] == "the capital is café."
+    first, second = out["masks"][0]["candidates"]
+    assert first == {"token": "café", "id": wanted[0], "score": 0.7}
+    assert second["token"] and not {"Ġ", "▁", "#"} & set(second["token"]), second

@@ -318,12 +318,23 @@ def _describe(record: dict, column: str, found, tokenizer) -> dict:
     out["text"] = record[column]
     masks, filled = [], record[column]
     for position, (row_ids, row_probs) in enumerate(zip(ids, probs, strict=True)):
-        tokens = tokenizer.convert_ids_to_tokens([int(i) for i in row_ids])
-        candidates = [{"token": t, "score": round(float(p), 6)} for t, p in zip(tokens, row_probs, strict=True)]
+        row_ids = [int(i) for i in row_ids]
+        tokens = [readable(tokenizer, i) for i in row_ids]
+        candidates = [
+            {"token": t, "id": i, "score": round(float(p), 6)}
+            for t, i, p in zip(tokens, row_ids, row_probs, strict=True)
+        ]
         masks.append({"mask": position, "candidates": candidates})
-        filled = filled.replace(tokenizer.mask_token, tokens[0].removeprefix("##"), 1)
+        filled = filled.replace(tokenizer.mask_token, tokens[0], 1)
     out["masks"], out["filled"] = masks, filled
     return out
+
+
+def readable(tokenizer, token_id: int) -> str:
+    """A vocabulary entry as the text it stands for: a byte-level entry's bytes decoded (ĠFrance is
+    " France"), SentencePiece's ▁ and WordPiece's ## (a word's continuation) gone, the space a
+    token carries before it left to the text around the mask."""
+    return tokenizer.decode([token_id], clean_up_tokenization_spaces=False).strip().removeprefix("##")
 
 
 def _text(record: dict, column: str, number: int) -> str:
