@@ -61,13 +61,19 @@ def family_names() -> list[str]:
     return list(FAMILIES)
 
 
-def check_family(name: str) -> Family:
-    if name not in FAMILIES:
+def canonical(name: str) -> str:
+    """A family's name as FAMILIES has it: case and `_` for `-` do not matter (BERT, deberta_v2)."""
+    key = name.strip().lower().replace("_", "-")
+    if key not in FAMILIES:
         raise BertkitError(
-            f"--family {name}: not a family bertkit builds from scratch{did_you_mean(name, FAMILIES)}; "
+            f"--family {name}: not a family bertkit builds from scratch{did_you_mean(key, FAMILIES)}; "
             f"families: {', '.join(FAMILIES)}. For another family give --from with a model of it."
         )
-    return FAMILIES[name]
+    return key
+
+
+def check_family(name: str) -> Family:
+    return FAMILIES[canonical(name)]
 
 
 def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, max_length: int = 512):
@@ -82,9 +88,30 @@ def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT
     if not texts:
         raise BertkitError("--vocab-from: no text to learn a vocabulary from (the input is empty)")
     seed = getattr(transformers, spec.tokenizer)() if spec.tokenizer else _modernbert_seed()
-    learnt = seed.train_new_from_iterator(texts, vocab_size)
+    specials = len(seed.all_special_tokens)
+    try:
+        learnt = seed.train_new_from_iterator(texts, vocab_size, show_progress=False)
+    except Exception as err:  # the Unigram trainer raises a plain Exception when the characters do not fit
+        if "not large enough" not in str(err):
+            raise
+        learnt = None
+    if learnt is None or len(learnt) > vocab_size:
+        # the least that fits: what the trainer kept whatever the size asked (every character, and
+        # for byte-level BPE all 256 bytes); for Unigram the characters, the specials and its ▁
+        least = len(learnt) if learnt is not None else len(alphabet(seed, texts)) + specials + 1
+        what = "all 256 bytes" if spec.kind == "BPE" else "every character of the text it is learnt from"
+        raise BertkitError(
+            f"--vocab-size {vocab_size}: a {spec.kind} vocabulary keeps {what} and its {specials} special tokens, "
+            f"{least} entries here. Use --vocab-size {least} or more"
+        )
     learnt.model_max_length = max_length
     return settle(learnt, texts, vocab_size)  # the same vocabulary in every process (stable_vocab.py)
+
+
+def alphabet(tokenizer, texts: list[str]) -> set[str]:
+    """The characters of `texts` once the tokenizer's normaliser has run (what its trainer keeps)."""
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    return {c for text in texts for c in (normalizer.normalize_str(text) if normalizer else text)}
 
 
 def _modernbert_seed():
@@ -142,7 +169,8 @@ def build_family(
     from bertkit import outputs
     from bertkit.tiny_models import KIND, Shape, write_tiny
 
-    spec = check_family(family)
+    family = canonical(family)
+    spec = FAMILIES[family]
     shape = shape or Shape()
     shape.check()
     paths = [str(v) for v in vocab_from]

@@ -126,6 +126,7 @@ def write_tiny(
     model = _random_model(config, source, seed)
     if learnt if segments is None else segments:
         _segments(tokenizer, model, config)
+    _check_runs(model, tokenizer, shape, source)
     with outputs.staged_dir(output, overwrite, KIND, protect) as staged:
         model.save_pretrained(str(staged))
         for key in ("local_files_only", "is_local"):  # how the source was read here, not settings to share
@@ -290,6 +291,31 @@ def _random_model(config, name: str, seed: int):
             "Try other --hidden / --heads / --layers values."
         ) from None
     return model.float()
+
+
+def _check_runs(model, tokenizer, shape: Shape, name: str) -> None:
+    """One forward pass before anything is written: a size the config takes can still fail in the
+    model (ModernBERT's rotary position embeddings turn pairs of numbers in each head, so an odd
+    head size broke every forward pass of a model `model tiny` had written)."""
+    import torch
+
+    head = shape.hidden // shape.heads
+    batch = tokenizer(["a tiny check", "two"], padding=True, return_tensors="pt")
+    try:
+        with torch.no_grad():
+            model(**batch)
+    except (RuntimeError, ValueError, IndexError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        hint = (
+            f"each head's size (--hidden / --heads = {head}) is odd, and rotary position embeddings need it even: "
+            f"use --hidden {shape.heads * (head + 1)}"
+            if head % 2 and any("rope" in key for key in model.config.to_dict())
+            else "try other --hidden / --heads / --layers values"
+        )
+        raise BertkitError(
+            f"the tiny {model.config.model_type} model built from {name} with --hidden {shape.hidden} --heads "
+            f"{shape.heads} does not run ({first}); {hint}"
+        ) from None
 
 
 def _divisor_near(hidden: int, heads: int) -> int:

@@ -74,9 +74,30 @@ def test_same_seed_same_model_in_every_process(tmp_path, family):
         (["--family", "bert", "--from", "some/model"], "give one of them"),
         ([], "give --from MODEL"),
         (["--family", "bert", "--hidden", "30", "--heads", "4"], "not a multiple of --heads"),
+        # rotary position embeddings turn pairs: an odd head size built a model that could not run
+        (["--family", "modernbert", "--hidden", "30", "--heads", "2"], "use --hidden 32"),
+        # under the alphabet: more entries than asked (WordPiece, byte-level BPE) or a trainer's traceback (Unigram)
+        (["--family", "bert", "--vocab-size", "16"], "Use --vocab-size 65 or more"),
+        (["--family", "roberta", "--vocab-size", "100"], "Use --vocab-size 261 or more"),
+        (["--family", "albert", "--vocab-size", "30"], "Use --vocab-size 42 or more"),
+        (["--family", "xlm-roberta", "--min-frequency", "3"], "--min-frequency is for --from"),
     ],
 )
 def test_bad_requests_are_refused_by_name(cli, tmp_path, args, message):
     code, _, err = cli("model", "tiny", "-o", tmp_path / "out", *args)
     assert code == 2 and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_family_name_in_any_case_and_nothing_printed_by_the_trainer(tmp_path):
+    """`BERT` and `deberta_v2` name families; the tokenizers trainer's progress once wrote blank lines
+    to standard output before the summary (and a closed pipe then panicked)."""
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "bertkit", "model", "tiny", "--family", "Deberta_V2", "-o", str(tmp_path / "m")]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("from          deberta-v2"), repr(done.stdout[:80])
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["model_type"] == "deberta-v2"

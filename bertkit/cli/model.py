@@ -41,11 +41,16 @@ def tiny(
         None,
         "--vocab-size",
         min=16,
-        help="Entries in the learnt vocabulary (with --vocab-from; with --family, at most this many, default 1000).",
+        help="Entries in the learnt vocabulary (with --vocab-from; with --family, at most this many, default 1000, "
+        "and at least every character of the text, for byte-level BPE all 256 bytes, and the special tokens).",
     ),
     text_column: str = TextColumnOption,
-    min_frequency: int = typer.Option(
-        2, "--min-frequency", min=1, help="With --vocab-from: drop pieces seen fewer times than this."
+    min_frequency: int | None = typer.Option(
+        None,
+        "--min-frequency",
+        min=1,
+        help="With --from and --vocab-from: drop pieces seen fewer times than this.  [default: 2]",
+        show_default=False,
     ),
     seed: int = typer.Option(
         0,
@@ -67,13 +72,19 @@ def tiny(
 
     shape = Shape(layers, hidden, heads, intermediate)
     if family is not None:
+        if min_frequency is not None:
+            raise BertkitError(
+                "--min-frequency is for --from with --vocab-from (a WordPiece vocabulary learnt by bertkit); --family "
+                "learns its family's own kind of vocabulary with the trainer's settings. Leave it out, or use "
+                "--vocab-size"
+            )
         built = _tiny_family(family, source, output, shape, vocab_from, vocab_size, text_column, seed, overwrite)
     elif source is None:
         raise BertkitError("give --from MODEL (a model to take the family and tokenizer of) or --family NAME")
     else:
         with status(f"building a tiny model from {source}"):
             built = build_tiny(
-                source, output, shape, vocab_from, vocab_size, text_column, min_frequency, seed, overwrite
+                source, output, shape, vocab_from, vocab_size, text_column, min_frequency or 2, seed, overwrite
             )
     console.print(f"[green]tiny {built.family} model ({built.architecture}) written to[/green] {built.path}")
     rows = [
