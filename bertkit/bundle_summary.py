@@ -35,6 +35,13 @@ def summary_rows(model: str) -> list[tuple[str, str]]:
     elif info.task == "ner":
         rows.append(("tag scheme", "not recorded (a bundle from before it was; evaluate detects it per file)"))
     rows.append(("max length", str(info.max_length)))
+    contrastive = (info.get("training") or {}).get("contrastive")
+    if info.get("strategy") == "contrastive" and isinstance(contrastive, dict):
+        tuned = "no tuning (frozen encoder)" if contrastive.get("frozen") else f"{contrastive.get('pairs')} pairs"
+        rows.append(("strategy", f"contrastive few-shot ({tuned}; {contrastive.get('head')} head on the "
+                                 f"{contrastive.get('pooling', 'mean')}-pooled sentence vector)"))  # fmt: skip
+    elif info.get("strategy"):
+        rows.append(("strategy", str(info["strategy"])))
     columns = (("text_column", "text column"), ("text_pair_column", "pair column"), ("label_column", "label column"))
     for key, name in columns:
         if info.get(key):

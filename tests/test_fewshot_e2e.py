@@ -223,3 +223,33 @@ def test_serve_and_compare_read_it_as_any_bundle(few_shot, tmp_path, cli):
     code, out, err = cli("compare", bundle, twin, "-d", test, "--baseline", "tfidf", "-o", tmp_path / "compared")
     assert code == 0, err
     assert "the two cannot be told apart" in " ".join(out.split())  # one model twice: the same answers
+
+
+def test_a_frozen_encoder_gets_its_head_fitted_and_a_broken_one_is_named(tiny_model, tmp_path, cli):
+    """Every encoder layer frozen: the pair loss had nothing to move and the run ended in a raw
+    traceback; the head is now fitted on the untuned vectors, and that is said. A learning rate that
+    breaks the weights on the last step gave scikit-learn NaN vectors (a traceback): now exit 2."""
+    train = write_few(tmp_path / "train.csv", 16, seed=1)
+    path = config(tmp_path, tiny_model, train, train)
+    frozen = ["--set", "train.freeze_embeddings=true", "--set", "train.freeze_layers=2"]
+    code, _, err = cli("train", "classify", "-c", path, *frozen)
+    assert code == 0, err
+    assert "contrastive tuning: skipped, the encoder is frozen" in " ".join(err.split())
+    tuned = json.loads((tmp_path / "model" / "bertkit.json").read_text())["training"]["contrastive"]
+    assert tuned["frozen"] and tuned["steps"] == 0
+    assert "no tuning (the encoder was frozen)" in (tmp_path / "model" / "README.md").read_text()
+    broken = ["--set", "classify.contrastive_learning_rate=1e6", "--set", "train.max_steps=1"]
+    code, _, err = cli("train", "classify", "-c", path, *broken, "--output-dir", tmp_path / "broken")
+    assert code == 2 and "lower classify.contrastive_learning_rate" in " ".join(err.split()), err
+    assert not (tmp_path / "broken").exists()
+    # early stopping belongs to fine-tuning: warned about as unused, never a reason to stop the run
+    patience = ["--set", "train.early_stopping_patience=2", "--set", "train.eval_strategy=no"]
+    code, _, err = cli("train", "classify", "-c", path, *patience, "--output-dir", tmp_path / "patient")
+    assert code == 0 and "does not use train.early_stopping_patience" in " ".join(err.split()), err
+
+
+def test_info_says_the_bundle_was_made_by_the_contrastive_route(few_shot, cli):
+    code, out, err = cli("info", "--model", few_shot[0])
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "contrastive few-shot (640 pairs; logistic regression head on the mean-pooled sentence vector)" in said, said

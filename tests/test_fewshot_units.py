@@ -7,7 +7,7 @@ import pytest
 
 from bertkit.config import load_config
 from bertkit.errors import BertkitError
-from bertkit.tasks.classify.label_pairs import NEGATIVE, POSITIVE, label_sets, make_pairs, related
+from bertkit.tasks.classify.label_pairs import NEGATIVE, POSITIVE, can_pair, label_sets, make_pairs, related
 from bertkit.tasks.classify.task import TASK
 
 
@@ -94,6 +94,44 @@ def test_fine_tuning_settings_the_route_will_not_use_are_named(capsys):
     setup(["a", "b"] * 8, **{"train.batch_size": "8", "train.seed": "3"})  # the route reads these
     assert "does not use" not in said(capsys)
     setup(["a", "b"] * 8, **fine, **{"classify.strategy": "finetune"})  # fine-tuning uses them
+    assert "does not use" not in said(capsys)
+
+
+def test_can_pair_agrees_with_make_pairs():
+    import random
+
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 6)
+        rows = [[rng.random() < 0.4 for _ in range(3)] for _ in range(n)]
+        single = [r.index(True) if True in r else 0 for r in rows]
+        sets = label_sets(rows, multi_label=True) if rng.random() < 0.5 else label_sets(single, False)
+        assert can_pair(sets) == bool(make_pairs(sets, 1, seed=0)), sets
+
+
+def test_auto_fine_tunes_labels_that_make_no_pairs(capsys):
+    """One example a label, or a label on in every example: no pair can be made. `auto` took the
+    contrastive route anyway and the run then failed, naming a strategy the user never set."""
+    assert setup(["a", "b", "c"])["strategy"] == "finetune"
+    assert "classify strategy: finetune (auto: 1 example per label, but no pairs can be made" in said(capsys)
+    always = setup(["x,y", "x", "x,y"], **{"data.label_separator": ","})
+    assert always["problem_type"] == "multi_label" and always["strategy"] == "finetune"
+    with pytest.raises(BertkitError, match="no pairs can be made from the labels.*set classify.strategy: finetune"):
+        setup(["a", "b", "c"], **{"classify.strategy": "contrastive"})
+
+
+def test_the_route_says_a_fraction_of_examples_as_it_is(capsys):
+    assert setup(["a", "b"] * 8 + ["a"], **{"classify.few_shot_examples": 8})["strategy"] == "finetune"
+    assert "finetune (auto: 8.5 examples per label, more than classify.few_shot_examples (8))" in said(capsys)
+
+
+def test_fine_tuning_names_the_contrastive_settings_it_will_not_use(capsys):
+    settings = {"classify.strategy": "finetune", "classify.contrastive_learning_rate": "0.001"}
+    assert setup(["a", "b"] * 8, **settings)["strategy"] == "finetune"
+    text = said(capsys)
+    assert "classify strategy: finetune (asked for)" in text
+    assert "fine-tuning does not use classify.contrastive_learning_rate" in text, text
+    setup(["a", "b"] * 8, **{"classify.strategy": "contrastive", "classify.pair_rounds": "3"})
     assert "does not use" not in said(capsys)
 
 

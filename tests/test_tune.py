@@ -65,6 +65,27 @@ def test_the_contrastive_route_searches_its_own_keys(tmp_path):
     assert space_of(cfg, "finetune") == space_of(cfg)
 
 
+def test_a_searched_key_the_route_never_reads_is_refused():
+    """tune.space over fine-tuning's keys on data that takes the contrastive route ran every trial
+    as the same model, and ended saying no parameter made a difference."""
+    from bertkit.errors import BertkitError
+    from bertkit.tuning.space import SearchRange, refuse_unused_keys
+
+    rates = {
+        "train.learning_rate": SearchRange(low=1e-5, high=1e-4, log=True),
+        "train.batch_size": SearchRange(choices=[8, 16]),
+    }
+    with pytest.raises(BertkitError, match="contrastive route on this data, which does not read train.learning_rate:"):
+        refuse_unused_keys(rates, "contrastive")
+    refuse_unused_keys(rates, "finetune")  # fine-tuning reads them
+    refuse_unused_keys(rates, None)  # another task: no route
+    own = {"classify.pair_rounds": SearchRange(low=5, high=10, step=1)}
+    refuse_unused_keys(own, "contrastive")
+    with pytest.raises(BertkitError, match="finetune route on this data, which does not read classify.pair_rounds"):
+        refuse_unused_keys(own, "finetune")
+    refuse_unused_keys({**rates, "classify.strategy": SearchRange(choices=["finetune", "contrastive"])}, "contrastive")
+
+
 def test_the_default_space_follows_the_config_and_a_given_space_replaces_it(tmp_path):
     from bertkit.tuning.space import space_of
 

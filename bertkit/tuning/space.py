@@ -80,6 +80,30 @@ def contrastive_space(cfg: Config) -> dict[str, SearchRange]:
     }
 
 
+def refuse_unused_keys(space: dict, route: str | None) -> None:
+    """A searched key the run's route never reads would make every trial the same run: refused,
+    once, before the first trial (a space that searches classify.strategy itself is left alone)."""
+    from bertkit.tasks.classify import strategy
+
+    if route is None or "classify.strategy" in space:
+        return
+    section, keys = ("train", strategy.FINE_TUNING_ONLY) if route == strategy.CONTRASTIVE else (
+        "classify", strategy.CONTRASTIVE_ONLY
+    )
+    unused = [key for key in space if key in {f"{section}.{k}" for k in keys}]
+    if unused:
+        reads = (
+            "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"
+            if route == strategy.CONTRASTIVE
+            else "the fine-tuning keys"
+        )
+        raise BertkitError(
+            f"tune.space: classify takes the {route} route on this data, which does not read {', '.join(unused)}: "
+            f"every trial would train the same model. Search the keys it reads ({reads}), leave tune.space out "
+            f"for its default space, or set classify.strategy"
+        )
+
+
 def suggest(trial, space: dict[str, SearchRange]) -> dict:
     """A trial's values, one per searched key (Optuna's parameter names are the config keys)."""
     values = {}

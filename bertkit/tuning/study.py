@@ -16,7 +16,7 @@ from bertkit.outputs.files import contains, is_leftover
 from bertkit.progress import console, status
 from bertkit.tuning import search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
-from bertkit.tuning.space import check_space, check_study_space, describe, space_of, with_values
+from bertkit.tuning.space import check_space, check_study_space, describe, refuse_unused_keys, space_of, with_values
 
 KIND = "tune"  # the manifest's kind for a tune output folder
 
@@ -71,6 +71,8 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
         check_space(cfg, cfg.tune.space)
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
     metric, route = metric_of(cfg)
+    if cfg.tune.space:
+        refuse_unused_keys(cfg.tune.space, route)
     space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
     if not cfg.tune.space:
         check_space(cfg, space)

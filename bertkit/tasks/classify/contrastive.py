@@ -62,26 +62,60 @@ def fit(model, tokenizer, split, info: dict, settings, log_history: list) -> dic
     use_pooling(model, settings.pooling)
     layer = head_layer(model)
     started = time.perf_counter()
-    losses = tune(model, tokenizer, rows, pairs, layer, settings, log_history)
+    frozen = not moves_vectors(model, tokenizer, rows[0], layer)
+    losses = [] if frozen else tune(model, tokenizer, rows, pairs, layer, settings, log_history)
     tuned = time.perf_counter() - started
-    tenth = max(1, len(losses) // 10)
     vectors = encode(model, tokenizer, rows, layer, settings.batch_size)
+    if not np.isfinite(vectors).all():  # the last step can break the weights after its loss was checked
+        raise BertkitError(
+            "classify.strategy: contrastive: the tuned encoder gives vectors that are not finite numbers; lower "
+            "classify.contrastive_learning_rate"
+        )
     fit_head(layer, vectors, split["labels"], len(info["labels"]), multi, settings.head_c, settings.seed)
     torch.cuda.empty_cache() if torch.cuda.is_available() else None
-    return {
+    done = {
         "strategy": "contrastive",
         "pooling": settings.pooling,
-        "pairs": len(pairs),
+        "pairs": 0 if frozen else len(pairs),
         "pair_rounds": settings.pair_rounds,
         "steps": len(losses),
         "learning_rate": settings.learning_rate,
         "precision": "fp32",  # the pairs are tuned in fp32 whatever train.precision says
-        # the pair loss over the first and the last tenth of the steps: did the tuning move the vectors
-        "pair_loss_first": round(float(np.mean(losses[:tenth])), 4),
-        "pair_loss_last": round(float(np.mean(losses[-tenth:])), 4),
         "tune_seconds": round(tuned, 1),
         "head": "logistic regression" + (", one-vs-rest" if multi else ""),
     }
+    if frozen:
+        return {**done, "frozen": True}
+    tenth = max(1, len(losses) // 10)
+    # the pair loss over the first and the last tenth of the steps: did the tuning move the vectors
+    return {
+        **done,
+        "pair_loss_first": round(float(np.mean(losses[:tenth])), 4),
+        "pair_loss_last": round(float(np.mean(losses[-tenth:])), 4),
+    }
+
+
+def moves_vectors(model, tokenizer, row: dict, layer) -> bool:
+    """Whether tuning can change the sentence vectors: not when the freezing keys hold every part of
+    the encoder that makes them (its head is then fitted on the frozen vectors, and that is said)."""
+    import torch
+
+    device, training = next(model.parameters()).device, model.training
+    model.eval()  # no dropout: the probe draws nothing from the random state the tuning then uses
+    with torch.enable_grad(), head_inputs(layer, []) as kept:
+        model(**_padded(tokenizer, [row], device))
+    model.train(training)
+    if kept[0].requires_grad:
+        return True
+    from bertkit.progress import console
+    from bertkit.training.run_dir import is_main_process
+
+    if is_main_process():
+        console.print(
+            "contrastive tuning: skipped, the encoder is frozen (train.freeze_embeddings and train.freeze_layers "
+            "hold every layer): the head is fitted on the untuned sentence vectors"
+        )
+    return False
 
 
 def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_history: list) -> list[float]:
@@ -104,21 +138,25 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     model.train()
     losses = []
-    with _steps_shown(len(pairs), len(batches), settings.learning_rate) as advance:
+    every = settings.logging_steps
+    with _steps_shown(len(pairs), len(batches), settings) as advance:
         for step, batch in enumerate(batches):
             losses.append(_step(model, tokenizer, rows, [pairs[k] for k in batch], layer, step, device))
             optimizer.step()
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
-            if (step + 1) % 10 == 0 or step + 1 == len(batches):
-                log_history.append({"step": step + 1, "loss": round(losses[-1], 6), "contrastive": True})
+            if (step + 1) % every == 0 or step + 1 == len(batches):
+                # the mean over the steps since the last entry, as the Trainer logs its loss: one
+                # batch of pairs is too noisy to show a trend
+                recent = losses[-((step % every) + 1) :]
+                log_history.append({"step": step + 1, "loss": round(float(np.mean(recent)), 6), "contrastive": True})
             advance()
     model.eval()
     return losses
 
 
 @contextlib.contextmanager
-def _steps_shown(pairs: int, steps: int, learning_rate: float):
+def _steps_shown(pairs: int, steps: int, settings):
     """The route's own settings said once, and a bar over its steps (the main process only)."""
     from bertkit.progress import bar, console
     from bertkit.training.run_dir import is_main_process
@@ -126,7 +164,10 @@ def _steps_shown(pairs: int, steps: int, learning_rate: float):
     if not is_main_process():
         yield lambda: None
         return
-    console.print(f"contrastive tuning: {pairs:,} pairs, {steps:,} steps, learning rate {learning_rate:g}")
+    console.print(
+        f"contrastive tuning: {pairs:,} pairs, {steps:,} steps, learning rate {settings.learning_rate:g}, "
+        f"sentence vector: {settings.pooling} pooling"
+    )
     with bar("tuning on pairs", total=steps) as progress:
         yield lambda: progress.advance(progress.task_ids[0])
 

@@ -50,6 +50,18 @@ def make_pairs(sets: list[frozenset], rounds: int, seed: int) -> list[tuple[int,
     return pairs
 
 
+def can_pair(sets: list[frozenset]) -> bool:
+    """Whether any example has both a positive and a negative partner (make_pairs gives pairs)."""
+    groups: dict[frozenset, int] = {}
+    for s in sets:
+        groups[s] = groups.get(s, 0) + 1
+    for key in groups:
+        positives = sum(n for other, n in groups.items() if related(key, other)) - 1  # not the example itself
+        if positives > 0 and any(not related(key, other) for other in groups):
+            return True
+    return False
+
+
 def _partners(key: frozenset, groups: dict[frozenset, list[int]]) -> tuple[list[int], list[int]]:
     positives, negatives = [], []
     for other, members in groups.items():

@@ -23,12 +23,21 @@ class ContrastiveSettings:
     max_steps: int | None = None  # train.max_steps: the pass over the pairs stops there (smoke runs)
     head_c: float = 1.0  # the logistic regression's inverse regularisation (scikit-learn's default)
     pooling: str = "mean"  # the sentence vector tuned and classified (bertkit/pooled_head.py)
+    logging_steps: int = 20  # train.logging_steps: the pair loss is logged as its mean over this many steps
 
     @classmethod
     def of(cls, cfg) -> ContrastiveSettings:
         c, t = cfg.classify, cfg.train
         pooling = source_pooling(cfg.model.name)
-        return cls(t.batch_size, c.contrastive_learning_rate, c.pair_rounds, t.seed, t.max_steps, pooling=pooling)
+        return cls(
+            t.batch_size,
+            c.contrastive_learning_rate,
+            c.pair_rounds,
+            t.seed,
+            t.max_steps,
+            pooling=pooling,
+            logging_steps=t.logging_steps,
+        )
 
 
 def source_pooling(name: str) -> str:
@@ -50,9 +59,16 @@ def source_pooling(name: str) -> str:
     return "cls" if model_settings(str(folder), None, pooling_needed=False).pooling == "cls" else "mean"
 
 
-def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str]:
+NO_PAIRS = (
+    "no pairs can be made from the labels: a pair needs two examples that share a label and one that does not "
+    "have it"
+)
+
+
+def choose(cfg, problem: str, n_labels: int, label_count: int, pairable: bool = True) -> tuple[str, str]:
     """The route and why, from the config and the training data (`label_count`: its labels
-    counted over examples, an example once for each of its labels)."""
+    counted over examples, an example once for each of its labels; `pairable`: whether the labels
+    make any pair, label_pairs.can_pair)."""
     asked, c = cfg.classify.strategy, cfg.classify
     pairs = bool(cfg.data.text_pair_column)
     weighted = "classify.class_weights" if c.class_weights is not None else None
@@ -80,6 +96,11 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
                 f"classify.strategy: contrastive fits its head by logistic regression, so {weighted} (a fine-tuning "
                 "loss setting) would be ignored. Remove it, or set classify.strategy: finetune"
             )
+        if problem != REGRESSION and not pairable:
+            raise BertkitError(
+                f"classify.strategy: contrastive tunes the encoder on pairs, and {NO_PAIRS} in the training data. "
+                "Add examples, or set classify.strategy: finetune"
+            )
         return CONTRASTIVE, "asked for"
     if asked == FINETUNE:
         return FINETUNE, "asked for"
@@ -92,13 +113,18 @@ def choose(cfg, problem: str, n_labels: int, label_count: int) -> tuple[str, str
     if problem == REGRESSION:
         return FINETUNE, "auto: regression is fine-tuned"
     per_label, limit = label_count / max(n_labels, 1), c.few_shot_examples
-    if per_label <= limit:
-        return CONTRASTIVE, f"auto: {per_label:.0f} examples per label, at most classify.few_shot_examples ({limit})"
-    return FINETUNE, f"auto: {per_label:.0f} examples per label, more than classify.few_shot_examples ({limit})"
+    shown = f"{per_label:.1f}".removesuffix(".0")  # 8.5 is more than 8: rounded, it read as 8
+    shown += " example per label" if per_label == 1 else " examples per label"
+    if per_label > limit:
+        return FINETUNE, f"auto: {shown}, more than classify.few_shot_examples ({limit})"
+    if not pairable:
+        return FINETUNE, f"auto: {shown}, but {NO_PAIRS}"
+    return CONTRASTIVE, f"auto: {shown}, at most classify.few_shot_examples ({limit})"
 
 
 # train.* settings of fine-tuning that the contrastive route does not read (it reads train.batch_size,
-# train.seed, train.max_steps, the freezing keys, and its own classify.* keys; it tunes in fp32)
+# train.seed, train.max_steps, train.logging_steps, the freezing keys, and its own classify.* keys;
+# it tunes in fp32)
 FINE_TUNING_ONLY = (
     "epochs",
     "learning_rate",
@@ -115,33 +141,48 @@ FINE_TUNING_ONLY = (
     "group_by_length",
     "precision",
     "compile",
+    "pad_to_multiple_of",
+    "dataloader_workers",
+    "report_to",
 )
+# classify.* settings that only the contrastive route reads
+CONTRASTIVE_ONLY = ("contrastive_learning_rate", "pair_rounds")
 
 
-def unused_settings(cfg) -> list[str]:
-    """The fine-tuning settings the run's config changes from their defaults (the task's, else the
-    field's) that the contrastive route will not use."""
+def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
+    """The settings the run's config changes from their defaults (the task's, else the field's)
+    that `route` will not use: fine-tuning's on the contrastive route, the contrastive route's own
+    on fine-tuning."""
     from bertkit.tasks import registry
 
     defaults = registry.record(cfg.task).defaults
-    fields = type(cfg.train).model_fields
+    section, keys = ("train", FINE_TUNING_ONLY) if route == CONTRASTIVE else ("classify", CONTRASTIVE_ONLY)
+    values = getattr(cfg, section)
+    fields = type(values).model_fields
     return [
-        f"train.{key}"
-        for key in FINE_TUNING_ONLY
-        if getattr(cfg.train, key) != defaults.get(("train", key), fields[key].get_default(call_default_factory=True))
+        f"{section}.{key}"
+        for key in keys
+        if getattr(values, key) != defaults.get((section, key), fields[key].get_default(call_default_factory=True))
     ]
 
 
-def warn_unused(cfg) -> None:
+def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
     from bertkit.progress import console
     from bertkit.training.run_dir import is_main_process
 
-    unused = unused_settings(cfg)
-    if unused and is_main_process():
+    unused = unused_settings(cfg, route)
+    if not unused or not is_main_process():
+        return
+    if route == CONTRASTIVE:
         console.print(
             f"warning: the contrastive route does not use {', '.join(unused)} (fine-tuning settings); it reads "
-            "classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size and train.seed. Set "
-            "classify.strategy: finetune to fine-tune with them"
+            "classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size, train.seed and "
+            "train.logging_steps. Set classify.strategy: finetune to fine-tune with them"
+        )
+    else:
+        console.print(
+            f"warning: fine-tuning does not use {', '.join(unused)} (settings of the contrastive route, "
+            "classify.strategy: contrastive)"
         )
 
 

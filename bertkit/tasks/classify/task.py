@@ -24,6 +24,7 @@ from bertkit.tasks.classify.encoding import (
     text_of,
     window_features,
 )
+from bertkit.tasks.classify.label_pairs import can_pair
 from bertkit.tasks.classify.labels import (
     MULTI,
     REGRESSION,
@@ -106,11 +107,11 @@ class ClassifyTask(Task):
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
             raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
         counted = sum(map(len, split_multi(values, cfg.data.label_separator))) if problem == MULTI else len(values)
-        route, why = strategy.choose(cfg, problem, len(labels), counted)
-        if why != "asked for" or route == strategy.CONTRASTIVE:
-            strategy.say(route, why)
-        if route == strategy.CONTRASTIVE:
-            strategy.warn_unused(cfg)
+        groups = split_multi(values, cfg.data.label_separator) if problem == MULTI else [[v] for v in values]
+        pairable = problem == REGRESSION or can_pair([frozenset(map(label_name, g)) for g in groups])
+        route, why = strategy.choose(cfg, problem, len(labels), counted, pairable)
+        strategy.say(route, why)
+        strategy.warn_unused(cfg, route)
         return {
             "task": self.name,
             "problem_type": problem,
