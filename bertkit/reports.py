@@ -231,12 +231,17 @@ def card_text(info: dict) -> str:
     contrastive = stats.get("contrastive")
     lines += ["## Training", ""]
     if contrastive:  # classify's few-shot route: no epochs, its own rate (tasks/classify/contrastive.py)
+        tuning = (
+            "no tuning (the encoder was frozen)"
+            if contrastive.get("frozen")
+            else f"{contrastive.get('steps')} steps over {contrastive.get('pairs')} pairs of examples at learning rate "
+            f"{contrastive.get('learning_rate')} (pair loss {contrastive.get('pair_loss_first')} to "
+            f"{contrastive.get('pair_loss_last')})"
+        )
         lines += [
-            f"The contrastive few-shot route: {contrastive.get('steps')} steps over {contrastive.get('pairs')} pairs "
-            f"of examples at learning rate {contrastive.get('learning_rate')} (pair loss "
-            f"{contrastive.get('pair_loss_first')} to {contrastive.get('pair_loss_last')}), then a "
-            f"{contrastive.get('head')} head on the {contrastive.get('pooling', 'mean')}-pooled sentence vector; "
-            f"max length {info.get('max_length')}, seed {train.get('seed')}; {stats.get('train_seconds')} s.",
+            f"The contrastive few-shot route: {tuning}, then a {contrastive.get('head')} head on the "
+            f"{contrastive.get('pooling', 'mean')}-pooled sentence vector; max length {info.get('max_length')}, "
+            f"seed {train.get('seed')}; {stats.get('train_seconds')} s.",
             "",
         ]
     else:
@@ -261,13 +266,26 @@ def card_text(info: dict) -> str:
         "```",
         "",
         "```python",
-        *task.python_usage(where, info),
+        *_python_usage(task, where, info),
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
         "",
     ]
     return "\n".join(lines)
+
+
+def _python_usage(task, where: str, info: dict) -> list[str]:
+    """The task's lines of plain transformers code; an adapter bundle holds no whole model for them
+    to read, so its lines read the merged bundle, made first."""
+    if not info.get("adapter"):
+        return task.python_usage(where, info)
+    merged = f"{where.rstrip('/')}-merged"
+    return [
+        "# an adapter bundle holds no whole model: merge it into its base first,",
+        f"#   bertkit adapter merge -m {where} -o {merged}",
+        *task.python_usage(merged, info),
+    ]
 
 
 def _adapter_lines(adapter: dict | None, where: str) -> list[str]:

@@ -125,6 +125,27 @@ def test_base_hash_finds_the_base_and_refuses_a_different_or_missing_one(tmp_pat
     assert f"at {base}, or run" in str(refused.value)  # the place said once (its name is its path here)
 
 
+def test_a_hub_base_is_hashed_and_found_at_the_commit_it_was_trained_on(tmp_path, monkeypatch):
+    """model.revision pinned to an older commit than the cache's main: the hash was taken of main's
+    weights, the adapter then found main again, and ran on weights it was never trained on."""
+    import huggingface_hub.constants
+
+    from bertkit.adapters.base import describe_base, find_base, weights_hash
+
+    repo = tmp_path / "cache" / "models--tiny--bert"
+    old, new = _folder(repo / "snapshots", "aaaa1111", 0), _folder(repo / "snapshots", "bbbb2222", 1)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("bbbb2222")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    pinned = describe_base("tiny/bert", "tiny/bert", "aaaa1111")
+    assert pinned["base_revision"] == "aaaa1111" and pinned["base_hash"] == weights_hash(str(old))
+    assert find_base(tmp_path / "bundle", pinned) == str(old)
+    latest = describe_base("tiny/bert", "tiny/bert")  # main, recorded as the commit it was then
+    assert latest["base_revision"] == "bbbb2222" and latest["base_hash"] == weights_hash(str(new))
+    (repo / "refs" / "main").write_text("aaaa1111")  # main moves back: the adapter keeps its commit
+    assert find_base(tmp_path / "bundle", latest) == str(new)
+
+
 def test_the_base_is_found_at_its_name_when_its_recorded_folder_holds_another(tmp_path, monkeypatch):
     """A base named by a relative path, copied beside a run elsewhere: the folder it was read from
     now holds another model, and the name, read where the command runs, holds the base."""

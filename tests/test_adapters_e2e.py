@@ -219,3 +219,46 @@ def test_info_says_an_adapter_bundle_needs_its_base_and_whether_it_is_here(adapt
     code, out, err = cli("info", "--model", moved)
     said = " ".join(out.split())
     assert code == 0 and "the base is not usable here" in said and "gone" in said, out + err
+
+
+@pytest.mark.slow
+def test_encoder_commands_broken_adapter_files_and_the_base_as_output(adapters, tiny_model, tmp_path, cli):
+    """embed / attention on a classify or ner adapter bundle loaded the bare encoder, where the
+    adapter's layers are named in the task model: a peft traceback. A cut or missing adapter file
+    was a traceback too (peft then looked for it on the Hub). `adapter merge -o BASE --overwrite`
+    replaced the base every adapter of it needs."""
+    source = tmp_path / "in.txt"
+    source.write_text("a great film\nawful plot\n")
+    code, _, err = cli("embed", "-m", adapters["classify"], "-i", source, "-o", tmp_path / "v.jsonl")
+    assert code == 0, err
+    code, _, err = cli("adapter", "merge", "-m", adapters["classify"], "-o", tmp_path / "merged")
+    assert code == 0, err
+    code, _, err = cli("embed", "-m", tmp_path / "merged", "-i", source, "-o", tmp_path / "m.jsonl")
+    assert code == 0, err
+    vectors = [json.loads(line) for line in (tmp_path / "v.jsonl").read_text().splitlines()]
+    merged = [json.loads(line) for line in (tmp_path / "m.jsonl").read_text().splitlines()]
+    key = next(k for k, v in vectors[0].items() if isinstance(v, list))
+    for a, b in zip(vectors, merged, strict=True):
+        assert a[key] == pytest.approx(b[key], abs=1e-5)  # the adapted encoder, as merged
+    code, _, err = cli("attention", "-m", adapters["ner"], "-t", "a great film", "-o", tmp_path / "a.png")
+    assert code == 0, err
+    cut = shutil.copytree(adapters["classify"], tmp_path / "cut")
+    weights = cut / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    code, _, err = cli("predict", "-m", cut, "-i", source, "-o", tmp_path / "c.jsonl")
+    assert code == 2 and "adapter_model.safetensors is damaged or incomplete" in " ".join(err.split()), err
+    weights.unlink()
+    code, _, err = cli("predict", "-m", cut, "-i", source, "-o", tmp_path / "c.jsonl")
+    assert code == 2 and "an adapter bundle without its weights" in " ".join(err.split()), err
+    base = shutil.copytree(tiny_model, tmp_path / "base")  # the same weights: the adapter's base here
+    moved = shutil.copytree(adapters["classify"], tmp_path / "moved")
+    info = json.loads((moved / "bertkit.json").read_text())
+    info["adapter"].update(base_model=str(base), base_path=str(base))
+    (moved / "bertkit.json").write_text(json.dumps(info))
+    before = (base / "model.safetensors").read_bytes()
+    code, _, err = cli("adapter", "merge", "-m", moved, "-o", base, "--overwrite")
+    assert code == 2 and "an input of this run" in " ".join(err.split()), err
+    assert (base / "model.safetensors").read_bytes() == before
+    card = (adapters["classify"] / "README.md").read_text()
+    python = card.split("```python\n")[1].split("```")[0]
+    assert f"bertkit adapter merge -m {adapters['classify']}" in python and "-merged" in python

@@ -13,15 +13,16 @@ ADAPTER_FILE = "adapter_config.json"  # peft's: an adapter bundle holds it besid
 _hashes: dict[tuple, str] = {}  # (path, size, mtime) of each weight file -> hash, within one process
 
 
-def model_folder(source: str) -> Path | None:
-    """The local folder holding `source`'s files: itself, or a Hub id's snapshot in the cache."""
+def model_folder(source: str, revision: str | None = None) -> Path | None:
+    """The local folder holding `source`'s files: itself, or a Hub id's snapshot in the cache (of
+    `revision`, a branch, tag or commit; the default branch when None)."""
     path = Path(source).expanduser()
     if path.is_dir():
         return path
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(source, "config.json")
+        found = try_to_load_from_cache(source, "config.json", revision=revision)
     except Exception:  # a malformed id is simply not in the cache
         return None
     return Path(found).parent if isinstance(found, str) else None
@@ -33,9 +34,9 @@ def weight_files(folder: Path) -> list[Path]:
     return [p for p in found if p.name != "training_args.bin"]
 
 
-def weights_hash(source: str) -> str:
+def weights_hash(source: str, revision: str | None = None) -> str:
     """sha256 over the names and bytes of `source`'s weight files (computed once per process)."""
-    folder = model_folder(source)
+    folder = model_folder(source, revision)
     files = weight_files(folder) if folder is not None else []
     if not files:
         raise BertkitError(f"{source}: no weight files (model.safetensors or pytorch_model.bin) to hash")
@@ -77,15 +78,19 @@ def refuse_adapter_bundle(name: str, source: str) -> None:
         )
 
 
-def describe_base(name: str, source: str) -> dict:
+def describe_base(name: str, source: str, revision: str | None = None) -> dict:
     """What an adapter bundle records of its base: the name the run gave (`model.name`), the
-    folder it was read from when local, and the hash of its weights."""
+    folder it was read from when local, the Hub commit it was read at (`model.revision` pinned, or
+    the default branch's commit then), and the hash of those weights."""
     refuse_adapter_bundle(name, source)
     folder = Path(source).expanduser()
+    local = folder.is_dir()
+    snapshot = None if local else model_folder(source, revision)
     return {
         "base_model": name,
-        "base_path": str(folder.resolve()) if folder.is_dir() else None,
-        "base_hash": weights_hash(source),
+        "base_path": str(folder.resolve()) if local else None,
+        "base_revision": snapshot.name if snapshot is not None else revision,  # a snapshot folder is its commit
+        "base_hash": weights_hash(source, revision),
     }
 
 
@@ -97,20 +102,23 @@ def find_base(bundle: Path, adapter: dict) -> str:
     name, recorded = adapter.get("base_model"), adapter.get("base_hash")
     if not isinstance(name, str) or not isinstance(recorded, str):
         raise BertkitError(f"{bundle}/bertkit.json: its adapter record names no base model and hash; train it again")
+    revision = adapter.get("base_revision") if isinstance(adapter.get("base_revision"), str) else None
     candidates = [c for c in (adapter.get("base_path"), name) if isinstance(c, str)]
     tried, different = [], []
     for candidate in dict.fromkeys(candidates):  # the first that holds the same weights is the base
+        at = None if Path(candidate).expanduser().is_dir() else revision  # a Hub id at the recorded commit
         try:
-            source = models.resolve(candidate)
+            source = models.resolve(candidate, at)
         except BertkitError as err:
             tried.append(str(err))
             continue
-        if model_folder(source) is None or not weight_files(model_folder(source)):
-            tried.append(f"{candidate} has no weight files")
+        folder = model_folder(source, at)
+        if folder is None or not weight_files(folder):
+            tried.append(f"{candidate}{f' at {at}' if at else ''} has no weight files here")
             continue
-        found = weights_hash(source)
+        found = weights_hash(source, at)
         if found == recorded:
-            return source
+            return str(folder) if at else source  # a Hub id: the snapshot of that commit, loaded as a folder
         different.append((candidate, found))
     if different:
         candidate, found = different[0]
@@ -125,3 +133,18 @@ def find_base(bundle: Path, adapter: dict) -> str:
         f"--model {bundle} is an adapter of the base model {name}, which is not here ({'; '.join(tried)}). "
         f"Put that model at {places}, or run `bertkit adapter merge` where it is"
     )
+
+
+def bundle_inputs(path: str) -> list[str]:
+    """What writing from the bundle at `path` reads and must never replace: the bundle, and for an
+    adapter bundle its base folder too (`adapter merge -o BASE --overwrite` replaced the base every
+    adapter of it needs)."""
+    adapter = adapter_of(Path(path)) if is_adapter_bundle(path) else None
+    if adapter is None:
+        return [path]
+    places = [adapter.get("base_path")] if isinstance(adapter.get("base_path"), str) else []
+    try:
+        places.append(find_base(Path(path), adapter))
+    except BertkitError:
+        pass  # no base here: the command says so when it loads the bundle
+    return [path, *dict.fromkeys(places)]

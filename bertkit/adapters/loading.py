@@ -47,14 +47,20 @@ def load_weights(loader, source: str, trusted: bool = False, shared: SharedBases
 
 
 def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases | None = None, **kwargs):
+    """The model of an adapter bundle: the class its config names (the task model the adapter's
+    layers were named in: an encoder class such as AutoModel finds none of them), the adapter put on
+    it, and for a caller that asked for the bare encoder (embed, search, attention on a classify
+    bundle) the encoder inside."""
     require_peft()
     from peft import PeftModel
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoModel
 
     adapter = adapter_of(bundle)
     base = find_base(bundle, adapter)
+    check_adapter_weights(bundle)
     config = models.from_pretrained(AutoConfig, str(bundle), trusted)
-    loaded = models.weights_from_pretrained(loader, base, trusted, config=config, **kwargs)
+    task_class = trained_class(config)
+    loaded = models.weights_from_pretrained(task_class or loader, base, trusted, config=config, **kwargs)
     model, loading = loaded if isinstance(loaded, tuple) else (loaded, None)
     if shared is not None:
         shared.share(model, adapter["base_hash"])
@@ -62,5 +68,44 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
         adapted = PeftModel.from_pretrained(model, str(bundle))
         # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
         model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
+    if loader is AutoModel and task_class is not None:
+        model = model.base_model  # the encoder of a task model (a bare encoder is its own)
     models.check_finite_weights(model, str(bundle))
     return (model, loading) if loading is not None else model
+
+
+def trained_class(config):
+    """The transformers class a bundle's config names (`architectures`), or None."""
+    import transformers
+
+    names = getattr(config, "architectures", None) or []
+    return getattr(transformers, names[0], None) if names else None
+
+
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+def check_adapter_weights(bundle: Path) -> None:
+    """The adapter's weight file is there and whole, as a whole model's is checked: peft would look
+    for a missing one on the Hub, and a cut one fails deep inside safetensors."""
+    from bertkit.errors import BertkitError
+
+    found = [bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file()]
+    if not found:
+        raise BertkitError(
+            f"{bundle}: an adapter bundle without its weights ({ADAPTER_WEIGHTS[0]}). Copy the bundle again, "
+            "or train it again"
+        )
+    if found[0].suffix != ".safetensors":
+        return
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(found[0]), framework="pt") as weights:
+            for key in weights.keys():
+                weights.get_slice(key)  # reads the header's offsets against the file's length
+    except Exception as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BertkitError(
+            f"{found[0]} is damaged or incomplete ({reason}). Copy the bundle again, or train it again"
+        ) from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bertkit.adapters.base import is_adapter_bundle
+from bertkit.adapters.base import bundle_inputs, is_adapter_bundle
 from bertkit.errors import BertkitError
 
 KEPT = ("metrics.json",)  # files of the adapter bundle that hold for the merged one as they are
@@ -31,11 +31,12 @@ def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
         raise not_an_adapter(path)
     bundle = open_bundle(path, runtime="torch")
     target = Path(output)
-    outputs.check_output_dir(target, overwrite, [path], "bundle")
+    protect = bundle_inputs(path)
+    outputs.check_output_dir(target, overwrite, protect, "bundle")
     tokenizer = bundle.load_tokenizer()
     model = bundle.load_model(get_task(bundle.task).auto_model, "cpu")
     info = merged_info(bundle.info.to_dict(), path)
-    with outputs.staged_dir(target, overwrite, "bundle", [path]) as staged:
+    with outputs.staged_dir(target, overwrite, "bundle", protect) as staged:
         model.save_pretrained(str(staged))
         tokenizer.save_pretrained(str(staged))
         for name in KEPT:

@@ -11,7 +11,7 @@ from bertkit.adapters.base import describe_base
 from bertkit.adapters.targets import head_modules, target_modules
 
 
-def attach(model, saved, settings, name: str, source: str):
+def attach(model, saved, settings, name: str, source: str, revision: str | None = None):
     """`model` with a LoRA adapter on `saved` (the transformers model the task saves: `model`
     itself, or the encoder inside an embed model), and the adapter's record for bertkit.json."""
     require_peft()
@@ -39,7 +39,7 @@ def attach(model, saved, settings, name: str, source: str):
         "head": head,
         "trainable_parameters": trainable,
         "parameters": total,
-        **describe_base(name, source),
+        **describe_base(name, source, revision),
     }
     from bertkit.progress import console
 

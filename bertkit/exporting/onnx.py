@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bertkit.adapters.base import bundle_inputs
 from bertkit.errors import BertkitError
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
 from bertkit.exporting.checks import Report, check_format, check_fp32, check_texts, compare_int8
@@ -126,7 +127,8 @@ def export_bundle(
     bundle = open_bundle(model, trust_remote_code, runtime="torch")
     task = get_task(bundle.task)
     target = Path(output) if output else default_output(model, quantize)
-    outputs.check_output_dir(target, overwrite, [model], "bundle")
+    protect = bundle_inputs(model)  # an adapter bundle's base too
+    outputs.check_output_dir(target, overwrite, protect, "bundle")
     if overwrite:
         check_overwrite_target(target, model)
     tokenizer = bundle.load_tokenizer()
@@ -138,7 +140,7 @@ def export_bundle(
     report = Report(data=str(data) if data else None, data_role=role)
     fmt = check_format(task, data, given=bool(check_data))
     started = time.perf_counter()
-    with outputs.staged_dir(target, overwrite, "bundle", [model]) as staged:
+    with outputs.staged_dir(target, overwrite, "bundle", protect) as staged:
         fp32_file = staged / (FP32_FILE if quantize else ONNX_FILE)
         with status(f"exporting {model} to ONNX"):
             names, graph = export_graph(network, tokenizer, task, info, fp32_file)

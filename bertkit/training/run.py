@@ -109,7 +109,7 @@ def _run(
         from bertkit.adapters.training import attach
 
         saved = task.export(model, info) or model
-        model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source)
+        model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
         info = info.replace(adapter=adapter)
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
@@ -122,7 +122,7 @@ def _run(
     remembered = RememberEvaluations(scorers["validation"])
     guard = DivergenceGuard(precision, advice(cfg, precision))
     callbacks = [guard, RichProgress(), remembered] if progress else [guard, remembered]
-    if cfg.train.early_stopping_patience:
+    if cfg.train.early_stopping_patience and not task.trains_itself(info):  # the contrastive route: unused, said
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
         callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
