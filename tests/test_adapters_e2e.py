@@ -160,6 +160,13 @@ def test_serving_two_adapters_of_one_base_shares_its_weights(adapters):
         unnamed = client.post("/predict", json={"texts": ["a great film"]})
         assert unnamed.status_code == 422 and '"model"' in unnamed.text
         assert client.post("/predict", json={"model": "third", "texts": ["x"]}).status_code == 422
+        # the try-it page: one model's page at a time, naming its model in what it sends (its
+        # requests without one were all refused), linking to the others
+        page = client.get("/?model=ner").text
+        assert '"name": "ner"' in page and '"task": "ner"' in page and 'href="/?model=classify"' in page
+        assert "model: INFO.name" in page
+        assert '"name": "classify"' in client.get("/").text
+        assert client.get("/?model=third").status_code == 404
 
 
 @pytest.mark.slow
@@ -262,3 +269,35 @@ def test_encoder_commands_broken_adapter_files_and_the_base_as_output(adapters, 
     card = (adapters["classify"] / "README.md").read_text()
     python = card.split("```python\n")[1].split("```")[0]
     assert f"bertkit adapter merge -m {adapters['classify']}" in python and "-merged" in python
+
+
+@pytest.mark.slow
+def test_resuming_with_other_adapter_settings_is_refused(tiny_model, easy_data, tmp_path, monkeypatch):
+    """A checkpoint written with an adapter resumed with another rank, or with none (and a whole
+    model's checkpoint resumed with an adapter), stopped in the Trainer with a traceback."""
+    from bertkit import training
+    from bertkit.config import load_config
+    from bertkit.errors import BertkitError
+    from bertkit.training import run
+
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        f"task: classify\nmodel: {{name: {tiny_model}, max_length: 32}}\n"
+        f"data: {{train: {easy_data['train']}, validation: {easy_data['test']}}}\n"
+        f"train: {{epochs: 2, batch_size: 16, adapter: {ADAPTER}}}\n"
+        f"output_dir: {tmp_path / 'model'}\n"
+    )
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "write_bundle", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(load_config(str(path)))
+    monkeypatch.undo()
+    with pytest.raises(BertkitError, match="written with train.adapter LoRA r=4, alpha 8, on 12 layers; this run asks for"):
+        training.train(load_config(str(path), ["train.adapter.r=2"]), resume=True)
+    with pytest.raises(BertkitError, match="written by a run with train.adapter .*this run sets none"):
+        training.train(load_config(str(path), ["train.adapter=null"]), resume=True)
+    final, _ = training.train(load_config(str(path)), resume=True)  # the same settings resume
+    assert (final / "adapter_model.safetensors").is_file()

@@ -68,3 +68,34 @@ def save(adapted, folder: Path) -> None:
     inner = adapted.get_base_model()
     inner.config.architectures = [type(inner).__name__]
     inner.config.save_pretrained(str(folder))
+
+
+def check_resume(checkpoint: Path, record: dict | None) -> None:
+    """--resume continues a checkpoint with the same kind of model: one written with an adapter
+    (peft's adapter_config.json in it) needs the same train.adapter, one without needs none (the
+    Trainer otherwise stopped on mismatched tensors or optimizer groups, with a traceback)."""
+    import json
+
+    from bertkit.errors import BertkitError
+
+    saved_file = Path(checkpoint) / "adapter_config.json"
+    saved = json.loads(saved_file.read_text(encoding="utf-8")) if saved_file.is_file() else None
+    start = "start again without --resume (--overwrite), or resume with the settings it was written with"
+    if saved is None and record is None:
+        return
+    if saved is None:
+        raise BertkitError(
+            f"--resume: {checkpoint} was written by a run without train.adapter, and this run sets it; {start}"
+        )
+    layers = len(saved.get("target_modules") or [])
+    was = f"LoRA r={saved.get('r')}, alpha {saved.get('lora_alpha'):g}, on {layers} layers"
+    if record is None:
+        raise BertkitError(
+            f"--resume: {checkpoint} was written by a run with train.adapter ({was}), and this run sets none; {start}"
+        )
+    now = (record["r"], float(record["alpha"]), record["layers_adapted"])
+    if (saved.get("r"), float(saved.get("lora_alpha") or 0), layers) != now:
+        raise BertkitError(
+            f"--resume: {checkpoint} was written with train.adapter {was}; this run asks for LoRA r={now[0]}, alpha "
+            f"{now[1]:g}, on {now[2]} layers. {start[0].upper()}{start[1:]}"
+        )

@@ -146,8 +146,14 @@ def build_app(predictors, max_batch: int = 32, max_wait_ms: float = 10, limits: 
         return {**described, "limits": limits.to_json(), "batching": batching(next(iter(by_name)))}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def try_it() -> str:
-        return page(described)
+    async def try_it(model: str | None = None) -> Response:
+        """The page for one model: the first, or `?model=NAME`; with several, it names the model in
+        each request it sends and links to the others' pages."""
+        if model is not None and model not in by_name:
+            names = ", ".join(by_name)
+            return Response(f"no model {model!r} is served here; models: {names}", 404, media_type="text/plain")
+        name = model or next(iter(by_name))
+        return HTMLResponse(page(by_name[name].describe(), list(by_name) if several else None))
 
     return app
 

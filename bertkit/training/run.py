@@ -111,6 +111,10 @@ def _run(
         saved = task.export(model, info) or model
         model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
         info = info.replace(adapter=adapter)
+    if checkpoint is not None:
+        from bertkit.adapters.training import check_resume
+
+        check_resume(checkpoint, info.get("adapter"))
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         models.checkpoint_activations(model)
