@@ -295,7 +295,8 @@ def test_resuming_with_other_adapter_settings_is_refused(tiny_model, easy_data, 
     with pytest.raises(KeyboardInterrupt):
         training.train(load_config(str(path)))
     monkeypatch.undo()
-    with pytest.raises(BertkitError, match="written with train.adapter LoRA r=4, alpha 8, on 12 layers; this run asks for"):
+    said = "written with train.adapter LoRA r=4, alpha 8, on 12 layers; this run asks for"
+    with pytest.raises(BertkitError, match=said):
         training.train(load_config(str(path), ["train.adapter.r=2"]), resume=True)
     with pytest.raises(BertkitError, match="written by a run with train.adapter .*this run sets none"):
         training.train(load_config(str(path), ["train.adapter=null"]), resume=True)
