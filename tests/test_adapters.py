@@ -233,3 +233,18 @@ def test_merging_a_whole_model_is_refused(tmp_path, cli):
     base = _folder(tmp_path, "base", 0)
     code, _, err = cli("adapter", "merge", "-m", base, "-o", tmp_path / "merged")
     assert code == 2 and "not an adapter" in err
+
+
+def test_a_rank_as_wide_as_the_layers_is_warned(capsys, monkeypatch):
+    """r 128 on layers 32 wide trained more parameters than the layers have, without a word."""
+    from types import SimpleNamespace
+
+    from bertkit.adapters import training
+
+    monkeypatch.setattr(training, "describe_base", lambda *args: {})  # no base folder to hash here
+    for rank, warned in ((32, True), (8, False)):
+        settings = SimpleNamespace(kind="lora", r=rank, alpha=16, dropout=0.0, target_modules="auto")
+        model = tiny("bert")
+        training.attach(model, model, settings, "tiny", "tiny")
+        said = " ".join(capsys.readouterr().err.split())
+        assert ("train.adapter.r 32 is not below the width of the narrowest adapted layer (32)" in said) == warned, said

@@ -43,6 +43,13 @@ def attach(model, saved, settings, name: str, source: str, revision: str | None 
     }
     from bertkit.progress import console
 
+    narrowest = min(min(saved.get_submodule(name).weight.shape) for name in targets)
+    if settings.r >= narrowest:
+        console.print(
+            f"[yellow]warning:[/yellow] train.adapter.r {settings.r} is not below the width of the narrowest adapted "
+            f"layer ({narrowest}): the adapter then has as many parameters as the layers it adapts and can do no "
+            "more than training them in full. Lower train.adapter.r (8 is the usual rank)"
+        )
     console.print(
         f"adapter: LoRA r={settings.r} on {len(targets)} layers{' + head ' + ', '.join(head) if head else ''}; "
         f"training {trainable:,} of {total:,} parameters ({100 * trainable / total:.2f}%)"
