@@ -26,7 +26,9 @@ def write_config(folder: Path, tiny_model, train, text: str = SPACE, extra: str 
     path = folder / "run.yaml"
     path.write_text(
         f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {train}\n"
-        f"train:\n  epochs: 1\n{extra}{text}output_dir: {folder / 'out'}\n"
+        # the route pinned: the space searches fine-tuning's rate, and a change that leaves few
+        # examples a label (data.max_train_samples) must not turn the run to the contrastive route
+        f"train:\n  epochs: 1\nclassify:\n  strategy: finetune\n{extra}{text}output_dir: {folder / 'out'}\n"
     )
     return path
 
