@@ -22,6 +22,7 @@ from bertkit.errors import BertkitError
 class Attention:
     tokens: list[str]
     weights: np.ndarray  # (layers, heads, tokens, tokens)
+    words: list[str] | None = None  # each word's text, for merge_words (None: from the tokens)
 
     def to_json(self) -> dict:
         # rounded in float64: float32 values rounded to 6 decimals print as 0.19302399456501007
@@ -37,7 +38,9 @@ def attention_of(
 
     from bertkit import models
 
-    encoded = tokenizer(text, pair, return_tensors="pt", truncation=False, verbose=False)
+    fast = getattr(tokenizer, "is_fast", False)
+    encoded = tokenizer(text, pair, return_tensors="pt", truncation=False, verbose=False, return_offsets_mapping=fast)
+    offsets = encoded.pop("offset_mapping")[0].tolist() if fast else None
     length = encoded["input_ids"].shape[1]
     limit = models.position_limit(model.config) or max_length
     if limit and length > limit:
@@ -53,8 +56,31 @@ def attention_of(
         raise BertkitError("this model gives no attention weights back")
     weights = torch.stack([layer[0] for layer in output.attentions]).float().cpu().numpy()
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0].tolist())
-    groups = _word_groups(encoded, tokens) if getattr(tokenizer, "is_fast", False) else _piece_groups(tokens)
-    return Attention(tokens, weights), groups
+    if not fast:
+        return Attention(tokens, weights), _piece_groups(tokens)
+    # each token shown as the characters it covers: a byte-level vocabulary writes "café" as
+    # ĠcafÃ©, a SentencePiece one writes ▁ for the space (a token of white space alone: ␣)
+    sequences, sources = encoded.sequence_ids(0), [text, pair]
+    places = [
+        None if sequence is None or end <= start else (sources[sequence], start, end)
+        for sequence, (start, end) in zip(sequences, offsets, strict=True)
+    ]
+    shown = [
+        token if sequence is None else (place[0][place[1] : place[2]].strip() if place else "") or "␣"
+        for token, sequence, place in zip(tokens, sequences, places, strict=True)
+    ]
+    groups = _word_groups(encoded, tokens)
+    words = [_word_text([places[i] for i in group]) or "".join(shown[i] for i in group) for group in groups]
+    return Attention(shown, weights, words), groups
+
+
+def _word_text(places: list) -> str | None:
+    """The characters a word's tokens cover (None: no token covers any, as for a special token)."""
+    known = [place for place in places if place is not None]
+    if not known:
+        return None
+    source = known[0][0]
+    return source[min(p[1] for p in known) : max(p[2] for p in known)].strip() or None
 
 
 def _word_groups(encoded, tokens: list[str]) -> list[list[int]]:
@@ -88,14 +114,13 @@ def merge_words(attention: Attention, groups: list[list[int]]) -> Attention:
     weights = attention.weights
     columns = np.stack([weights[..., group].sum(axis=-1) for group in groups], axis=-1)
     rows = np.stack([columns[..., group, :].mean(axis=-2) for group in groups], axis=-2)
-    words = ["".join(_bare(attention.tokens[i], k) for k, i in enumerate(group)) for group in groups]
+    words = attention.words or ["".join(_bare(attention.tokens[i], k) for k, i in enumerate(group)) for group in groups]
     return Attention(words, rows)
 
 
 def _bare(token: str, index: int) -> str:
-    if index and token.startswith("##"):
-        return token[2:]
-    return token.replace("Ġ", "").replace("▁", "") if index else token
+    """A slow WordPiece tokenizer's piece as text: a continuing piece without its ##."""
+    return token[2:] if index and token.startswith("##") else token
 
 
 def select(attention: Attention, layer: int | str, head: int | str) -> tuple[np.ndarray, list[str]]:

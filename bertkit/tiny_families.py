@@ -98,7 +98,8 @@ def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT
     if learnt is None or len(learnt) > vocab_size:
         # the least that fits: what the trainer kept whatever the size asked (every character, and
         # for byte-level BPE all 256 bytes); for Unigram the characters, the specials and its ▁
-        least = len(learnt) if learnt is not None else len(alphabet(seed, texts)) + specials + 1
+        unigram = learnt is None or spec.kind == "Unigram"  # its trainer adds the characters past the size asked
+        least = len(alphabet(seed, texts)) + specials + 1 if unigram else len(learnt)
         what = "all 256 bytes" if spec.kind == "BPE" else "every character of the text it is learnt from"
         raise BertkitError(
             f"--vocab-size {vocab_size}: a {spec.kind} vocabulary keeps {what} and its {specials} special tokens, "

@@ -197,12 +197,10 @@ def windows(ids: list[int], budget: int, stride: int) -> list[list[int]]:
 
 def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
     """The words of `text` with character offsets into it: the words the tokenizer sees once its
-    normaliser has run (a BERT normaliser puts each CJK ideograph apart) and its pre-tokenizer has
-    split the text (MeCab's for a Japanese tokenizer), each further cut at punctuation, a mark
-    a word of its own (SentencePiece-style pre-tokenizers split at spaces only, which made
-    "(Paris)," one word, so an entity could not end before the comma). Neighbours that share a
-    grapheme cluster (`$` and the variation selector after it) are one word, so no word boundary
-    cuts a character in two."""
+    normaliser has run and its pre-tokenizer has split the text (MeCab's for a Japanese tokenizer),
+    with the punctuation at a word's edges and each CJK ideograph made words of their own
+    (`_apart`). Neighbours that share a grapheme cluster (`$` and the variation selector after
+    it) are one word, so no word boundary cuts a character in two."""
     if japanese.is_japanese(tokenizer):
         found = japanese.words(tokenizer, text)
     else:
@@ -216,7 +214,7 @@ def words_with_offsets(tokenizer, text: str) -> list[tuple[str, int, int]]:
             for start, end in _split_spans(backend, text):
                 # the characters themselves: byte-level and SentencePiece-style pre-tokenizers
                 # rewrite a word (Ġ, ▁) and keep the space before it, which is no part of it
-                found.extend(_apart_at_punctuation(text, start, end))
+                found.extend(_apart(text, start, end))
     return graphemes.join_split_words(text, found)
 
 
@@ -242,16 +240,43 @@ def is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-def _apart_at_punctuation(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
-    """`text[start:end]` as words: each punctuation mark alone, the runs between them (white
-    space, which a normaliser may have read as none, is no part of a word)."""
-    words, run = [], start
+def is_ideograph(char: str) -> bool:
+    """A CJK ideograph (the blocks BERT's normaliser puts apart): a word of its own, as Chinese and
+    Japanese NER data give them, since the text has no spaces to find words by."""
+    code = ord(char)
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x20000 <= code <= 0x2FA1F
+    )
+
+
+def _apart(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """`text[start:end]` (a piece the pre-tokenizer made) as words: the punctuation marks at its
+    edges each a word ("(Paris)," is `(`, `Paris`, `)`, `,`: SentencePiece-style pre-tokenizers
+    split at spaces only, and an entity could not end before the comma), each CJK ideograph a
+    word, and the rest whole, punctuation inside it kept (O'Neill, U.S, 1,000, Jean-Pierre: a
+    model trained on such tokens reads them whole). White space, which a normaliser may have read
+    as none, is no part of a word."""
+    cuts: list[tuple[int, int]] = []
+    run = start
     for i in range(start, end + 1):
-        if i < end and not (text[i].isspace() or is_punctuation(text[i])):
+        if i < end and not (text[i].isspace() or is_ideograph(text[i])):
             continue
         if run < i:
-            words.append((text[run:i], run, i))
+            cuts.append((run, i))
         if i < end and not text[i].isspace():
-            words.append((text[i], i, i + 1))
+            cuts.append((i, i + 1))
         run = i + 1
+    words = []
+    for a, b in cuts:
+        lead, tail = a, b
+        while lead < tail and is_punctuation(text[lead]):
+            lead += 1
+        while tail > lead and is_punctuation(text[tail - 1]):
+            tail -= 1
+        words += [(text[k], k, k + 1) for k in range(a, lead)]
+        words += [(text[lead:tail], lead, tail)] if lead < tail else []
+        words += [(text[k], k, k + 1) for k in range(tail, b)]
     return words

@@ -257,6 +257,20 @@ def test_encoder_commands_broken_adapter_files_and_the_base_as_output(adapters, 
     weights.unlink()
     code, _, err = cli("predict", "-m", cut, "-i", source, "-o", tmp_path / "c.jsonl")
     assert code == 2 and "an adapter bundle without its weights" in " ".join(err.split()), err
+    # peft's config: cut, missing (it was then read as a whole model with no weights), or not the
+    # weights' (a rank edited: a state_dict traceback)
+    for case in ("cut", "missing", "edited"):
+        broken = shutil.copytree(adapters["classify"], tmp_path / f"config-{case}")
+        config = broken / "adapter_config.json"
+        if case == "cut":
+            config.write_text(config.read_text()[:40])
+        elif case == "missing":
+            config.unlink()
+        else:
+            config.write_text(json.dumps({**json.loads(config.read_text()), "r": 2}))
+        code, _, err = cli("predict", "-m", broken, "-i", source, "-o", tmp_path / "c.jsonl")
+        said = {"cut": "not valid JSON", "missing": "without its adapter_config.json", "edited": "do not load together"}
+        assert code == 2 and said[case] in " ".join(err.split()), (case, err)
     base = shutil.copytree(tiny_model, tmp_path / "base")  # the same weights: the adapter's base here
     moved = shutil.copytree(adapters["classify"], tmp_path / "moved")
     info = json.loads((moved / "bertkit.json").read_text())

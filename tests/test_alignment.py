@@ -79,9 +79,11 @@ def _trained_fast(pre, normalizer=None):
 
 
 @pytest.mark.parametrize("kind", ["metaspace", "byte-level", "bert"])
-def test_punctuation_is_a_word_of_its_own_whatever_the_pre_tokenizer(kind):
+def test_punctuation_at_a_words_edges_is_a_word_of_its_own(kind):
     """A SentencePiece-style pre-tokenizer splits at spaces only: "(Paris)," was one word, so an
-    entity in it could only be tagged with its brackets and comma (xlm-roberta, albert, deberta-v2)."""
+    entity in it could only be tagged with its brackets and comma (xlm-roberta, albert, deberta-v2).
+    Punctuation inside a word stays in it where the pre-tokenizer keeps it (O'Neill, 1,000): a model
+    trained on such tokens (CoNLL's) reads them whole."""
     from tokenizers import pre_tokenizers
 
     from bertkit.tokenization import words_with_offsets
@@ -91,13 +93,18 @@ def test_punctuation_is_a_word_of_its_own_whatever_the_pre_tokenizer(kind):
         "byte-level": pre_tokenizers.ByteLevel(add_prefix_space=True),
         "bert": pre_tokenizers.BertPreTokenizer(),
     }[kind]
-    text = "(Paris), Mr.O'Neill  Kyoto!\u00a0x"
+    text = "(Paris), O'Neill paid 1,000 in  Kyoto!\u00a0x U.S."
     words = words_with_offsets(_trained_fast(pre), text)
-    assert [w for w, _, _ in words] == ["(", "Paris", ")", ",", "Mr", ".", "O", "'", "Neill", "Kyoto", "!", "x"]
+    inside = {
+        "metaspace": ["O'Neill", "paid", "1,000", "in", "Kyoto", "!", "x", "U.S", "."],
+        "byte-level": ["O", "'", "Neill", "paid", "1", ",", "000", "in", "Kyoto", "!", "x", "U", ".", "S", "."],
+        "bert": ["O", "'", "Neill", "paid", "1", ",", "000", "in", "Kyoto", "!", "x", "U", ".", "S", "."],
+    }[kind]
+    assert [w for w, _, _ in words] == ["(", "Paris", ")", ",", *inside]
     assert all(text[s:e] == w for w, s, e in words)
 
 
-def test_a_bert_normaliser_puts_cjk_ideographs_apart():
+def test_cjk_ideographs_are_words_of_their_own():
     """BERT's normaliser, not its pre-tokenizer, puts each CJK ideograph apart: words taken from the
     pre-tokenizer alone made 田中太郎は東京に one word, and no entity inside it could be tagged."""
     from tokenizers import normalizers, pre_tokenizers
@@ -109,9 +116,11 @@ def test_a_bert_normaliser_puts_cjk_ideographs_apart():
     words = words_with_offsets(bert, text)
     assert [w for w, _, _ in words] == ["İstanbul", "我", "住", "在", "北", "京", "。", "Café"]
     assert all(text[s:e] == w for w, s, e in words)  # the text's own characters, not the normalised ones
-    # a tokenizer whose normaliser leaves them together keeps the run whole, as it reads it
+    # and every family's: a SentencePiece tokenizer keeps the run together, which made an entity
+    # inside it impossible to tag (Chinese and Japanese NER data give a word a character)
     plain = _trained_fast(pre_tokenizers.Metaspace(), normalizers.NFKC())
-    assert [w for w, _, _ in words_with_offsets(plain, text)] == ["İstanbul", "我住在北京", "。", "Café"]
+    expected = ["İstanbul", "我", "住", "在", "北", "京", "。", "Café"]
+    assert [w for w, _, _ in words_with_offsets(plain, text)] == expected
 
 
 def test_words_that_share_a_cluster_are_joined():

@@ -22,7 +22,8 @@ def weights_of(cli, model, *args):
 
 def test_json_holds_every_layer_and_head_and_rows_sum_to_one(cli, tiny_model):
     tokens, weights = weights_of(cli, tiny_model, "-t", TEXT)
-    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and any(t.startswith("##") for t in tokens)
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and len(tokens) > len(TEXT.split()) + 2  # pieces
+    assert "".join(tokens[1:-1]) == TEXT.replace(" ", "")  # each piece shown as the characters it covers
     assert weights.shape == (2, 2, len(tokens), len(tokens))  # the tiny BERT: 2 layers, 2 heads
     assert np.allclose(weights.sum(axis=-1), 1, atol=1e-4)
 
@@ -32,10 +33,11 @@ def test_words_merge_pieces_and_keep_rows_summing_to_one(cli, tiny_model):
     words, by_word = weights_of(cli, tiny_model, "-t", TEXT, "--words")
     assert words == ["[CLS]", "a", "great", "film", "about", "unbelievable", "things", "[SEP]"]
     assert np.allclose(by_word.sum(axis=-1), 1, atol=1e-4)
-    # "unbelievable"'s pieces: from the one after "about" up to the next that starts a word (the
-    # tiny tokenizer's pieces depend on the texts it was trained on, examples/reviews among them)
-    start = pieces.index("about") + 1
-    group = list(range(start, next(i for i in range(start + 1, len(pieces)) if not pieces[i].startswith("##"))))
+    # "unbelievable"'s pieces: those after "about" that spell it (the tiny tokenizer's pieces
+    # depend on the texts it was trained on, examples/reviews among them)
+    group, start = [], pieces.index("about") + 1
+    while "".join(pieces[i] for i in group) != "unbelievable":
+        group.append(start + len(group))
     assert len(group) > 1
     # what [CLS] takes from the word is the sum over its pieces
     assert np.allclose(by_word[:, :, 0, 5], by_piece[:, :, 0, group].sum(axis=-1), atol=1e-5)
@@ -95,3 +97,23 @@ def test_refusals(cli, tiny_model, args, message):
 def test_an_unwritable_json_names_its_option(cli, tiny_model, tmp_path):
     code, _, err = cli("attention", "-m", tiny_model, "-t", TEXT, "--json", tmp_path)
     assert_refused(code, err, f"--json {tmp_path} is a directory")
+
+
+def test_a_byte_level_vocabulary_is_shown_as_the_text(tmp_path):
+    """RoBERTa's vocabulary writes " café" as ĠcafÃ© and an emoji as four odd characters: the
+    labels of the picture and the JSON showed them so (and --words dropped Ġ only after a word's
+    first piece)."""
+    from transformers import AutoModel
+
+    from bertkit.attention import attention_of
+    from bertkit.tiny_families import build_family
+    from bertkit.tiny_models import Shape
+    from bertkit.tokenization import load_tokenizer
+
+    build_family("roberta", tmp_path / "roberta", Shape(2, 32, 2, 64))
+    model, tokenizer = AutoModel.from_pretrained(tmp_path / "roberta"), load_tokenizer(str(tmp_path / "roberta"))
+    text = "great café in Zürich 😀!"
+    attention, groups = attention_of(model, tokenizer, text)
+    assert not any(mark in token for token in attention.tokens for mark in ("Ġ", "Ã", "ð"))
+    assert set("".join(attention.tokens[1:-1])) <= set(text + "␣")
+    assert merge_words(attention, groups).tokens == ["<s>", "great", "café", "in", "Zürich", "😀!", "</s>"]

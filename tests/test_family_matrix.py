@@ -183,11 +183,14 @@ def test_family_runs_the_task(family, task, family_model, matrix_data, tmp_path,
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_every_family_reads_punctuation_as_words_of_its_own(family, family_model):
     """NER's words (entity spans are made of them): SentencePiece families split at spaces only, and
-    an entity came out as "(Paris)," or "Kyoto!"; every family must give the same words."""
+    an entity came out as "(Paris)," or "Kyoto!", or as a whole run of CJK text; every family must
+    give the same words here."""
     from bertkit.tokenization import load_tokenizer, words_with_offsets
 
     tokenizer = load_tokenizer(str(family_model(family)))
-    text = "(Paris), met Mr.O'Neill in  Kyoto!"
+    text = "(Paris), met Mr. Smith in  Kyoto! 田中は東京に"
     words = words_with_offsets(tokenizer, text)
-    assert [w for w, _, _ in words] == ["(", "Paris", ")", ",", "met", "Mr", ".", "O", "'", "Neill", "in", "Kyoto", "!"]
+    expected = ["(", "Paris", ")", ",", "met", "Mr", ".", "Smith", "in", "Kyoto", "!"]
+    expected += ["田", "中", "は", "東", "京", "に"]
+    assert [w for w, _, _ in words] == expected
     assert all(text[s:e] == w for w, s, e in words)

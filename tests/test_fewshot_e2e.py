@@ -242,6 +242,9 @@ def test_a_frozen_encoder_gets_its_head_fitted_and_a_broken_one_is_named(tiny_mo
     code, _, err = cli("train", "classify", "-c", path, *broken, "--output-dir", tmp_path / "broken")
     assert code == 2 and "lower classify.contrastive_learning_rate" in " ".join(err.split()), err
     assert not (tmp_path / "broken").exists()
+    overflowing = ["--set", "classify.contrastive_learning_rate=1e38", "--set", "train.max_steps=1"]
+    code, _, err = cli("train", "classify", "-c", path, *overflowing, "--output-dir", tmp_path / "broken")
+    assert code == 2 and "lower classify.contrastive_learning_rate" in " ".join(err.split()), err
     # early stopping belongs to fine-tuning: warned about as unused, never a reason to stop the run
     patience = ["--set", "train.early_stopping_patience=2", "--set", "train.eval_strategy=no"]
     code, _, err = cli("train", "classify", "-c", path, *patience, "--output-dir", tmp_path / "patient")

@@ -332,3 +332,22 @@ def test_fill_mask_shows_the_text_a_token_stands_for(kind):
     first, second = out["masks"][0]["candidates"]
     assert first == {"token": "café", "id": wanted[0], "score": 0.7}
     assert second["token"] and not {"Ġ", "▁", "#"} & set(second["token"]), second
+    # each mask filled in its own place, even when a fill is the mask's own text
+    two = _describe({"text": "[MASK] and [MASK]"}, "text", ([[fast.mask_token_id], wanted[:1]], [[0.5], [0.7]]), fast)
+    assert two["filled"] == "[MASK] and café"
+
+
+def test_fill_mask_never_offers_a_special_token():
+    """A tiny model's best guess for a mask was once `<mask>` itself (then filled in as text)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    from bertkit.tasks.mlm.task import _top_k
+
+    tokenizer = SimpleNamespace(mask_token_id=4, all_special_ids=[0, 1, 2, 3, 4])
+    logits = torch.tensor([[[0.0] * 4 + [9.0, 1.0, 2.0, 3.0], [0.0] * 8]])
+    inputs = {"input_ids": np.array([[4, 7]])}
+    ((top, _),) = _top_k(tokenizer, 3)(SimpleNamespace(logits=logits), inputs, None)
+    assert top.tolist() == [[7, 6, 5]]

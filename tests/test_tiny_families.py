@@ -80,6 +80,7 @@ def test_same_seed_same_model_in_every_process(tmp_path, family):
         (["--family", "bert", "--vocab-size", "16"], "Use --vocab-size 65 or more"),
         (["--family", "roberta", "--vocab-size", "100"], "Use --vocab-size 261 or more"),
         (["--family", "albert", "--vocab-size", "30"], "Use --vocab-size 42 or more"),
+        (["--family", "albert", "--vocab-size", "41"], "Use --vocab-size 42 or more"),  # trained, then too big
         (["--family", "xlm-roberta", "--min-frequency", "3"], "--min-frequency is for --from"),
     ],
 )

@@ -54,8 +54,7 @@ def weights_hash(source: str, revision: str | None = None) -> str:
 
 def is_adapter_bundle(path) -> bool:
     """Whether `path` is a bundle holding an adapter (and not the whole model)."""
-    folder = Path(path)
-    return (folder / ADAPTER_FILE).is_file() and adapter_of(folder) is not None
+    return adapter_of(Path(path)) is not None  # peft's files are checked when it loads (loading.py)
 
 
 def adapter_of(folder: Path) -> dict | None:

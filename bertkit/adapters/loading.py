@@ -10,7 +10,8 @@ from pathlib import Path
 
 from bertkit import models
 from bertkit.adapters import quiet_peft, require_peft
-from bertkit.adapters.base import adapter_of, find_base, is_adapter_bundle
+from bertkit.adapters.base import ADAPTER_FILE, adapter_of, find_base, is_adapter_bundle
+from bertkit.errors import BertkitError
 
 
 class SharedBases:
@@ -65,7 +66,14 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
     if shared is not None:
         shared.share(model, adapter["base_hash"])
     with quiet_peft():
-        adapted = PeftModel.from_pretrained(model, str(bundle))
+        try:
+            adapted = PeftModel.from_pretrained(model, str(bundle))
+        except (RuntimeError, ValueError, KeyError, TypeError) as err:  # files that do not fit each other
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise BertkitError(
+                f"{bundle}: its adapter files (adapter_config.json, {ADAPTER_WEIGHTS[0]}) do not load together "
+                f"({reason[:200]}). Copy the bundle again, or train it again"
+            ) from None
         # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
         model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
     if loader is AutoModel and task_class is not None:
@@ -86,10 +94,16 @@ ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
 
 def check_adapter_weights(bundle: Path) -> None:
-    """The adapter's weight file is there and whole, as a whole model's is checked: peft would look
-    for a missing one on the Hub, and a cut one fails deep inside safetensors."""
-    from bertkit.errors import BertkitError
+    """The adapter's files are there and whole, as a whole model's are checked: peft would look for
+    a missing one on the Hub, and a cut one fails deep inside safetensors or json."""
+    from bertkit.run_info import read_object
 
+    config = bundle / ADAPTER_FILE
+    if not config.is_file():
+        raise BertkitError(
+            f"{bundle}: an adapter bundle without its {ADAPTER_FILE}. Copy the bundle again, or train it again"
+        )
+    read_object(config, "copy the bundle again, or train it again")  # a cut or edited file: named, exit 2
     found = [bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file()]
     if not found:
         raise BertkitError(

@@ -142,7 +142,15 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
     with _steps_shown(len(pairs), len(batches), settings) as advance:
         for step, batch in enumerate(batches):
             losses.append(_step(model, tokenizer, rows, [pairs[k] for k in batch], layer, step, device))
-            optimizer.step()
+            try:
+                optimizer.step()
+            except RuntimeError as err:  # a rate so large that AdamW's arithmetic overflows
+                if "overflow" not in str(err):
+                    raise
+                raise BertkitError(
+                    f"classify.strategy: contrastive: the update at step {step + 1} overflowed; lower "
+                    "classify.contrastive_learning_rate"
+                ) from None
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
             if (step + 1) % every == 0 or step + 1 == len(batches):

@@ -304,7 +304,9 @@ def _top_k(tokenizer, k: int):
     def pick(out, inputs, rows) -> list:
         at_mask = to_numpy(inputs["input_ids"]) == tokenizer.mask_token_id
         probs = softmax(to_numpy(out.logits[mask_like(out.logits, at_mask)]).astype(np.float64))
-        top = np.argsort(-probs, axis=-1, kind="stable")[:, : min(k, probs.shape[-1])]
+        ranked = probs.copy()
+        ranked[:, [i for i in tokenizer.all_special_ids if i < probs.shape[-1]]] = -1.0  # never "<mask>" for a mask
+        top = np.argsort(-ranked, axis=-1, kind="stable")[:, : min(k, probs.shape[-1])]
         picked = np.take_along_axis(probs, top, -1)
         counts = at_mask.sum(1)
         return list(zip(np.split(top, np.cumsum(counts)[:-1]), np.split(picked, np.cumsum(counts)[:-1]), strict=True))
@@ -316,7 +318,7 @@ def _describe(record: dict, column: str, found, tokenizer) -> dict:
     ids, probs = found
     out = {k: record[k] for k in ("id",) if k in record}
     out["text"] = record[column]
-    masks, filled = [], record[column]
+    masks, best = [], []
     for position, (row_ids, row_probs) in enumerate(zip(ids, probs, strict=True)):
         row_ids = [int(i) for i in row_ids]
         tokens = [readable(tokenizer, i) for i in row_ids]
@@ -325,7 +327,13 @@ def _describe(record: dict, column: str, found, tokenizer) -> dict:
             for t, i, p in zip(tokens, row_ids, row_probs, strict=True)
         ]
         masks.append({"mask": position, "candidates": candidates})
-        filled = filled.replace(tokenizer.mask_token, tokens[0], 1)
+        best.append(tokens[0])
+    # each mask filled in its own place: replacing the first mask left in the text went wrong when
+    # a fill held the mask's own text
+    parts = record[column].split(tokenizer.mask_token)
+    filled = parts[0] + "".join(
+        (best[i] if i < len(best) else tokenizer.mask_token) + part for i, part in enumerate(parts[1:])
+    )
     out["masks"], out["filled"] = masks, filled
     return out
 
