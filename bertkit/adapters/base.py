@@ -138,7 +138,7 @@ def bundle_inputs(path: str) -> list[str]:
     """What writing from the bundle at `path` reads and must never replace: the bundle, and for an
     adapter bundle its base folder too (`adapter merge -o BASE --overwrite` replaced the base every
     adapter of it needs)."""
-    adapter = adapter_of(Path(path)) if is_adapter_bundle(path) else None
+    adapter = adapter_of(Path(path))
     if adapter is None:
         return [path]
     places = [adapter.get("base_path")] if isinstance(adapter.get("base_path"), str) else []

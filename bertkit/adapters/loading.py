@@ -11,7 +11,7 @@ from pathlib import Path
 from bertkit import models
 from bertkit.adapters import quiet_peft, require_peft
 from bertkit.adapters.base import ADAPTER_FILE, adapter_of, find_base, is_adapter_bundle
-from bertkit.errors import BertkitError
+from bertkit.errors import BertkitError, first_line
 
 
 class SharedBases:
@@ -58,7 +58,7 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
 
     adapter = adapter_of(bundle)
     base = find_base(bundle, adapter)
-    check_adapter_weights(bundle)
+    check_adapter_files(bundle)
     config = models.from_pretrained(AutoConfig, str(bundle), trusted)
     task_class = trained_class(config)
     loaded = models.weights_from_pretrained(task_class or loader, base, trusted, config=config, **kwargs)
@@ -69,7 +69,7 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
         try:
             adapted = PeftModel.from_pretrained(model, str(bundle))
         except (RuntimeError, ValueError, KeyError, TypeError) as err:  # files that do not fit each other
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            reason = first_line(err)
             raise BertkitError(
                 f"{bundle}: its adapter files (adapter_config.json, {ADAPTER_WEIGHTS[0]}) do not load together "
                 f"({reason[:200]}). Copy the bundle again, or train it again"
@@ -93,7 +93,7 @@ def trained_class(config):
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
 
-def check_adapter_weights(bundle: Path) -> None:
+def check_adapter_files(bundle: Path) -> None:
     """The adapter's files are there and whole, as a whole model's are checked: peft would look for
     a missing one on the Hub, and a cut one fails deep inside safetensors or json."""
     from bertkit.run_info import read_object
@@ -119,7 +119,7 @@ def check_adapter_weights(bundle: Path) -> None:
             for key in weights.keys():
                 weights.get_slice(key)  # reads the header's offsets against the file's length
     except Exception as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise BertkitError(
             f"{found[0]} is damaged or incomplete ({reason}). Copy the bundle again, or train it again"
         ) from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertkit.adapters import quiet_peft, require_peft
-from bertkit.adapters.base import describe_base
+from bertkit.adapters.base import ADAPTER_FILE, describe_base
 from bertkit.adapters.targets import head_modules, target_modules
 
 
@@ -81,12 +81,11 @@ def check_resume(checkpoint: Path, record: dict | None) -> None:
     """--resume continues a checkpoint with the same kind of model: one written with an adapter
     (peft's adapter_config.json in it) needs the same train.adapter, one without needs none (the
     Trainer otherwise stopped on mismatched tensors or optimizer groups, with a traceback)."""
-    import json
-
     from bertkit.errors import BertkitError
+    from bertkit.run_info import read_object
 
-    saved_file = Path(checkpoint) / "adapter_config.json"
-    saved = json.loads(saved_file.read_text(encoding="utf-8")) if saved_file.is_file() else None
+    saved_file = Path(checkpoint) / ADAPTER_FILE
+    saved = read_object(saved_file, "start again without --resume (--overwrite)") if saved_file.is_file() else None
     start = "start again without --resume (--overwrite), or resume with the settings it was written with"
     if saved is None and record is None:
         return

@@ -87,10 +87,8 @@ def refuse_unused_keys(space: dict, route: str | None) -> None:
 
     if route is None or "classify.strategy" in space:
         return
-    section, keys = ("train", strategy.FINE_TUNING_ONLY) if route == strategy.CONTRASTIVE else (
-        "classify", strategy.CONTRASTIVE_ONLY
-    )
-    unused = [key for key in space if key in {f"{section}.{k}" for k in keys}]
+    unread = {f"{section}.{key}" for section, key in strategy.unread_keys(route)}
+    unused = [key for key in space if key in unread]
     if unused:
         reads = (
             "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"

@@ -149,20 +149,29 @@ FINE_TUNING_ONLY = (
 CONTRASTIVE_ONLY = ("contrastive_learning_rate", "pair_rounds")
 
 
+def unread_keys(route: str) -> list[tuple[str, str]]:
+    """(section, key) of each setting `route` does not read: fine-tuning's on the contrastive route,
+    the contrastive route's own on fine-tuning."""
+    if route == CONTRASTIVE:
+        return [("train", key) for key in FINE_TUNING_ONLY]
+    return [("classify", key) for key in CONTRASTIVE_ONLY]
+
+
 def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
     """The settings the run's config changes from their defaults (the task's, else the field's)
-    that `route` will not use: fine-tuning's on the contrastive route, the contrastive route's own
-    on fine-tuning."""
+    that `route` will not use."""
     from bertkit.tasks import registry
 
     defaults = registry.record(cfg.task).defaults
-    section, keys = ("train", FINE_TUNING_ONLY) if route == CONTRASTIVE else ("classify", CONTRASTIVE_ONLY)
-    values = getattr(cfg, section)
-    fields = type(values).model_fields
+
+    def default(section: str, key: str):
+        field = type(getattr(cfg, section)).model_fields[key]
+        return defaults.get((section, key), field.get_default(call_default_factory=True))
+
     return [
         f"{section}.{key}"
-        for key in keys
-        if getattr(values, key) != defaults.get((section, key), fields[key].get_default(call_default_factory=True))
+        for section, key in unread_keys(route)
+        if getattr(getattr(cfg, section), key) != default(section, key)
     ]
 
 

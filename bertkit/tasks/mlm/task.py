@@ -301,11 +301,13 @@ def examples(tokenizer, texts: list[str], info: dict, where: str, partial: bool 
 
 
 def _top_k(tokenizer, k: int):
+    specials = sorted(set(tokenizer.all_special_ids))  # never offered: "<mask>" is no answer to a mask
+
     def pick(out, inputs, rows) -> list:
         at_mask = to_numpy(inputs["input_ids"]) == tokenizer.mask_token_id
         probs = softmax(to_numpy(out.logits[mask_like(out.logits, at_mask)]).astype(np.float64))
         ranked = probs.copy()
-        ranked[:, [i for i in tokenizer.all_special_ids if i < probs.shape[-1]]] = -1.0  # never "<mask>" for a mask
+        ranked[:, [i for i in specials if i < probs.shape[-1]]] = -1.0
         top = np.argsort(-ranked, axis=-1, kind="stable")[:, : min(k, probs.shape[-1])]
         picked = np.take_along_axis(probs, top, -1)
         counts = at_mask.sum(1)
