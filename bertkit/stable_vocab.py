@@ -7,42 +7,73 @@ WordPiece learnt again by `wordpiece_vocab` (the trainer's method, ties to the a
 pair), Unigram scores rounded to 8 decimals and pieces of equal score put in alphabetical order.
 Byte-level BPE comes out the same already and is left as it is.
 
-The WordPiece learner is plain Python, made for the small corpora tiny models learn from; `bertkit
-tokenizer train` on a real corpus keeps the library's fast trainer."""
+The WordPiece learner is plain Python with the pair counts kept up to date between merges (a heap
+of counts, stale entries skipped): 2.5 s for 8,000 entries from 3,000 IMDb reviews, 22 s for 30,000
+from all 25,000 (the library's trainer: 5 s), and it is the one every WordPiece vocabulary bertkit
+learns comes from (`bertkit tokenizer train`, `mlm.from_scratch`, `model tiny --vocab-from`)."""
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 
 TAIL_STEP = 1e-4  # the Unigram trainer's step between the scores of the characters it adds last
 
 
-def wordpiece_vocab(words: list[str], size: int, specials: list[str]) -> dict[str, int]:
+def wordpiece_vocab(
+    words: Iterable[str] | Mapping[str, int], size: int, specials: list[str], min_frequency: int = 0
+) -> dict[str, int]:
     """A WordPiece vocabulary of at most `size` entries learnt as tokenizers' WordPieceTrainer
-    learns one (BPE merges of the most frequent adjacent pieces, "##" marking a piece inside a
-    word), ties going to the alphabetically first pair."""
-    counts = Counter(words)
-    splits = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
+    learns one (BPE merges of the most frequent adjacent pieces while they occur `min_frequency`
+    times or more, "##" marking a piece inside a word), ties going to the alphabetically first
+    pair. `words`: the words of the text, or each distinct word with its count."""
+    counts = Counter(words) if not isinstance(words, Mapping) else words
+    distinct = list(counts)
+    weights = [counts[word] for word in distinct]
+    splits = [[word[0]] + ["##" + c for c in word[1:]] for word in distinct]
     # as the trainer does: every character on its own, then the ## form of each that continues a word
-    tokens = list(specials) + sorted({c for word in counts for c in word} - set(specials))
-    tokens += sorted({piece for parts in splits.values() for piece in parts[1:]})
+    tokens = list(specials) + sorted({c for word in distinct for c in word} - set(specials))
+    tokens += sorted({piece for parts in splits for piece in parts[1:]})
     known = set(tokens)
-    while len(tokens) < size:
-        pairs: Counter = Counter()
-        for word, parts in splits.items():
-            for pair in zip(parts, parts[1:], strict=False):
-                pairs[pair] += counts[word]
-        if not pairs:
+    pairs: Counter = Counter()
+    holders = defaultdict(set)  # pair -> the words that have (or had) it
+    for i, parts in enumerate(splits):
+        for pair in zip(parts, parts[1:], strict=False):
+            pairs[pair] += weights[i]
+            holders[pair].add(i)
+    # the most frequent pair first, then the alphabetically first; an entry whose count has since
+    # changed is stale and skipped (the pair's current count was pushed when it changed)
+    heap = [(-count, pair) for pair, count in pairs.items()]
+    heapq.heapify(heap)
+    while len(tokens) < size and heap:
+        count, (left, right) = heapq.heappop(heap)
+        if pairs.get((left, right)) != -count:
+            continue
+        if -count < min_frequency:
             break
-        (left, right), _ = min(pairs.items(), key=lambda item: (-item[1], item[0]))
         merged = left + right[2:]
-        for parts in splits.values():
-            i = 0
-            while i < len(parts) - 1:
-                if parts[i] == left and parts[i + 1] == right:
-                    parts[i : i + 2] = [merged]
-                i += 1
+        changed = set()
+        for i in holders.pop((left, right)):
+            parts = splits[i]
+            before = list(zip(parts, parts[1:], strict=False))
+            j = 0
+            while j < len(parts) - 1:
+                if parts[j] == left and parts[j + 1] == right:
+                    parts[j : j + 2] = [merged]
+                j += 1
+            for pair in before:
+                pairs[pair] -= weights[i]
+            for pair in zip(parts, parts[1:], strict=False):
+                pairs[pair] += weights[i]
+                holders[pair].add(i)
+            changed.update(before, zip(parts, parts[1:], strict=False))
+        for pair in changed:
+            if pairs[pair] > 0:
+                heapq.heappush(heap, (-pairs[pair], pair))
+            else:
+                del pairs[pair]
         if merged not in known:
             tokens.append(merged)
             known.add(merged)
@@ -59,8 +90,7 @@ def settle(tokenizer, texts: list[str], size: int):
     model = state["model"]
     specials = sorted((t["id"], t["content"]) for t in state.get("added_tokens", []) if t.get("special"))
     if model["type"] == "WordPiece":
-        words = [w for text in texts for w, _ in backend.pre_tokenizer.pre_tokenize_str(_normal(backend, text))]
-        model["vocab"] = wordpiece_vocab(words, size, [content for _, content in specials])
+        model["vocab"] = wordpiece_vocab(word_counts(backend, texts), size, [content for _, content in specials])
     elif model["type"] == "Unigram":
         fixed = {i for i, _ in specials} | ({model["unk_id"]} if model.get("unk_id") is not None else set())
         if fixed != set(range(len(fixed))):
@@ -90,5 +120,12 @@ def _even_tail(pieces: list[list]) -> None:
         pieces[start:] = [[name, score] for name, score in zip(names, scores, strict=True)]
 
 
-def _normal(backend, text: str) -> str:
-    return backend.normalizer.normalize_str(text) if backend.normalizer is not None else text
+def word_counts(backend, texts: Iterable[str]) -> Counter:
+    """How often each word of `texts` occurs, words as the tokenizer `backend` (a tokenizers
+    Tokenizer) cuts them: its normaliser, then its pre-tokenizer."""
+    normalizer, pre_tokenizer = backend.normalizer, backend.pre_tokenizer
+    counts: Counter = Counter()
+    for text in texts:
+        text = normalizer.normalize_str(text) if normalizer is not None else text
+        counts.update(word for word, _ in pre_tokenizer.pre_tokenize_str(text))
+    return counts

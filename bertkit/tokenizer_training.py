@@ -29,8 +29,10 @@ def train_wordpiece(
     characters, as in Japanese, the vocabulary can come out larger than asked.)
     `japanese`: the text is cut into MeCab words first (NFKC, case always kept: `lowercase` does
     not apply), and the result is a BertJapaneseTokenizer that does the same at run time."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertTokenizerFast
+
+    from bertkit.stable_vocab import word_counts, wordpiece_vocab
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise BertkitError(
@@ -47,19 +49,19 @@ def train_wordpiece(
         tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase, strip_accents=lowercase or None)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
-    )
-    tok.train_from_iterator(counted, trainer)
+    # learnt here rather than by the library's trainer, whose ties fall differently in every process
+    # (bertkit/stable_vocab.py): the same text gives the same vocabulary
+    vocab = wordpiece_vocab(word_counts(tok, counted), vocab_size, SPECIAL_TOKENS, min_frequency)
     if counted.lines == 0:
         raise BertkitError(f"{where}: no text to learn a vocabulary from (the input is empty)")
-    found = tok.get_vocab_size()
+    found = len(vocab)
     if found < vocab_size:
         raise BertkitError(
             f"{where}: {counted.lines:,} lines support a vocabulary of only {found:,} entries (with "
             f"min_frequency {min_frequency}), fewer than the {vocab_size:,} asked for. Ask for at most "
             f"{found:,}, lower the minimum frequency, or add text."
         )
+    tok.model = models.WordPiece(vocab, unk_token="[UNK]")
     if japanese:
         return japanese_tokenizer(tok, max_length)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")

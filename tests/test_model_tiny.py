@@ -329,3 +329,17 @@ def test_bertkit_trains_on_a_tiny_model(cli, tiny_model, corpus, easy_data, tmp_
     info = json.loads((tmp_path / "out" / "bertkit.json").read_text())
     assert info["task"] == "classify" and info["labels"] == ["negative", "positive"]
     assert json.loads((tmp_path / "out" / "config.json").read_text())["num_hidden_layers"] == 2
+
+
+@pytest.mark.slow
+def test_learnt_vocabulary_is_the_same_in_every_process(tiny_model, corpus, tmp_path):
+    """`--from` with `--vocab-from` (and `bertkit tokenizer train`, the same learner) in two
+    processes: the same files. The tokenizers library's WordPiece trainer broke ties between pairs
+    of equal count in hash-map order, different in each process (bertkit/stable_vocab.py)."""
+    for name in ("a", "b"):
+        command = [sys.executable, "-m", "bertkit", "model", "tiny", "--from", str(tiny_model), "-o",
+                   str(tmp_path / name), "--vocab-from", str(corpus), "--vocab-size", "150", "--min-frequency", "1"]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert done.returncode == 0, done.stderr
+    for name in ("model.safetensors", "tokenizer.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
