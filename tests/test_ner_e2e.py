@@ -112,6 +112,24 @@ def test_span_data_and_all_subwords(tiny_model, ner_data, cli, tmp_path):
     assert code == 0, err
     metrics = json.loads((tmp_path / "ner" / "metrics.json").read_text())
     assert metrics["validation"]["f1"] > 0.8
+    # evaluate scores span data on its characters: the spans as given ...
+    code, _, err = cli("evaluate", "-m", tmp_path / "ner", "-d", ner_data["spans"], "-o", tmp_path / "eval")
+    assert code == 0, err
+    scored = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    assert scored["f1"] > 0.8 and "character_accuracy" in scored and "token_accuracy" not in scored
+    # ... so gold spans that stop inside a word are missed by whole-word tags, not widened to them
+    # (scored on the widened words, a model that tags the whole word was perfect: F1 1.0)
+    cut = tmp_path / "cut.jsonl"
+    with open(ner_data["spans"]) as src, open(cut, "w") as out:
+        for line in src:
+            record = json.loads(line)
+            for entity in record["entities"]:
+                entity["end"] -= 1  # "riga" -> "rig"
+            out.write(json.dumps(record) + "\n")
+    code, _, err = cli("evaluate", "-m", tmp_path / "ner", "-d", cut, "-o", tmp_path / "eval-cut")
+    assert code == 0, err
+    assert "cut through a word; entities are scored on the characters the data gives" in " ".join(err.split())
+    assert json.loads((tmp_path / "eval-cut" / "metrics.json").read_text())["f1"] < 0.1
 
 
 def write(tmp_path, name, text):

@@ -132,3 +132,22 @@ def test_the_scheme_found_at_training_is_recorded_and_read_back(tmp_path, tiny_m
     (bundle / "bertkit.json").write_text(json.dumps({**old, "labels": labels}))
     code, out, err = cli("info", "--model", bundle)
     assert code == 0 and "tag scheme" in out and "not recorded" in out, out + err
+
+
+def test_span_data_is_scored_on_characters(tiny_model):
+    """A gold span that stops inside a word ("tok" of "tokyo") against a model that tags the whole
+    word: wrong on characters, though on the word tags (the gold widened to words) it was right."""
+    from transformers import AutoTokenizer
+
+    from bertkit.tasks.ner.character_scores import character_tags, on_characters
+
+    assert character_tags(6, [("LOC", 1, 3), ("PER", 3, 4)]) == ["O", "B-LOC", "I-LOC", "B-PER", "O", "O"]
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    text = "tokyo firms in paris ."
+    gold = [[{"type": "LOC", "start": 0, "end": 3}, {"type": "LOC", "start": 15, "end": 21}]]  # "paris ": no space
+    predicted = [["B-LOC", "O", "O", "B-LOC", "O"]]  # tokyo | firms | in | paris | .
+    scores = on_characters([text], gold, predicted, tokenizer).score()
+    assert (scores["precision"], scores["recall"]) == (0.5, 0.5)
+    assert scores["character_accuracy"] == pytest.approx((len(text) - 2) / len(text))  # "yo" tagged, gold O
+    with pytest.raises(RuntimeError, match="4 predicted tags for 5 words"):
+        on_characters([text], gold, [predicted[0][:4]], tokenizer)

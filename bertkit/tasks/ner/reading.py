@@ -221,7 +221,11 @@ class NerSplits(dict):
     tag_scheme: dict | None = None
 
 
-def words_and_tags(split, tokenizer, role: str) -> tuple[list[list[str]], list[list[str]]]:
+def words_and_tags(
+    split, tokenizer, role: str, cut: str = "whole words were labelled"
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Each sentence's words and their gold IOB2 tags (span data: the words the tokenizer cuts the
+    text into, tagged where an entity covers them); `cut`: what is said of spans that cut a word."""
     if "tags" in split.column_names:
         return [list(t) for t in split["tokens"]], [list(t) for t in split["tags"]]
     words, word_tags, unaligned = [], [], 0
@@ -239,7 +243,6 @@ def words_and_tags(split, tokenizer, role: str) -> tuple[list[list[str]], list[l
         word_tags.append(seq)
     if unaligned:
         console.print(
-            f"[yellow]warning:[/yellow] {role} data: {unaligned} entity span(s) cut through a word; "
-            "whole words were labelled"
+            f"[yellow]warning:[/yellow] {role} data: {unaligned} entity span(s) cut through a word; {cut}"
         )
     return words, word_tags

@@ -207,12 +207,9 @@ def describe(record: dict, words: list[str], offsets, tagged: WordTags, text_col
         return out
     text = text_value(record[text_column], place_of(record, 0), text_column)
     out["text"] = text
-    clusters = graphemes.Graphemes(text)
     confidence = tagged.probs.max(-1) if len(tagged.probs) else np.zeros(0)
     entities = []
-    for kind, first, last in tags.entities(tagged.tags):
-        # whole characters: an entity ends after the marks of its last character
-        start, end = clusters.snap(offsets[first][0], offsets[last - 1][1])
+    for kind, first, last, start, end in entity_spans(text, offsets, tagged.tags):
         read = tagged.seen[first:last]  # the score is the model's, over the words it read
         entities.append(
             {
@@ -225,3 +222,14 @@ def describe(record: dict, words: list[str], offsets, tagged: WordTags, text_col
         )
     out["entities"] = entities
     return out
+
+
+def entity_spans(text: str, offsets, word_tags: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """(type, first word, last word + 1, start, end) of each entity in `word_tags`, its characters
+    of `text` whole clusters (an entity ends after the marks of its last character): the spans
+    predict writes and evaluate scores on character-span data. `offsets`: (start, end) per word."""
+    clusters = graphemes.Graphemes(text)
+    return [
+        (kind, first, last, *clusters.snap(offsets[first][0], offsets[last - 1][1]))
+        for kind, first, last in tags.entities(word_tags)
+    ]

@@ -234,7 +234,9 @@ class NerTask(Task):
             split, repaired = normalise_scheme(split, scheme, data)
             if repaired:
                 console.print(f"[yellow]warning:[/yellow] {repair_note(data, repaired, scheme)}")
-        words, word_tags = words_and_tags(split, tokenizer, data)
+        spans = "entities" in split.column_names  # character spans: scored as the data gives them
+        cut = "entities are scored on the characters the data gives, which tags of whole words cannot match"
+        words, word_tags = words_and_tags(split, tokenizer, data, *([cut] if spans else []))
         require_entities(word_tags, data)
         tag_ids(word_tags, info, data, split)  # every gold tag must be one the model knows
         # the very tags `predict` writes for this file: same words, same chunks, same batches
@@ -246,6 +248,10 @@ class NerTask(Task):
         )
         if unseen:
             say_unseen(int(unseen), data)
+        if spans:
+            from bertkit.tasks.ner.character_scores import on_characters
+
+            return on_characters(split["text"], split["entities"], [t.tags for t in tagged], tokenizer)
         return Tagged([t.tags for t in tagged], word_tags, score_tags)
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
