@@ -316,3 +316,20 @@ def test_resuming_with_other_adapter_settings_is_refused(tiny_model, easy_data, 
         training.train(load_config(str(path), ["train.adapter=null"]), resume=True)
     final, _ = training.train(load_config(str(path)), resume=True)  # the same settings resume
     assert (final / "adapter_model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_an_adapter_scaled_past_float_range_stops_the_run(tiny_model, easy_data, tmp_path, cli):
+    """alpha 1e30: every step's gradient norm was infinite, clipping scaled each update to nothing,
+    and the run ended with exit 0 and a model that had learnt nothing (the loss stayed finite)."""
+    config = tmp_path / "huge.yaml"
+    config.write_text(
+        f"task: classify\nmodel: {{name: {tiny_model}, max_length: 32}}\ndata: {{train: {easy_data['train']}}}\n"
+        "train: {max_steps: 4, batch_size: 8, logging_steps: 1, eval_strategy: 'no', "
+        "adapter: {kind: lora, r: 4, alpha: 1.0e+30, dropout: 0.0, target_modules: auto}}\n"
+        f"output_dir: {tmp_path / 'out'}\n"
+    )
+    code, _, err = cli("train", "classify", "-c", config)
+    said = " ".join(err.split())
+    assert code == 2 and "the gradient norm is inf" in said and "train.adapter.alpha (1e+30, with r 4)" in said, err
+    assert not (tmp_path / "out").exists()

@@ -177,6 +177,20 @@ def test_the_guard_reads_a_nan_validation_batch_as_divergence():
         guard.check_evaluation(12, "the test loss")
 
 
+def test_the_guard_reads_an_infinite_gradient_norm_as_divergence_except_under_fp16():
+    from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
+
+    class State:
+        global_step = 7
+
+    DivergenceGuard().on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": 3.2})
+    DivergenceGuard().on_log(None, State(), None, logs={"eval_loss": 0.7})  # an evaluation's log has none
+    with pytest.raises(TrainingDiverged, match="at step 7: the gradient norm is inf, so clipping scaled"):
+        DivergenceGuard().on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": float("inf")})
+    # fp16: the loss scaler skips a step whose gradients overflowed, and lowers its scale
+    DivergenceGuard("fp16").on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": float("inf")})
+
+
 def test_a_batch_with_nothing_to_predict_is_not_divergence():
     import torch
 

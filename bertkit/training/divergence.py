@@ -7,6 +7,9 @@ happens, for every task (it watches the shared Trainer, not a task):
 
 - the training loss of every step (each micro-batch under gradient accumulation);
 - the loss of every evaluation batch (validation during training, each split scored after it);
+- the gradient norm the Trainer logs (every `train.logging_steps`): an infinite norm is clipped
+  to an update of nothing, so the model stops learning while its loss stays finite (an extreme
+  `train.adapter.alpha` did that at every step); under fp16 it is the loss scaler's to skip;
 - the weights, before every checkpoint is saved (so `--resume` never continues from a diverged
   checkpoint) and once more before the bundle is written (`check_weights`): an overflow in the
   optimizer can make a weight infinite while the loss of that step was still finite.
@@ -25,6 +28,8 @@ The losses of an evaluation's batches are read once, when the evaluation ends.
 
 from __future__ import annotations
 
+import math
+
 from bertkit.errors import BertkitError
 from bertkit.models import weights_problem
 from bertkit.progress import callback_base
@@ -41,8 +46,11 @@ def advice(cfg, precision: str) -> str:
     rates = [f"train.learning_rate (it was {shown(cfg.train.learning_rate)})"]
     if cfg.train.head_learning_rate is not None:
         rates.append(f"train.head_learning_rate ({shown(cfg.train.head_learning_rate)})")
+    adapter = getattr(cfg.train, "adapter", None)
+    if adapter is not None:  # LoRA's update is scaled by alpha / r
+        rates.append(f"train.adapter.alpha ({shown(adapter.alpha)}, with r {adapter.r})")
     extra = "; with fp16 precision, try train.precision: bf16 or fp32" if precision == "fp16" else ""
-    return f"Nothing was published. Lower {' and '.join(rates)} and run again{extra}"
+    return f"Nothing was published. Lower {' or '.join(rates)} and run again{extra}"
 
 
 class TrainingDiverged(BertkitError):
@@ -169,6 +177,18 @@ class DivergenceGuard(callback_base()):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         self.check_evaluation(state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        """The logged gradient norm: not finite, clipping scaled the step's update to nothing (the
+        same norm on every process: the gradients were summed across them first)."""
+        norm = (logs or {}).get("grad_norm")
+        if norm is not None and not self.fp16 and not math.isfinite(float(norm)):
+            raise TrainingDiverged(
+                state.global_step,
+                f"the gradient norm is {float(norm)}, so clipping scaled the update to nothing and the model "
+                "stopped learning",
+                self.advice,
+            )
 
 
 def _on_any_process(flag: bool) -> bool:
