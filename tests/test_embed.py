@@ -300,3 +300,25 @@ def test_bad_pairs(tmp_path, tiny_model, cli):
     code, _, err = cli("train", "embed", "-c", path, "--set", "embed.loss=cosent")
     assert code == 2 and "needs a score for each pair" in err
     assert not (tmp_path / "embedder").exists()
+
+
+def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_model, monkeypatch):
+    """A Hub id's sentence-transformers files (fetched into the cache) give its pooling, its
+    normalisation and its max_seq_length, as a folder's do; offline without them, the defaults and a note."""
+    from test_fewshot_units import sentence_encoder_in_hub_cache
+
+    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.progress import console
+
+    snapshot = sentence_encoder_in_hub_cache(monkeypatch, tmp_path / "hub", "acme/cls-encoder", tiny_model, "cls", True)
+    hub = load_encoder("acme/cls-encoder")
+    assert (hub.settings.pooling, hub.settings.normalize, hub.settings.max_length) == ("cls", True, 24)
+    local = load_encoder(str(snapshot))
+    texts = ["the room was lovely", "awful plot"]
+    assert np.allclose(hub.encode(texts), local.encode(texts))
+    for file in ("modules.json", "sentence_bert_config.json"):  # a plain model in the cache
+        (snapshot / file).unlink()
+    with console.capture() as said:
+        plain = load_encoder("acme/cls-encoder")
+    assert (plain.settings.pooling, plain.settings.normalize) == ("mean", False)
+    assert "its pooling is not known" in " ".join(said.get().split())

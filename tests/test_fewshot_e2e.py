@@ -238,6 +238,11 @@ def test_a_frozen_encoder_gets_its_head_fitted_and_a_broken_one_is_named(tiny_mo
     tuned = json.loads((tmp_path / "model" / "bertkit.json").read_text())["training"]["contrastive"]
     assert tuned["frozen"] and tuned["steps"] == 0
     assert "no tuning (the encoder was frozen)" in (tmp_path / "model" / "README.md").read_text()
+    # tune on it searched the contrastive keys, each trial the same model: refused before any trial
+    code, _, err = cli("tune", "-c", path, *frozen, "--trials", "2", "--output-dir", tmp_path / "study")
+    said = " ".join(err.split())
+    assert code == 2 and "with the whole encoder frozen" in said and "classify.pair_rounds" in said, err
+    assert not (tmp_path / "study").exists()
     broken = ["--set", "classify.contrastive_learning_rate=1e6", "--set", "train.max_steps=1"]
     code, _, err = cli("train", "classify", "-c", path, *broken, "--output-dir", tmp_path / "broken")
     assert code == 2 and "lower classify.contrastive_learning_rate" in " ".join(err.split()), err

@@ -247,4 +247,42 @@ def test_the_pooling_follows_the_sentence_encoder_trained_from(tmp_path):
     assert source_pooling(str(tmp_path)) == "cls"  # a sentence encoder that pools [CLS]
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "bertkit_pooling": "mean"}))
     assert source_pooling(str(tmp_path)) == "mean"  # a contrastive bundle trained further keeps its own
-    assert source_pooling("some-org/some-model") == "mean"  # a Hub name: its files are not read
+
+
+
+def sentence_encoder_in_hub_cache(monkeypatch, cache, repo: str, source, mode: str = "cls", normalize: bool = True):
+    """A Hugging Face cache, offline, holding `source`'s files as Hub model `repo`, with the files
+    sentence-transformers writes (pooling `mode`, a Normalize module when `normalize`)."""
+    import json
+    import shutil
+
+    import huggingface_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+
+    owner, name = repo.split("/")
+    snapshot = cache / f"models--{owner}--{name}" / "snapshots" / ("0" * 40)
+    shutil.copytree(source, snapshot)
+    (cache / f"models--{owner}--{name}" / "refs").mkdir()
+    (cache / f"models--{owner}--{name}" / "refs" / "main").write_text("0" * 40)
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    if normalize:
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+    (snapshot / "modules.json").write_text(json.dumps(modules))
+    (snapshot / "1_Pooling").mkdir()
+    (snapshot / "1_Pooling" / "config.json").write_text(json.dumps({f"pooling_mode_{mode}_token": True}))
+    (snapshot / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 24}))
+    return snapshot
+
+
+def test_a_hub_sentence_encoders_pooling_is_read_from_its_files(tmp_path, tiny_model, monkeypatch):
+    """A Hub id's sentence-transformers files were never read: a sentence encoder that pools [CLS]
+    (BGE, say) was tuned and classified on the mean of its tokens."""
+    from bertkit.tasks.classify.strategy import source_pooling
+
+    sentence_encoder_in_hub_cache(monkeypatch, tmp_path / "hub", "acme/cls-encoder", tiny_model)
+    assert source_pooling("acme/cls-encoder") == "cls"
+    assert source_pooling("acme/not-cached") == "mean"  # offline, nothing known of it

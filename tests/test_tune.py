@@ -84,6 +84,10 @@ def test_a_searched_key_the_route_never_reads_is_refused():
     with pytest.raises(BertkitError, match="finetune route on this data, which does not read classify.pair_rounds"):
         refuse_unused_keys(own, "finetune")
     refuse_unused_keys({**rates, "classify.strategy": SearchRange(choices=["finetune", "contrastive"])}, "contrastive")
+    # the whole encoder frozen: the contrastive route fits its head only, its own keys change nothing
+    with pytest.raises(BertkitError, match="whole encoder frozen .* does not read classify.pair_rounds"):
+        refuse_unused_keys(own, "contrastive", frozen=True)
+    refuse_unused_keys({"model.max_length": SearchRange(choices=[32, 64])}, "contrastive", frozen=True)
 
 
 def test_the_default_space_follows_the_config_and_a_given_space_replaces_it(tmp_path):

@@ -76,6 +76,27 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     return settings
 
 
+def hub_settings(repo: str, config, pooling_needed: bool = True) -> Settings:
+    """`model_settings` of a Hub model: its sentence-transformers files fetched into the cache and
+    read as a folder's are (a sentence encoder that pools [CLS] and normalises, BGE say, was read
+    with the mean of its tokens, not unit length). Offline without them in the cache, the defaults,
+    and that is said when the pooling is used."""
+    from bertkit import hub
+
+    folder, known = hub.sentence_files(repo)
+    if folder is not None:
+        return model_settings(str(folder), config, pooling_needed)
+    if not known and pooling_needed:
+        from bertkit.progress import console
+
+        console.print(
+            f"note: {repo}: its sentence-transformers files (modules.json) are not in the cache and the Hub cannot "
+            "be reached, so its pooling is not known: the mean of the tokens, not unit length (give --pooling and "
+            "--normalize to choose)"
+        )
+    return Settings(max_length=_limit(config))
+
+
 def _sentence_transformers_pooling(config: dict) -> str | None:
     for key, mode in (
         ("pooling_mode_mean_tokens", "mean"),
@@ -183,8 +204,8 @@ def load_encoder(
     if max_length is not None and limit is not None and max_length > limit:
         raise _too_long(name, max_length, limit, length_from)
     # the model's own files are checked before its weights are read
-    settings = (
-        model_settings(path, config, pooling is None) if Path(path).is_dir() else Settings(max_length=_limit(config))
+    settings = model_settings(path, config, pooling is None) if Path(path).is_dir() else hub_settings(
+        path, config, pooling is None
     )
     from bertkit.adapters.loading import load_weights
 

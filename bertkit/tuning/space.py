@@ -80,26 +80,36 @@ def contrastive_space(cfg: Config) -> dict[str, SearchRange]:
     }
 
 
-def refuse_unused_keys(space: dict, route: str | None) -> None:
+def refuse_unused_keys(space: dict, route: str | None, frozen: bool = False) -> None:
     """A searched key the run's route never reads would make every trial the same run: refused,
-    once, before the first trial (a space that searches classify.strategy itself is left alone)."""
+    once, before the first trial (a space that searches classify.strategy itself is left alone).
+    `frozen`: the freezing keys hold the whole encoder (strategy.frozen_by_config)."""
     from bertkit.tasks.classify import strategy
 
     if route is None or "classify.strategy" in space:
         return
-    unread = {f"{section}.{key}" for section, key in strategy.unread_keys(route)}
+    unread = {f"{section}.{key}" for section, key in strategy.unread_keys(route, frozen)}
     unused = [key for key in space if key in unread]
-    if unused:
-        reads = (
-            "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"
-            if route == strategy.CONTRASTIVE
-            else "the fine-tuning keys"
-        )
+    if not unused:
+        return
+    if frozen and route == strategy.CONTRASTIVE:
         raise BertkitError(
-            f"tune.space: classify takes the {route} route on this data, which does not read {', '.join(unused)}: "
-            f"every trial would train the same model. Search the keys it reads ({reads}), leave tune.space out "
-            f"for its default space, or set classify.strategy"
+            f"tune.space: classify takes the contrastive route on this data with the whole encoder frozen "
+            "(train.freeze_embeddings, and train.freeze_layers holds every layer): it only fits "
+            f"the head on the untuned sentence vectors and does not read {', '.join(unused)}, so every trial would "
+            "train the same model. Lower train.freeze_layers so that the encoder can be tuned, or train once with "
+            "bertkit train"
         )
+    reads = (
+        "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"
+        if route == strategy.CONTRASTIVE
+        else "the fine-tuning keys"
+    )
+    raise BertkitError(
+        f"tune.space: classify takes the {route} route on this data, which does not read {', '.join(unused)}: "
+        f"every trial would train the same model. Search the keys it reads ({reads}), leave tune.space out "
+        f"for its default space, or set classify.strategy"
+    )
 
 
 def suggest(trial, space: dict[str, SearchRange]) -> dict:

@@ -60,6 +60,7 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
 def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     optuna = search.require_optuna()
     from bertkit.tasks import get_task
+    from bertkit.tasks.classify import strategy
     from bertkit.training import run_inputs
     from bertkit.tuning import report
 
@@ -71,9 +72,8 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
         check_space(cfg, cfg.tune.space)
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
     metric, route = metric_of(cfg)
-    if cfg.tune.space:
-        refuse_unused_keys(cfg.tune.space, route)
     space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
+    refuse_unused_keys(space, route, route == "contrastive" and strategy.frozen_by_config(cfg))
     if not cfg.tune.space:
         check_space(cfg, space)
         if route == "contrastive":

@@ -28,7 +28,7 @@ class ContrastiveSettings:
     @classmethod
     def of(cls, cfg) -> ContrastiveSettings:
         c, t = cfg.classify, cfg.train
-        pooling = source_pooling(cfg.model.name)
+        pooling = source_pooling(cfg.model.name, cfg.model.revision)
         return cls(
             t.batch_size,
             c.contrastive_learning_rate,
@@ -40,17 +40,21 @@ class ContrastiveSettings:
         )
 
 
-def source_pooling(name: str) -> str:
+def source_pooling(name: str, revision: str | None = None) -> str:
     """The sentence vector of the model trained from: [CLS] when it is a classify bundle that reads
-    [CLS] or a sentence encoder whose sentence-transformers files pool [CLS], the mean of the tokens
-    otherwise (a Hub model's files are not read: the mean)."""
+    [CLS] or a sentence encoder whose sentence-transformers files pool [CLS] (a Hub model's fetched
+    into the cache), the mean of the tokens otherwise."""
     from pathlib import Path
 
+    from bertkit import hub
     from bertkit.embeddings.encoder import model_settings
     from bertkit.pooled_head import POOLING_KEY
     from bertkit.run_info import read_json
 
     folder = Path(name).expanduser()
+    if not folder.is_dir():
+        found, _ = hub.sentence_files(name, revision)
+        return "cls" if found and model_settings(str(found), None, pooling_needed=False).pooling == "cls" else "mean"
     if not (folder / "config.json").is_file():
         return "mean"
     recorded = read_json(folder / "config.json", "restore it from the original model").get(POOLING_KEY)
@@ -149,12 +153,30 @@ FINE_TUNING_ONLY = (
 CONTRASTIVE_ONLY = ("contrastive_learning_rate", "pair_rounds")
 
 
-def unread_keys(route: str) -> list[tuple[str, str]]:
+def unread_keys(route: str, frozen: bool = False) -> list[tuple[str, str]]:
     """(section, key) of each setting `route` does not read: fine-tuning's on the contrastive route,
-    the contrastive route's own on fine-tuning."""
+    the contrastive route's own on fine-tuning. `frozen`: the freezing keys hold the whole encoder,
+    so the contrastive route tunes nothing and fits its head only: its own keys and the batch (which
+    only groups the texts it encodes) do nothing either."""
     if route == CONTRASTIVE:
-        return [("train", key) for key in FINE_TUNING_ONLY]
+        tuning = ([("classify", key) for key in CONTRASTIVE_ONLY] + [("train", "batch_size")]) if frozen else []
+        return [("train", key) for key in FINE_TUNING_ONLY] + tuning
     return [("classify", key) for key in CONTRASTIVE_ONLY]
+
+
+def frozen_by_config(cfg) -> bool:
+    """Whether train.freeze_embeddings and train.freeze_layers hold every layer of the run's model
+    (read from its config.json): the contrastive route then tunes nothing (contrastive.moves_vectors
+    finds the same when it runs)."""
+    t = cfg.train
+    if not (t.freeze_embeddings and t.freeze_layers) or cfg.model.name is None:
+        return False
+    from transformers import AutoConfig
+
+    from bertkit import models
+
+    config = models.from_pretrained(AutoConfig, models.resolve(cfg.model.name, cfg.model.revision))
+    return t.freeze_layers >= getattr(config, "num_hidden_layers", t.freeze_layers + 1)
 
 
 def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
