@@ -89,7 +89,7 @@ def test_predict_evaluate_and_embed_run_adapter_bundles_on_their_base(adapters, 
 
 
 @pytest.mark.slow
-def test_merge_then_export_gives_the_adapter_bundles_predictions(adapters, tmp_path, cli):
+def test_merge_then_export_gives_the_adapter_bundles_predictions(adapters, easy_data, tmp_path, cli):
     pytest.importorskip("onnxruntime")
     source = tmp_path / "in.txt"
     source.write_text("a great film\nawful plot\nthe room was lovely\n")
@@ -108,6 +108,14 @@ def test_merge_then_export_gives_the_adapter_bundles_predictions(adapters, tmp_p
         scores[name] = [json.loads(line)["score"] for line in open(tmp_path / f"{name}.jsonl")]
     assert scores["merged"] == pytest.approx(scores["adapter"], abs=1e-5)
     assert scores["onnx"] == pytest.approx(scores["adapter"], abs=1e-4)
+    # compare: an adapter's size was its own files only (78 KB against the merged model's 395 KB);
+    # the base it cannot run without is now reported beside it
+    code, _, err = cli("compare", adapters["classify"], merged, "-d", easy_data["test"], "-o", tmp_path / "cmp")
+    assert code == 0, err
+    rows = json.loads((tmp_path / "cmp" / "report.json").read_text())["models"]
+    assert rows[0]["base_size_bytes"] > rows[0]["size_bytes"] and rows[1]["base_size_bytes"] is None
+    assert rows[0]["size_bytes"] + rows[0]["base_size_bytes"] >= rows[1]["size_bytes"]
+    assert " KB base |" in (tmp_path / "cmp" / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertkit import outputs
+from bertkit.adapters.base import adapter_of, find_base
 from bertkit.bundle import open_bundle
 from bertkit.errors import BertkitError
 from bertkit.progress import status
@@ -42,6 +43,7 @@ class Row:
     texts_per_second: float
     scores: dict = field(default_factory=dict)  # what `bertkit evaluate` reports
     note: str = ""
+    base_size_bytes: int | None = None  # an adapter bundle: the weights of the base it runs on
 
 
 @dataclass
@@ -109,8 +111,13 @@ def score_bundle(bundle, data: str, device, options: EvaluateOptions) -> Row:
         scored = task.evaluate_examples(network, tokenizer, bundle.info, data, options)
         seconds = time.perf_counter() - start
     del network
-    return Row(str(bundle.path), str(bundle.path), scored, parameters, weights_size(bundle.path),
-               len(scored) / max(seconds, 1e-9))  # fmt: skip
+    row = Row(str(bundle.path), str(bundle.path), scored, parameters, weights_size(bundle.path),
+              len(scored) / max(seconds, 1e-9))  # fmt: skip
+    adapter = adapter_of(bundle.path)
+    if adapter is not None:  # its own files are the adapter and head: the base's weights come on top
+        row.base_size_bytes = weights_size(Path(find_base(bundle.path, adapter)))
+        row.note = f"an adapter of {adapter.get('base_model')}: size is its own files, the base's weights come on top"
+    return row
 
 
 def count_parameters(network) -> int | None:

@@ -99,6 +99,7 @@ def as_dict(comparison) -> dict:
                 "ci": {m: list(comparison.intervals[r.name][m]) for m in comparison.metrics},
                 "parameters": r.parameters,
                 "size_bytes": r.size_bytes,
+                "base_size_bytes": r.base_size_bytes,
                 "texts_per_second": r.texts_per_second,
                 "note": r.note,
                 "scores": r.scores,
@@ -123,7 +124,8 @@ def markdown(comparison) -> str:
     ]
     for r in comparison.rows:
         found = [cell(r.scores[m], *comparison.intervals[r.name][m], places) for m in metrics]
-        extra = [human_count(r.parameters), human_size(r.size_bytes), f"{r.texts_per_second:.0f}"]
+        size = human_size(r.size_bytes) + (f" + {human_size(r.base_size_bytes)} base" if r.base_size_bytes else "")
+        extra = [human_count(r.parameters), size, f"{r.texts_per_second:.0f}"]
         lines.append(f"| {r.name} | " + " | ".join(found + extra) + " |")
     notes = [f"- {r.name}: {r.note}" for r in comparison.rows if r.note]
     lines += ["", *notes, "" if notes else "", verdict(comparison), "", "## Pairs", ""]
@@ -147,7 +149,7 @@ def markdown(comparison) -> str:
 
 def write_csv(comparison, path: Path) -> None:
     metrics = comparison.metrics
-    header = ["model", *metrics, "parameters", "size_bytes", "texts_per_second"]
+    header = ["model", *metrics, "parameters", "size_bytes", "base_size_bytes", "texts_per_second"]
     header += [f"{m}_{end}" for m in metrics for end in ("low", "high")]
     with outputs.atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
@@ -155,10 +157,11 @@ def write_csv(comparison, path: Path) -> None:
         for r in comparison.rows:
             bounds = [x for m in metrics for x in comparison.intervals[r.name][m]]
             size = "" if r.size_bytes is None else r.size_bytes
+            base = "" if r.base_size_bytes is None else r.base_size_bytes
             values = [_number(r.scores[m]) for m in metrics]
             speed = f"{r.texts_per_second:.1f}"
             parameters = "" if r.parameters is None else r.parameters
-            writer.writerow([r.name, *values, parameters, size, speed, *(_number(x) for x in bounds)])
+            writer.writerow([r.name, *values, parameters, size, base, speed, *(_number(x) for x in bounds)])
 
 
 def bar_chart(comparison, path: Path) -> None:
