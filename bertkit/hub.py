@@ -57,36 +57,50 @@ def require(what: str, hint: str) -> None:
 
 def sentence_files(repo: str, revision: str | None = None) -> tuple[Path | None, bool]:
     """The snapshot folder (in the Hugging Face cache) holding the sentence-transformers files of Hub
-    model `repo`, fetched when the Hub is there: modules.json, the config.json of each module it
-    names, sentence_bert_config.json. (None, True) when the model has no modules.json (not a
-    sentence encoder); (None, False) when that cannot be known: offline, or the Hub out of reach,
-    and the file not in the cache."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+    model `repo`, fetched when the Hub is there: modules.json, its pooling module's config.json,
+    sentence_bert_config.json. (None, True) when the model has no modules.json (not a
+    sentence encoder); (None, False) when what it is cannot be known: offline or with the Hub out
+    of reach, modules.json or its pooling module's config.json is not in the cache (nor known to be
+    absent from the Hub), or the Hub refused it (a gated or unknown repo, the network)."""
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    from huggingface_hub.errors import EntryNotFoundError
 
-    cached_only = offline() or not reachable()  # the cache is still read
+    cached_only = offline() or not reachable()
 
     def fetch(name: str) -> Path | None:
+        """The file's path; None when it does not exist in the repo; LookupError when not known."""
+        if cached_only:
+            found = try_to_load_from_cache(repo, name, revision=revision)
+            if isinstance(found, str):
+                return Path(found)
+            if found is None:  # neither cached nor recorded as missing
+                raise LookupError(name)
+            return None  # recorded as absent from the repo when it was last fetched
         try:
-            return Path(hf_hub_download(repo, name, revision=revision, local_files_only=cached_only))
-        except LocalEntryNotFoundError:
-            raise
+            return Path(hf_hub_download(repo, name, revision=revision))
         except EntryNotFoundError:
             return None
 
     try:
         modules = fetch("modules.json")
-    except Exception:  # offline and not cached, the Hub out of reach, a gated or unknown repo: not known
+    except Exception:  # not known: not in the cache offline, or the Hub refused it (gated, unknown, network)
         return None, False
     if modules is None:
         return None, True
-    folder = modules.parent
     try:
         listed = json.loads(modules.read_text(encoding="utf-8"))
-        paths = [m["path"] for m in listed if isinstance(m, dict) and isinstance(m.get("path"), str) and m["path"]]
-    except (ValueError, TypeError):
-        return folder, True  # a damaged modules.json is named when it is read (embeddings/encoder.py)
-    for name in ["sentence_bert_config.json", *(f"{path}/config.json" for path in paths)]:
-        with contextlib.suppress(Exception):  # what could not be fetched is read as absent
-            fetch(name)
-    return folder, True
+    except (OSError, ValueError):
+        return modules.parent, True  # a damaged modules.json is named when it is read (embeddings/encoder.py)
+    pooling = [
+        m["path"]
+        for m in (listed if isinstance(listed, list) else [])
+        if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling") and isinstance(m.get("path"), str)
+    ]
+    with contextlib.suppress(Exception):  # only the longest text it reads: the model's limit stands without it
+        fetch("sentence_bert_config.json")
+    try:
+        for path in pooling:
+            fetch(f"{path}/config.json" if path else "config.json")
+    except Exception:  # the pooling module's settings could not be read: its pooling is not known
+        return None, False
+    return modules.parent, True

@@ -316,9 +316,36 @@ def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_mode
     local = load_encoder(str(snapshot))
     texts = ["the room was lovely", "awful plot"]
     assert np.allclose(hub.encode(texts), local.encode(texts))
-    for file in ("modules.json", "sentence_bert_config.json"):  # a plain model in the cache
+    (snapshot / "1_Pooling" / "config.json").unlink()  # modules.json cached, its pooling module's settings not
+    with console.capture() as said:
+        unknown = load_encoder("acme/cls-encoder")
+    assert (unknown.settings.pooling, unknown.settings.normalize) == ("mean", False)
+    assert "its pooling is not known" in " ".join(said.get().split())
+    for file in ("modules.json", "sentence_bert_config.json"):  # nothing of sentence-transformers cached
         (snapshot / file).unlink()
     with console.capture() as said:
-        plain = load_encoder("acme/cls-encoder")
-    assert (plain.settings.pooling, plain.settings.normalize) == ("mean", False)
+        load_encoder("acme/cls-encoder")
     assert "its pooling is not known" in " ".join(said.get().split())
+    # the cache records that the Hub has no modules.json: a plain model, nothing to say
+    no_file = tmp_path / "hub" / "models--acme--cls-encoder" / ".no_exist" / ("0" * 40)
+    no_file.mkdir(parents=True)
+    (no_file / "modules.json").touch()
+    with console.capture() as said:
+        plain = load_encoder("acme/cls-encoder")
+    assert (plain.settings.pooling, plain.settings.normalize) == ("mean", False) and "note" not in said.get()
+
+
+def test_a_dense_module_bertkit_does_not_apply_is_said(tmp_path, tiny_model):
+    import shutil
+
+    from bertkit.embeddings.encoder import model_settings
+    from bertkit.progress import console
+
+    folder = tmp_path / "st"
+    shutil.copytree(tiny_model, folder)
+    modules = [{"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"},
+               {"type": "sentence_transformers.models.Dense", "path": "2_Dense"}]  # fmt: skip
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with console.capture() as said:
+        model_settings(str(folder), None)
+    assert "lists a Dense module" in " ".join(said.get().split())

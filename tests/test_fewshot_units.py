@@ -285,4 +285,8 @@ def test_a_hub_sentence_encoders_pooling_is_read_from_its_files(tmp_path, tiny_m
 
     sentence_encoder_in_hub_cache(monkeypatch, tmp_path / "hub", "acme/cls-encoder", tiny_model)
     assert source_pooling("acme/cls-encoder") == "cls"
-    assert source_pooling("acme/not-cached") == "mean"  # offline, nothing known of it
+    from bertkit.progress import console
+
+    with console.capture() as said:
+        assert source_pooling("acme/not-cached") == "mean"  # offline, nothing known of it: said
+    assert "its pooling is not known" in " ".join(said.get().split())

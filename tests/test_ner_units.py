@@ -151,3 +151,24 @@ def test_span_data_is_scored_on_characters(tiny_model):
     assert scores["character_accuracy"] == pytest.approx((len(text) - 2) / len(text))  # "yo" tagged, gold O
     with pytest.raises(RuntimeError, match="4 predicted tags for 5 words"):
         on_characters([text], gold, [predicted[0][:4]], tokenizer)
+
+
+def test_only_spans_that_still_cut_a_word_are_counted(tiny_model, capsys):
+    """Spans with white space at their edges, or ending before the mark on their last letter, were
+    counted as cutting a word (so evaluate said whole-word tags could not match them, then scored 1.0)."""
+    import datasets
+    from transformers import AutoTokenizer
+
+    from bertkit.tasks.ner.reading import words_and_tags
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    text = " alice smith met jose\u0301 in paris ."
+    spans = [
+        {"type": "PER", "start": 0, "end": 13},  # " alice smith " : spaces at both edges
+        {"type": "PER", "start": 17, "end": 21},  # "jose" without the accent on its e
+        {"type": "LOC", "start": 26, "end": 28},  # "pa" of "paris": cuts it
+    ]
+    split = datasets.Dataset.from_list([{"text": text, "entities": spans}])
+    _, tags = words_and_tags(split, tokenizer, "test")
+    assert tags == [["B-PER", "I-PER", "O", "B-PER", "O", "B-LOC", "O"]]
+    assert "1 entity span(s) cut through a word" in " ".join(capsys.readouterr().err.split())

@@ -178,17 +178,34 @@ def test_the_guard_reads_a_nan_validation_batch_as_divergence():
 
 
 def test_the_guard_reads_an_infinite_gradient_norm_as_divergence_except_under_fp16():
+    """Every step's norm, not only the logged ones: a run shorter than train.logging_steps was
+    never checked."""
+    import torch
+
     from bertkit.training.divergence import DivergenceGuard, TrainingDiverged
 
     class State:
-        global_step = 7
+        global_step, max_steps = 7, 100
 
-    DivergenceGuard().on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": 3.2})
-    DivergenceGuard().on_log(None, State(), None, logs={"eval_loss": 0.7})  # an evaluation's log has none
-    with pytest.raises(TrainingDiverged, match="at step 7: the gradient norm is inf, so clipping scaled"):
-        DivergenceGuard().on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": float("inf")})
+    class Control:
+        should_training_stop = should_log = should_evaluate = should_save = False
+
+    guard = DivergenceGuard()
+    guard.observe_grad_norm(torch.tensor(3.2), 7)
+    guard.on_step_end(None, State(), Control())
+    guard.observe_grad_norm(torch.tensor(float("inf")), 8)
+    with pytest.raises(TrainingDiverged, match="at step 8: the gradient norm is inf, so clipping scaled"):
+        guard.on_step_end(None, State(), Control())
     # fp16: the loss scaler skips a step whose gradients overflowed, and lowers its scale
-    DivergenceGuard("fp16").on_log(None, State(), None, logs={"loss": 0.7, "grad_norm": float("inf")})
+    fp16 = DivergenceGuard("fp16")
+    fp16.observe_grad_norm(torch.tensor(float("inf")), 8)
+    fp16.on_step_end(None, State(), Control())
+    # on a GPU the norm stays on the device until a boundary (a log, an evaluation, a save, the end)
+    deferred = DivergenceGuard(deferred=True)
+    deferred.observe_grad_norm(torch.tensor(float("nan")), 3)
+    deferred.observe_grad_norm(torch.tensor(1.0), 4)
+    with pytest.raises(TrainingDiverged, match="at step 3: the gradient norm is not finite"):
+        deferred.check_deferred()
 
 
 def test_a_batch_with_nothing_to_predict_is_not_divergence():

@@ -2,6 +2,7 @@
 checks, the pruning callback, the per-trial seeding, and the message when Optuna is missing."""
 
 import re
+import subprocess
 import sys
 
 import pytest
@@ -321,3 +322,30 @@ def test_the_reports_listed_are_the_files_written(tmp_path):
         report.write(study, cfg, result, {"train.learning_rate": None})
         assert sorted(result.written) == sorted(p.name for p in out.iterdir()), result.written
         assert ("importances.png" in result.written) == (count >= 2) and "best.yaml" in result.written
+
+
+def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model):
+    """By the config and by every value the space searches for the freezing keys; on the model as
+    training freezes it: MPNet's relative attention bias stays trainable with every layer frozen,
+    so its route still tunes (counting layers refused it); DistilBERT's refusal is training's own."""
+    from bertkit.tasks.classify.strategy import frozen_in_every_trial
+
+    def frozen(model, keys: str, space=None) -> bool:
+        cfg = config(tmp_path, f"train:\n{keys}")
+        cfg.model.name = str(model)
+        return frozen_in_every_trial(cfg, space)
+
+    every = "  freeze_embeddings: true\n  freeze_layers: 2\n"  # the tiny BERT has 2 layers
+    assert frozen(tiny_model, every)
+    assert not frozen(tiny_model, "  freeze_embeddings: true\n  freeze_layers: 1\n")
+    assert not frozen(tiny_model, every, {"train.freeze_layers": SearchRange(choices=[0, 2])})
+    assert frozen(tiny_model, "  freeze_layers: 0\n", {
+        "train.freeze_layers": SearchRange(choices=[2]), "train.freeze_embeddings": SearchRange(choices=[True])})
+    families = {}
+    for family in ("mpnet", "distilbert"):
+        families[family] = tmp_path / family
+        assert subprocess.run([sys.executable, "-m", "bertkit", "model", "tiny", "--family", family, "--layers", "2",
+                               "-o", families[family]], capture_output=True).returncode == 0  # fmt: skip
+    assert not frozen(families["mpnet"], every)
+    with pytest.raises(BertkitError, match="train.freeze_.*not supported for DistilBert"):
+        frozen(families["distilbert"], every)

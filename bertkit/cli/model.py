@@ -55,8 +55,7 @@ def tiny(
     seed: int = typer.Option(
         0,
         "--seed",
-        help="Seed of the random weights: the same seed, the same model (with --from and --vocab-from, the "
-        "learnt vocabulary can differ between runs: docs/ci.md).",
+        help="Seed of the random weights: the same seed, the same model, a learnt vocabulary included.",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a tiny model bertkit wrote there before."),
 ) -> None:

@@ -53,6 +53,13 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
         if not all(isinstance(m.get(key, ""), str) for m in modules for key in ("type", "path")):
             raise BertkitError(f"{modules_file}: each module's 'type' and 'path' must be text; {restore}")
         settings.normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
+        if any(m.get("type", "").endswith("Dense") for m in modules):
+            from bertkit.progress import console
+
+            console.print(
+                f"note: {modules_file} lists a Dense module (a projection after the pooling), which bertkit does not "
+                "apply: its vectors are the pooled ones, not those sentence-transformers gives"
+            )
         for module in modules:
             pooling_file = root / module.get("path", "") / "config.json"
             if module.get("type", "").endswith("Pooling") and pooling_file.is_file():
@@ -76,23 +83,26 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     return settings
 
 
-def hub_settings(repo: str, config, pooling_needed: bool = True) -> Settings:
+def hub_settings(
+    repo: str, config, pooling_needed: bool = True, revision: str | None = None, note: bool | None = None
+) -> Settings:
     """`model_settings` of a Hub model: its sentence-transformers files fetched into the cache and
     read as a folder's are (a sentence encoder that pools [CLS] and normalises, BGE say, was read
-    with the mean of its tokens, not unit length). Offline without them in the cache, the defaults,
-    and that is said when the pooling is used."""
+    with the mean of its tokens, not unit length). When they cannot be read (offline and not in the
+    cache, the Hub refusing them), the defaults, and that is said (`note`, by default when the
+    pooling is used)."""
     from bertkit import hub
 
-    folder, known = hub.sentence_files(repo)
+    folder, known = hub.sentence_files(repo, revision)
     if folder is not None:
         return model_settings(str(folder), config, pooling_needed)
-    if not known and pooling_needed:
+    if not known and (pooling_needed if note is None else note):
         from bertkit.progress import console
 
         console.print(
-            f"note: {repo}: its sentence-transformers files (modules.json) are not in the cache and the Hub cannot "
-            "be reached, so its pooling is not known: the mean of the tokens, not unit length (give --pooling and "
-            "--normalize to choose)"
+            f"note: {repo}: its sentence-transformers files (modules.json, its pooling module's config.json) could "
+            "not be read (not in the cache, and the Hub out of reach or refusing them), so its pooling is not "
+            "known: the mean of the tokens, not unit length (give --pooling and --normalize to choose)"
         )
     return Settings(max_length=_limit(config))
 

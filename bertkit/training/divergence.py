@@ -7,8 +7,8 @@ happens, for every task (it watches the shared Trainer, not a task):
 
 - the training loss of every step (each micro-batch under gradient accumulation);
 - the loss of every evaluation batch (validation during training, each split scored after it);
-- the gradient norm the Trainer logs (every `train.logging_steps`): an infinite norm is clipped
-  to an update of nothing, so the model stops learning while its loss stays finite (an extreme
+- the gradient norm of every optimizer step, as clipping computes it: an infinite norm scales the
+  update to nothing, so the model stops learning while its loss stays finite (an extreme
   `train.adapter.alpha` did that at every step); under fp16 it is the loss scaler's to skip;
 - the weights, before every checkpoint is saved (so `--resume` never continues from a diverged
   checkpoint) and once more before the bundle is written (`check_weights`): an overflow in the
@@ -27,8 +27,6 @@ The losses of an evaluation's batches are read once, when the evaluation ends.
 """
 
 from __future__ import annotations
-
-import math
 
 from bertkit.errors import BertkitError
 from bertkit.models import weights_problem
@@ -89,6 +87,8 @@ class DivergenceGuard(callback_base()):
         self.deferred = False if self.fp16 else deferred
         self.first_bad = None  # deferred: the step of the first non-finite loss (0: none), on the loss's device
         self.first_loss = None  # deferred: that loss
+        self.norm_pending: tuple[int, str] | None = None  # (step, norm) of this step's norm when not finite
+        self.norm_bad = None  # deferred: the step of the first non-finite gradient norm (0: none)
 
     def watch(self, trainer) -> None:
         self.trainer = trainer
@@ -118,14 +118,39 @@ class DivergenceGuard(callback_base()):
         self.first_loss = torch.where(fresh, loss.detach().float().mean(), self.first_loss)
         return torch.where(~finite & nothing, torch.zeros_like(loss), loss)
 
+    def observe_grad_norm(self, norm, step: int) -> None:
+        """The gradient norm of optimizer step `step` before clipping (the same on every process:
+        the gradients were summed across them first). Not finite, clipping scales the update to
+        nothing; under fp16 the loss scaler skips such a step, which is its ordinary work."""
+        import torch
+
+        if self.fp16 or norm is None:
+            return
+        norm = norm if isinstance(norm, torch.Tensor) else torch.tensor(float(norm))
+        if self.deferred:
+            if self.norm_bad is None:
+                self.norm_bad = torch.zeros((), dtype=torch.long, device=norm.device)
+            fresh = ~torch.isfinite(norm) & (self.norm_bad == 0)
+            self.norm_bad = torch.where(fresh, step, self.norm_bad)
+        elif self.norm_pending is None and not bool(torch.isfinite(norm)):
+            self.norm_pending = (step, _shown(norm))
+
+    def _norm_diverged(self, step: int, value: str) -> TrainingDiverged:
+        what = f"the gradient norm is {value}, so clipping scaled the update to nothing and the model stopped learning"
+        return TrainingDiverged(step, what, self.advice)
+
     def check_deferred(self) -> None:
-        """Deferred: raise if a loss since the start was not finite (one read of the device)."""
+        """Deferred: raise if a loss, or a gradient norm, since the start was not finite (one read of
+        the device each)."""
         if not self.deferred:
             return
         step = int(self.first_bad) if self.first_bad is not None else 0
         if _on_any_process(step > 0):
             value = _shown(self.first_loss) if step else "not finite on another process"
             raise TrainingDiverged(step or self.trainer.state.global_step, f"the training loss is {value}", self.advice)
+        norm_step = int(self.norm_bad) if self.norm_bad is not None else 0
+        if norm_step:
+            raise self._norm_diverged(norm_step, "not finite")
 
     def observe_evaluation(self, loss, labels=None) -> None:
         """The loss of one evaluation (or scoring) batch, when the Trainer computed one (deferred:
@@ -166,6 +191,9 @@ class DivergenceGuard(callback_base()):
         if _on_any_process(pending is not None):  # every process stops, or the others would wait for it
             step, value = pending if pending is not None else (state.global_step, "not finite on another process")
             raise TrainingDiverged(step, f"the training loss is {value}", self.advice)
+        norm, self.norm_pending = self.norm_pending, None
+        if norm is not None:
+            raise self._norm_diverged(*norm)
         if model is not None and (control.should_save or control.should_training_stop or last):
             check_weights(model, state.global_step, self.advice)
 
@@ -178,17 +206,6 @@ class DivergenceGuard(callback_base()):
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         self.check_evaluation(state.global_step)
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        """The logged gradient norm: not finite, clipping scaled the step's update to nothing (the
-        same norm on every process: the gradients were summed across them first)."""
-        norm = (logs or {}).get("grad_norm")
-        if norm is not None and not self.fp16 and not math.isfinite(float(norm)):
-            raise TrainingDiverged(
-                state.global_step,
-                f"the gradient norm is {float(norm)}, so clipping scaled the update to nothing and the model "
-                "stopped learning",
-                self.advice,
-            )
 
 
 def _on_any_process(flag: bool) -> bool:

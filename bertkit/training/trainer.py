@@ -86,7 +86,8 @@ class RememberEvaluations(callback_base()):
 def trainer_class(cfg: Config):
     """The Trainer, with bertkit's length-grouped sampler when train.group_by_length is on, the
     task head in its own optimizer group when train.head_learning_rate is set, and every step's
-    loss shown to the run's `DivergenceGuard` (`guard`, set by `DivergenceGuard.watch`)."""
+    loss and gradient norm shown to the run's `DivergenceGuard` (`guard`, set by
+    `DivergenceGuard.watch`)."""
     from transformers import Trainer
 
     grouped, head_lr = cfg.train.group_by_length, cfg.train.head_learning_rate
@@ -100,6 +101,12 @@ def trainer_class(cfg: Config):
             if self.guard is not None:
                 loss = self.guard.observe(loss, self.state.global_step + 1, labels)
             return loss
+
+        def _clip_grad_norm(self, model):
+            norm = super()._clip_grad_norm(model)  # before clipping: what the step's update was scaled by
+            if self.guard is not None:
+                self.guard.observe_grad_norm(norm, self.state.global_step + 1)
+            return norm
 
         def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
             labels = inputs.get("labels")

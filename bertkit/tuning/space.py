@@ -83,7 +83,7 @@ def contrastive_space(cfg: Config) -> dict[str, SearchRange]:
 def refuse_unused_keys(space: dict, route: str | None, frozen: bool = False) -> None:
     """A searched key the run's route never reads would make every trial the same run: refused,
     once, before the first trial (a space that searches classify.strategy itself is left alone).
-    `frozen`: the freezing keys hold the whole encoder (strategy.frozen_by_config)."""
+    `frozen`: the freezing keys hold the whole encoder in every trial (strategy.frozen_in_every_trial)."""
     from bertkit.tasks.classify import strategy
 
     if route is None or "classify.strategy" in space:
@@ -97,8 +97,9 @@ def refuse_unused_keys(space: dict, route: str | None, frozen: bool = False) -> 
             f"tune.space: classify takes the contrastive route on this data with the whole encoder frozen "
             "(train.freeze_embeddings, and train.freeze_layers holds every layer): it only fits "
             f"the head on the untuned sentence vectors and does not read {', '.join(unused)}, so every trial would "
-            "train the same model. Lower train.freeze_layers so that the encoder can be tuned, or train once with "
-            "bertkit train"
+            "train the same model. Set classify.strategy: finetune to search fine-tuning's keys (its head learns on "
+            "a frozen encoder), or lower train.freeze_layers so that the route tunes the encoder and search its keys "
+            "(classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size)"
         )
     reads = (
         "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"

@@ -73,7 +73,7 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
     metric, route = metric_of(cfg)
     space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
-    refuse_unused_keys(space, route, route == "contrastive" and strategy.frozen_by_config(cfg))
+    refuse_unused_keys(space, route, route == "contrastive" and strategy.frozen_in_every_trial(cfg, space))
     if not cfg.tune.space:
         check_space(cfg, space)
         if route == "contrastive":

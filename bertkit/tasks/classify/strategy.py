@@ -46,15 +46,13 @@ def source_pooling(name: str, revision: str | None = None) -> str:
     into the cache), the mean of the tokens otherwise."""
     from pathlib import Path
 
-    from bertkit import hub
-    from bertkit.embeddings.encoder import model_settings
+    from bertkit.embeddings.encoder import hub_settings, model_settings
     from bertkit.pooled_head import POOLING_KEY
     from bertkit.run_info import read_json
 
     folder = Path(name).expanduser()
-    if not folder.is_dir():
-        found, _ = hub.sentence_files(name, revision)
-        return "cls" if found and model_settings(str(found), None, pooling_needed=False).pooling == "cls" else "mean"
+    if not folder.is_dir():  # a Hub id: its files fetched into the cache, or a note that they cannot be read
+        return "cls" if hub_settings(name, None, False, revision, note=True).pooling == "cls" else "mean"
     if not (folder / "config.json").is_file():
         return "mean"
     recorded = read_json(folder / "config.json", "restore it from the original model").get(POOLING_KEY)
@@ -164,19 +162,42 @@ def unread_keys(route: str, frozen: bool = False) -> list[tuple[str, str]]:
     return [("classify", key) for key in CONTRASTIVE_ONLY]
 
 
-def frozen_by_config(cfg) -> bool:
-    """Whether train.freeze_embeddings and train.freeze_layers hold every layer of the run's model
-    (read from its config.json): the contrastive route then tunes nothing (contrastive.moves_vectors
-    finds the same when it runs)."""
-    t = cfg.train
-    if not (t.freeze_embeddings and t.freeze_layers) or cfg.model.name is None:
+def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
+    """Whether the freezing keys hold the whole encoder in every run: with the config's values, and
+    with each value `space` (tune.space) searches for them. The model is built from its config on
+    the meta device (no weights read, no memory) and frozen as training freezes it
+    (`trainer.freeze`, whose refusals are training's): frozen when no parameter of its encoder but
+    the pooler can learn. Counting layers is not enough: MPNet's relative attention bias,
+    DeBERTa's relative embeddings and ELECTRA's embedding projection lie outside what it freezes,
+    and the contrastive route tunes them (contrastive.moves_vectors)."""
+    from types import SimpleNamespace
+
+    space = space or {}
+
+    def values(key: str) -> list:
+        searched = space.get(f"train.{key}")
+        if searched is None:
+            return [getattr(cfg.train, key)]
+        return list(searched.choices) if searched.choices is not None else [searched.low, searched.high]
+
+    embeddings, layers = values("freeze_embeddings"), values("freeze_layers")
+    if not all(embeddings) or not all(layers) or cfg.model.name is None:
         return False
-    from transformers import AutoConfig
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification
 
     from bertkit import models
+    from bertkit.training.trainer import freeze
 
     config = models.from_pretrained(AutoConfig, models.resolve(cfg.model.name, cfg.model.revision))
-    return t.freeze_layers >= getattr(config, "num_hidden_layers", t.freeze_layers + 1)
+    try:
+        with torch.device("meta"):
+            model = AutoModelForSequenceClassification.from_config(config)
+    except Exception:  # a family transformers cannot build from its config alone: not judged here
+        return False
+    freeze(model, SimpleNamespace(train=SimpleNamespace(freeze_embeddings=True, freeze_layers=min(layers))))
+    encoder = getattr(model, model.base_model_prefix)
+    return not any(p.requires_grad for name, p in encoder.named_parameters() if not name.startswith("pooler."))
 
 
 def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:

@@ -5,7 +5,7 @@ over a text, and Hugging Face data sets with integer tags.
 from __future__ import annotations
 
 from bertkit import data as data_mod
-from bertkit import tokenization
+from bertkit import graphemes, tokenization
 from bertkit.config import DataSource, NerConfig
 from bertkit.data.records import text_value
 from bertkit.errors import BertkitError, RecordError
@@ -232,11 +232,15 @@ def words_and_tags(
     for text, spans in zip(split["text"], split["entities"], strict=True):
         found = tokenization.words_with_offsets(tokenizer, text)
         seq = ["O"] * len(found)
+        clusters = graphemes.Graphemes(text) if spans else None
         for span in spans:
             inside = [i for i, (_, s, e) in enumerate(found) if s < span["end"] and e > span["start"]]
             if not inside:
                 continue
-            unaligned += found[inside[0]][1] != span["start"] or found[inside[-1]][2] != span["end"]
+            # compared as predict's spans are made: whole clusters, white space at the edges left out
+            # (a span with spaces at its edges, or without the mark on its last letter, cuts no word)
+            words_span = clusters.snap(found[inside[0]][1], found[inside[-1]][2])
+            unaligned += clusters.snap(span["start"], span["end"]) != words_span
             for k, i in enumerate(inside):
                 seq[i] = f"{'B' if k == 0 else 'I'}-{span['type']}"
         words.append([w for w, _, _ in found])
