@@ -100,7 +100,8 @@ def sentence_files(repo: str, revision: str | None = None) -> tuple[Path | None,
         fetch("sentence_bert_config.json")
     try:
         for path in pooling:
-            fetch(f"{path}/config.json" if path else "config.json")
+            if fetch(f"{path}/config.json" if path else "config.json") is None:
+                return None, False  # a pooling module without its settings: its pooling is not known
     except Exception:  # the pooling module's settings could not be read: its pooling is not known
         return None, False
     return modules.parent, True

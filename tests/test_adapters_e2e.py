@@ -110,8 +110,9 @@ def test_merge_then_export_gives_the_adapter_bundles_predictions(adapters, easy_
     assert scores["onnx"] == pytest.approx(scores["adapter"], abs=1e-4)
     # compare: an adapter's size was its own files only (78 KB against the merged model's 395 KB);
     # the base it cannot run without is now reported beside it
-    code, _, err = cli("compare", adapters["classify"], merged, "-d", easy_data["test"], "-o", tmp_path / "cmp")
+    code, out, err = cli("compare", adapters["classify"], merged, "-d", easy_data["test"], "-o", tmp_path / "cmp")
     assert code == 0, err
+    assert " base" in out and "size is its own files" in " ".join(out.split())  # the terminal's table too
     rows = json.loads((tmp_path / "cmp" / "report.json").read_text())["models"]
     assert rows[0]["base_size_bytes"] > rows[0]["size_bytes"] and rows[1]["base_size_bytes"] is None
     assert rows[0]["size_bytes"] + rows[0]["base_size_bytes"] >= rows[1]["size_bytes"]

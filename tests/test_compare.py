@@ -37,6 +37,22 @@ def test_resamples_come_in_chunks_for_large_data(monkeypatch):
     assert all((c.sum(axis=1) == 300).all() for c in chunks)
 
 
+def test_a_models_size_counts_the_weights_it_is_read_from_once(tmp_path):
+    """A Hub clone holds the weights in several formats (safetensors, .bin, TF, Flax): each was
+    counted, a base four times its size."""
+    from bertkit.comparison import weights_size
+
+    for name, size in (("model.safetensors", 400), ("pytorch_model.bin", 410), ("tf_model.h5", 420),
+                       ("tokenizer.json", 50), ("README.md", 5)):  # fmt: skip
+        (tmp_path / name).write_bytes(b"0" * size)
+    assert weights_size(tmp_path) == 400
+    (tmp_path / "model.safetensors").unlink()
+    assert weights_size(tmp_path) == 410  # no safetensors: the .bin transformers falls back to
+    (tmp_path / "model.onnx").write_bytes(b"0" * 300)
+    (tmp_path / "model.onnx_data").write_bytes(b"0" * 30)
+    assert weights_size(tmp_path) == 330  # an ONNX bundle runs on its graph
+
+
 def test_mcnemar_is_the_exact_binomial_test_on_discordant_pairs():
     from scipy.stats import binomtest
 

@@ -321,15 +321,19 @@ def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_mode
         unknown = load_encoder("acme/cls-encoder")
     assert (unknown.settings.pooling, unknown.settings.normalize) == ("mean", False)
     assert "its pooling is not known" in " ".join(said.get().split())
+    absent = tmp_path / "hub" / "models--acme--cls-encoder" / ".no_exist" / ("0" * 40) / "1_Pooling"
+    absent.mkdir(parents=True)
+    (absent / "config.json").touch()  # the Hub said the pooling module has no settings: still not known
+    with console.capture() as said:
+        load_encoder("acme/cls-encoder")
+    assert "its pooling is not known" in " ".join(said.get().split())
     for file in ("modules.json", "sentence_bert_config.json"):  # nothing of sentence-transformers cached
         (snapshot / file).unlink()
     with console.capture() as said:
         load_encoder("acme/cls-encoder")
     assert "its pooling is not known" in " ".join(said.get().split())
     # the cache records that the Hub has no modules.json: a plain model, nothing to say
-    no_file = tmp_path / "hub" / "models--acme--cls-encoder" / ".no_exist" / ("0" * 40)
-    no_file.mkdir(parents=True)
-    (no_file / "modules.json").touch()
+    (absent.parent / "modules.json").touch()
     with console.capture() as said:
         plain = load_encoder("acme/cls-encoder")
     assert (plain.settings.pooling, plain.settings.normalize) == ("mean", False) and "note" not in said.get()

@@ -290,3 +290,30 @@ def test_a_hub_sentence_encoders_pooling_is_read_from_its_files(tmp_path, tiny_m
     with console.capture() as said:
         assert source_pooling("acme/not-cached") == "mean"  # offline, nothing known of it: said
     assert "its pooling is not known" in " ".join(said.get().split())
+
+
+def test_a_packaged_models_pooling_is_read_from_its_folder(tmp_path, tiny_model, monkeypatch):
+    """A packaged model's Hub id (sentence-transformers/all-MiniLM-L6-v2 is one) was looked up in
+    the Hub cache: offline, every few-shot run said its pooling could not be read, and a [CLS]
+    encoder was tuned on the mean."""
+    import json
+    import shutil
+    import sys
+    import types
+
+    from bertkit import models
+    from bertkit.progress import console
+    from bertkit.tasks.classify.strategy import source_pooling
+
+    folder = tmp_path / "packaged"
+    shutil.copytree(tiny_model, folder)
+    (folder / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Pooling", "path": "1"}]))
+    (folder / "1").mkdir()
+    (folder / "1" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    module = types.ModuleType("acme_packaged_cls")
+    module.get_model_path = lambda: folder
+    monkeypatch.setitem(sys.modules, "acme_packaged_cls", module)
+    monkeypatch.setitem(models.PACKAGED, "acme/packaged-cls", "acme_packaged_cls")
+    with console.capture() as said:
+        assert source_pooling("acme/packaged-cls") == "cls"
+    assert "not known" not in said.get()

@@ -172,3 +172,21 @@ def test_only_spans_that_still_cut_a_word_are_counted(tiny_model, capsys):
     _, tags = words_and_tags(split, tokenizer, "test")
     assert tags == [["B-PER", "I-PER", "O", "B-PER", "O", "B-LOC", "O"]]
     assert "1 entity span(s) cut through a word" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_span_over_no_word_is_said_and_an_empty_one_named(tiny_model, capsys, tmp_path):
+    import datasets
+    from transformers import AutoTokenizer
+
+    from bertkit.config import DataSource, NerConfig
+    from bertkit.tasks.ner.reading import read_examples, words_and_tags
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    text = "alice \u200b met bruno"  # the zero-width space is no word: a span over it alone cannot be tagged
+    split = datasets.Dataset.from_list([{"text": text, "entities": [{"type": "PER", "start": 6, "end": 7}]}])
+    assert words_and_tags(split, tokenizer, "test")[1] == [["O", "O", "O"]]
+    assert "1 entity span(s) cover no word the tokenizer reads" in " ".join(capsys.readouterr().err.split())
+    path = tmp_path / "empty.jsonl"
+    path.write_text('{"text": "alice met bruno", "entities": [{"type": "PER", "start": 0, "end": 0}]}\n')
+    with pytest.raises(BertkitError, match="is empty"):
+        read_examples(DataSource(path=str(path)), NerConfig(), "text", "test")

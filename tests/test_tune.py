@@ -349,3 +349,18 @@ def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model)
     assert not frozen(families["mpnet"], every)
     with pytest.raises(BertkitError, match="train.freeze_.*not supported for DistilBert"):
         frozen(families["distilbert"], every)
+
+
+def test_a_trusted_custom_code_model_is_judged_with_its_trust(tmp_path, tiny_model, monkeypatch):
+    """The frozen check read the config without model.trust_remote_code: a trusted custom-code
+    model with freezing on was refused, asking for the trust already given."""
+    from bertkit import models
+    from bertkit.tasks.classify import strategy
+
+    seen = []
+    real = models.from_pretrained
+    monkeypatch.setattr(models, "from_pretrained", lambda *a, **k: seen.append(a[2:] or k) or real(*a, **k))
+    cfg = config(tmp_path, "train:\n  freeze_embeddings: true\n  freeze_layers: 2\n")
+    cfg.model.name, cfg.model.trust_remote_code = str(tiny_model), True
+    assert strategy.frozen_in_every_trial(cfg)
+    assert seen == [(True,)]

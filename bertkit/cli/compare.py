@@ -110,7 +110,7 @@ def _show(comparison, target, which: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from bertkit.comparison.report import cell, digits, human_count, human_size, verdict
+    from bertkit.comparison.report import cell, digits, human_count, size_cell, verdict
     from bertkit.progress import console
 
     places = digits(comparison)
@@ -121,9 +121,12 @@ def _show(comparison, target, which: str) -> None:
     for m in comparison.metrics:
         table.add_row(m, *(cell(r.scores[m], *comparison.intervals[r.name][m], places) for r in comparison.rows))
     table.add_row("parameters", *(human_count(r.parameters) for r in comparison.rows))
-    table.add_row("size", *(human_size(r.size_bytes) for r in comparison.rows))
+    table.add_row("size", *(size_cell(r) for r in comparison.rows))
     table.add_row("texts/s", *(f"{r.texts_per_second:.0f}" for r in comparison.rows))
     shown = Console()  # the result on stdout, as `evaluate` prints its scores
     shown.print(table)
+    for r in comparison.rows:
+        if r.note:
+            shown.print(f"{r.name}: {r.note}", markup=False)
     shown.print(verdict(comparison).replace("**", ""))
     console.print(f"[green]report written to[/green] {target}/report.md (.csv, .json, .png)")

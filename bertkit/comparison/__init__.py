@@ -23,7 +23,9 @@ from bertkit.progress import status
 from bertkit.tasks import get_task
 from bertkit.tasks.options import EvaluateOptions
 
-WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin", "tf_model.h5", "flax_model.msgpack", "*.onnx", "*.onnx_data")
+# the formats a model's weights come in, in the order they are read when a folder holds several
+WEIGHT_FORMATS = (("*.onnx", "*.onnx_data"), ("*.safetensors",), ("pytorch_model*.bin",), ("tf_model.h5",),
+                  ("flax_model.msgpack",))  # fmt: skip
 KIND = "comparison"
 # Examples scored untimed before each model's timed pass: enough to pay the one-off costs (imports,
 # the file's first read, the first forward pass) that would otherwise all fall on the first model
@@ -68,8 +70,13 @@ def default_output(data: str) -> Path:
 
 
 def weights_size(folder: Path) -> int:
-    """Bytes of the model's weight files (not the tokenizer, plots or card)."""
-    return sum(p.stat().st_size for pattern in WEIGHT_FILES for p in folder.glob(pattern) if p.is_file())
+    """Bytes of the weight files the model is read from (not the tokenizer, plots or card, nor a
+    second copy of the weights in another format: a Hub clone of BERT holds four)."""
+    for patterns in WEIGHT_FORMATS:
+        files = [p for pattern in patterns for p in folder.glob(pattern) if p.is_file()]
+        if files:
+            return sum(p.stat().st_size for p in files)
+    return 0
 
 
 def open_all(models: list[str], trust_remote_code: bool) -> list:

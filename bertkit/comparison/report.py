@@ -34,6 +34,12 @@ def human_size(size: int | None) -> str:
     return ""
 
 
+def size_cell(row) -> str:
+    """A model's size; an adapter bundle's with the weights of the base it runs on."""
+    base = f" + {human_size(row.base_size_bytes)} base" if row.base_size_bytes else ""
+    return human_size(row.size_bytes) + base
+
+
 def human_count(count: int | None) -> str:
     if count is None:
         return "-"
@@ -124,8 +130,7 @@ def markdown(comparison) -> str:
     ]
     for r in comparison.rows:
         found = [cell(r.scores[m], *comparison.intervals[r.name][m], places) for m in metrics]
-        size = human_size(r.size_bytes) + (f" + {human_size(r.base_size_bytes)} base" if r.base_size_bytes else "")
-        extra = [human_count(r.parameters), size, f"{r.texts_per_second:.0f}"]
+        extra = [human_count(r.parameters), size_cell(r), f"{r.texts_per_second:.0f}"]
         lines.append(f"| {r.name} | " + " | ".join(found + extra) + " |")
     notes = [f"- {r.name}: {r.note}" for r in comparison.rows if r.note]
     lines += ["", *notes, "" if notes else "", verdict(comparison), "", "## Pairs", ""]

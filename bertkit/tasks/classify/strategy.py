@@ -46,11 +46,15 @@ def source_pooling(name: str, revision: str | None = None) -> str:
     into the cache), the mean of the tokens otherwise."""
     from pathlib import Path
 
+    from bertkit import models
     from bertkit.embeddings.encoder import hub_settings, model_settings
     from bertkit.pooled_head import POOLING_KEY
     from bertkit.run_info import read_json
 
-    folder = Path(name).expanduser()
+    try:
+        folder = Path(models.resolve(name, revision)).expanduser()  # a packaged model's name is its folder
+    except BertkitError:  # not here: loading it says so
+        folder = Path(name).expanduser()
     if not folder.is_dir():  # a Hub id: its files fetched into the cache, or a note that they cannot be read
         return "cls" if hub_settings(name, None, False, revision, note=True).pooling == "cls" else "mean"
     if not (folder / "config.json").is_file():
@@ -189,11 +193,12 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
     from bertkit import models
     from bertkit.training.trainer import freeze
 
-    config = models.from_pretrained(AutoConfig, models.resolve(cfg.model.name, cfg.model.revision))
+    trusted = cfg.model.trust_remote_code
     try:
+        config = models.from_pretrained(AutoConfig, models.resolve(cfg.model.name, cfg.model.revision), trusted)
         with torch.device("meta"):
-            model = AutoModelForSequenceClassification.from_config(config)
-    except Exception:  # a family transformers cannot build from its config alone: not judged here
+            model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=trusted)
+    except Exception:  # a model that cannot be built from its config here: not judged (training says why)
         return False
     freeze(model, SimpleNamespace(train=SimpleNamespace(freeze_embeddings=True, freeze_layers=min(layers))))
     encoder = getattr(model, model.base_model_prefix)

@@ -159,6 +159,8 @@ def _spans(record: dict, ner, text: str, where: str) -> list[dict]:
             if ner.span_field:
                 needs = f"'{ner.span_field}' ([start, end])"
             raise BertkitError(f"{where}: each entity needs {needs} and '{ner.type_field}' (got {entity})") from None
+        if start == end and 0 <= start <= len(text):
+            raise BertkitError(f"{where}: entity {entity} is empty (its start is its end); give its end, or drop it")
         if not 0 <= start < end <= len(text):
             raise BertkitError(f"{where}: entity {entity} lies outside the text ({len(text)} characters)")
         spans.append({"type": kind, "start": start, "end": end})
@@ -228,14 +230,15 @@ def words_and_tags(
     text into, tagged where an entity covers them); `cut`: what is said of spans that cut a word."""
     if "tags" in split.column_names:
         return [list(t) for t in split["tokens"]], [list(t) for t in split["tags"]]
-    words, word_tags, unaligned = [], [], 0
+    words, word_tags, unaligned, unread = [], [], 0, 0
     for text, spans in zip(split["text"], split["entities"], strict=True):
         found = tokenization.words_with_offsets(tokenizer, text)
         seq = ["O"] * len(found)
         clusters = graphemes.Graphemes(text) if spans else None
         for span in spans:
             inside = [i for i, (_, s, e) in enumerate(found) if s < span["end"] and e > span["start"]]
-            if not inside:
+            if not inside:  # white space, or characters the tokenizer drops (a zero-width space)
+                unread += 1
                 continue
             # compared as predict's spans are made: whole clusters, white space at the edges left out
             # (a span with spaces at its edges, or without the mark on its last letter, cuts no word)
@@ -248,5 +251,10 @@ def words_and_tags(
     if unaligned:
         console.print(
             f"[yellow]warning:[/yellow] {role} data: {unaligned} entity span(s) cut through a word; {cut}"
+        )
+    if unread:
+        console.print(
+            f"[yellow]warning:[/yellow] {role} data: {unread} entity span(s) cover no word the tokenizer reads "
+            "(only white space, or characters it drops such as a zero-width space): no tag can mark them"
         )
     return words, word_tags
