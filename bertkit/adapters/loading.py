@@ -13,6 +13,9 @@ from bertkit.adapters import quiet_peft, require_peft
 from bertkit.adapters.base import ADAPTER_FILE, adapter_of, find_base, is_adapter_bundle
 from bertkit.errors import BertkitError, first_line
 
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # peft's weight files, in the order it reads
+AGAIN = "copy the bundle again, or train it again"
+
 
 class SharedBases:
     """The base weights already in memory, by base hash: a model loaded with the same base gets
@@ -72,7 +75,7 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
             reason = first_line(err)
             raise BertkitError(
                 f"{bundle}: its adapter files (adapter_config.json, {ADAPTER_WEIGHTS[0]}) do not load together "
-                f"({reason[:200]}). Copy the bundle again, or train it again"
+                f"({reason[:200]}); {AGAIN}"
             ) from None
         # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
         model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
@@ -90,9 +93,6 @@ def trained_class(config):
     return getattr(transformers, names[0], None) if names else None
 
 
-ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
-
-
 def check_adapter_files(bundle: Path) -> None:
     """The adapter's files are there and whole, as a whole model's are checked: peft would look for
     a missing one on the Hub, and a cut one fails deep inside safetensors or json."""
@@ -101,14 +101,13 @@ def check_adapter_files(bundle: Path) -> None:
     config = bundle / ADAPTER_FILE
     if not config.is_file():
         raise BertkitError(
-            f"{bundle}: an adapter bundle without its {ADAPTER_FILE}. Copy the bundle again, or train it again"
+            f"{bundle}: an adapter bundle without its {ADAPTER_FILE}; {AGAIN}"
         )
-    read_object(config, "copy the bundle again, or train it again")  # a cut or edited file: named, exit 2
+    read_object(config, AGAIN)  # a cut or edited file: named, exit 2
     found = [bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file()]
     if not found:
         raise BertkitError(
-            f"{bundle}: an adapter bundle without its weights ({ADAPTER_WEIGHTS[0]}). Copy the bundle again, "
-            "or train it again"
+            f"{bundle}: an adapter bundle without its weights ({ADAPTER_WEIGHTS[0]}); {AGAIN}"
         )
     if found[0].suffix != ".safetensors":
         return
@@ -121,5 +120,5 @@ def check_adapter_files(bundle: Path) -> None:
     except Exception as err:
         reason = first_line(err)
         raise BertkitError(
-            f"{found[0]} is damaged or incomplete ({reason}). Copy the bundle again, or train it again"
+            f"{found[0]} is damaged or incomplete ({reason}); {AGAIN}"
         ) from None

@@ -98,14 +98,10 @@ def refuse_unused_keys(space: dict, route: str | None, frozen: bool = False) -> 
             "(train.freeze_embeddings, and train.freeze_layers holds every layer): it only fits "
             f"the head on the untuned sentence vectors and does not read {', '.join(unused)}, so every trial would "
             "train the same model. Set classify.strategy: finetune to search fine-tuning's keys (its head learns on "
-            "a frozen encoder), or lower train.freeze_layers so that the route tunes the encoder and search its keys "
-            "(classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size)"
+            f"a frozen encoder), or lower train.freeze_layers so that the route tunes the encoder and search its keys "
+            f"({strategy.CONTRASTIVE_READS})"
         )
-    reads = (
-        "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"
-        if route == strategy.CONTRASTIVE
-        else "the fine-tuning keys"
-    )
+    reads = strategy.CONTRASTIVE_READS if route == strategy.CONTRASTIVE else "the fine-tuning keys"
     raise BertkitError(
         f"tune.space: classify takes the {route} route on this data, which does not read {', '.join(unused)}: "
         f"every trial would train the same model. Search the keys it reads ({reads}), leave tune.space out "

@@ -153,6 +153,8 @@ FINE_TUNING_ONLY = (
 )
 # classify.* settings that only the contrastive route reads
 CONTRASTIVE_ONLY = ("contrastive_learning_rate", "pair_rounds")
+# what the contrastive route's tuning reads, as messages name it
+CONTRASTIVE_READS = "classify.contrastive_learning_rate, classify.pair_rounds and train.batch_size"
 
 
 def unread_keys(route: str, frozen: bool = False) -> list[tuple[str, str]]:
@@ -233,8 +235,8 @@ def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
     if route == CONTRASTIVE:
         console.print(
             f"warning: the contrastive route does not use {', '.join(unused)} (fine-tuning settings); it reads "
-            "classify.contrastive_learning_rate, classify.pair_rounds, train.batch_size, train.seed and "
-            "train.logging_steps. Set classify.strategy: finetune to fine-tune with them"
+            f"{CONTRASTIVE_READS}, with train.seed and train.logging_steps. Set classify.strategy: finetune to "
+            "fine-tune with them"
         )
     else:
         console.print(

@@ -106,8 +106,8 @@ class ClassifyTask(Task):
             labels = ordered_labels(flat, flat_places, cfg.data.label_column)
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
             raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
-        counted = sum(map(len, split_multi(values, cfg.data.label_separator))) if problem == MULTI else len(values)
         groups = split_multi(values, cfg.data.label_separator) if problem == MULTI else [[v] for v in values]
+        counted = sum(map(len, groups))  # an example once for each of its labels
         pairable = problem == REGRESSION or can_pair([frozenset(map(label_name, g)) for g in groups])
         route, why = strategy.choose(cfg, problem, len(labels), counted, pairable)
         strategy.say(route, why)
