@@ -103,8 +103,8 @@ def sample(rows: list[dict], per_class: int, seed: int) -> list[dict]:
 def bertkit_cell(method: str, train: Path, test: Path, seed: int, max_length: int) -> dict:
     """`bertkit train classify` with strategy `method` (a method `contrastive:KEY=VALUE` also sets
     classify.KEY: a variant measured beside the defaults); the test accuracy from its bertkit.json."""
+    out = WORK / f"bundle-{train.parent.name}-{train.stem}-{method}"  # a cell's own: cells run side by side
     method, _, variant = method.partition(":")
-    out = WORK / f"bundle-{train.parent.name}"
     sets = {
         "task": "classify",
         "model": {"name": minilm_path(), "max_length": max_length},
@@ -115,7 +115,7 @@ def bertkit_cell(method: str, train: Path, test: Path, seed: int, max_length: in
         "classify": {"strategy": method, **_setting(variant)},
         "output_dir": str(out),
     }
-    config = WORK / f"run-{train.parent.name}.yaml"
+    config = out.with_suffix(".yaml")
     config.write_text(json.dumps(sets))  # JSON is YAML
     started = time.perf_counter()
     subprocess.run(
@@ -196,9 +196,16 @@ def run_set(name: str, args) -> None:
                     continue
                 cell = {"set": name, "per_class": k, "seed": seed, "method": method, "max_length": length, **row}
                 print(json.dumps(cell), flush=True)
-                results["cells"].append(cell)
-                RESULTS.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(results, indent=2) + "\n")
+                add_cell(path, cell)
+
+
+def add_cell(path: Path, cell: dict) -> None:
+    """Adds `cell` to the cells `path` holds now: read again at each cell, so that runs on one set
+    (setfit beside bertkit's methods) keep each other's cells."""
+    results = json.loads(path.read_text()) if path.exists() else {"cells": []}
+    results["cells"].append(cell)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def summarise(cells: list[dict]) -> list[dict]:
