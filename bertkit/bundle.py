@@ -43,11 +43,12 @@ class Bundle:
 
         return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
-    def load_model(self, auto_class: str, device=None, precision: str = "auto", shared=None):
+    def load_model(self, auto_class: str, device=None, precision: str = "auto", shared=None, merged: bool = False):
         """The bundle's model on `device` (`inference.pick_device`), in `precision`
         (`inference.precision_for`: auto is half precision on a CUDA GPU, fp32 elsewhere). An adapter
-        bundle is put on its base (bertkit/adapters/loading.py): merged, or, with `shared`
-        (`SharedBases`), on base weights shared with the other adapter bundles of the same base."""
+        bundle is put on its base (bertkit/adapters/loading.py), kept apart from its weights (with
+        `shared`, a `SharedBases`, on base weights shared with the other adapter bundles of the same
+        base), or `merged` into them (for writing a new model: merge, export)."""
         if self.runtime == "onnx":
             from bertkit.onnx_runtime import OnnxModel
 
@@ -61,7 +62,7 @@ class Bundle:
 
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
-        model = load_weights(loader, str(self.path), self.trust_remote_code, shared)
+        model = load_weights(loader, str(self.path), self.trust_remote_code, shared, merged)
         limit = models.position_limit(model.config)
         length = self.info.get("max_length", min(limit or 512, 512))  # as for a plain Hugging Face model
         if limit and length > limit:

@@ -1,8 +1,11 @@
 """Loading weights from a model folder, adapter bundles included: every command that runs a
-bundle loads its weights here (`load_weights`). An adapter bundle's base is found and checked
-(`base.find_base`), loaded, and the adapter put on it: merged into the weights (one model, as
-fast as a plain one), or kept apart on weights shared with the other adapters of the same base
-(`SharedBases`: `bertkit serve` with several adapter bundles holds each base once)."""
+bundle loads its weights here (`load_weights`), and what is loaded is checked whole and finite
+(bertkit/loaded_checks.py). An adapter bundle's base is found and checked (`base.find_base`),
+loaded, and the adapter put on it, kept apart from the base weights: every command computes the
+same numbers for a text, whether the bundle runs alone or beside other adapters of its base on the
+weights they share (`SharedBases`: `bertkit serve` with several adapter bundles holds each base
+once). Only `adapter merge` and `export` ask for the adapter merged into the weights (`merged`): they
+write a new model, whose last digits may differ from the adapter bundle's."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from bertkit import models
 from bertkit.adapters import quiet_peft, require_peft
 from bertkit.adapters.base import ADAPTER_FILE, adapter_of, find_base, is_adapter_bundle
 from bertkit.errors import BertkitError, first_line
+from bertkit.loaded_checks import AGAIN, check_adapter_tensors, check_finite_output, check_whole, is_bertkit_bundle
 
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # peft's weight files, in the order it reads
-AGAIN = "copy the bundle again, or train it again"
+ADAPTER_KIND = "LORA"  # the peft_type bertkit trains and reads
 
 
 class SharedBases:
@@ -42,15 +46,28 @@ class SharedBases:
         return shared
 
 
-def load_weights(loader, source: str, trusted: bool = False, shared: SharedBases | None = None, **kwargs):
-    """`models.weights_from_pretrained` for any model folder; an adapter bundle is loaded on its
-    base (merged, or on `shared` weights unmerged)."""
-    if not is_adapter_bundle(source):
-        return models.weights_from_pretrained(loader, source, trusted, **kwargs)
-    return load_adapter_bundle(loader, Path(source), trusted, shared, **kwargs)
+def load_weights(
+    loader, source: str, trusted: bool = False, shared: SharedBases | None = None, merged: bool = False, **kwargs
+):
+    """`models.weights_from_pretrained` for any model folder, a bundle checked whole and finite; an
+    adapter bundle is loaded on its base, the adapter kept apart (on `shared` weights when given),
+    or merged into them."""
+    if is_adapter_bundle(source):
+        loaded = load_adapter_bundle(loader, Path(source), trusted, shared, merged, **kwargs)
+    else:
+        asked = kwargs.pop("output_loading_info", False)
+        model, loading = models.weights_from_pretrained(loader, source, trusted, output_loading_info=True, **kwargs)
+        if is_bertkit_bundle(source):
+            check_whole(source, loading)
+        loaded = (model, loading) if asked else model
+    if is_bertkit_bundle(source):
+        check_finite_output(loaded[0] if isinstance(loaded, tuple) else loaded, source)
+    return loaded
 
 
-def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases | None = None, **kwargs):
+def load_adapter_bundle(
+    loader, bundle: Path, trusted: bool, shared: SharedBases | None = None, merged: bool = False, **kwargs
+):
     """The model of an adapter bundle: the class its config names (the task model the adapter's
     layers were named in: an encoder class such as AutoModel finds none of them), the adapter put on
     it, and for a caller that asked for the bare encoder (embed, search, attention on a classify
@@ -77,12 +94,18 @@ def load_adapter_bundle(loader, bundle: Path, trusted: bool, shared: SharedBases
                 f"{bundle}: its adapter files (adapter_config.json, {ADAPTER_WEIGHTS[0]}) do not load together "
                 f"({reason[:200]}); {AGAIN}"
             ) from None
-        # merged: one plain model; shared: the base model with the LoRA layers inside it, apart
-        model = adapted.get_base_model() if shared is not None else adapted.merge_and_unload()
+        check_adapter_tensors(adapted, adapter_weights(bundle))
+        # merged: one plain model; else the base model with the LoRA layers inside it, apart
+        model = adapted.merge_and_unload() if merged else adapted.get_base_model()
     if loader is AutoModel and task_class is not None:
         model = model.base_model  # the encoder of a task model (a bare encoder is its own)
     models.check_finite_weights(model, str(bundle))
     return (model, loading) if loading is not None else model
+
+
+def adapter_weights(bundle: Path) -> Path:
+    """The adapter's weights file peft read (`check_adapter_files` found one)."""
+    return next(bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file())
 
 
 def trained_class(config):
@@ -103,7 +126,12 @@ def check_adapter_files(bundle: Path) -> None:
         raise BertkitError(
             f"{bundle}: an adapter bundle without its {ADAPTER_FILE}; {AGAIN}"
         )
-    read_object(config, AGAIN)  # a cut or edited file: named, exit 2
+    kind = read_object(config, AGAIN).get("peft_type")  # a cut or edited file: named, exit 2
+    if kind != ADAPTER_KIND:
+        raise BertkitError(
+            f"{config}: peft_type {kind!r}; bertkit trains and reads {ADAPTER_KIND} adapters only. Merge it with "
+            "the library that made it, or train a LoRA adapter with train.adapter"
+        )
     found = [bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file()]
     if not found:
         raise BertkitError(

@@ -27,14 +27,14 @@ def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
     from bertkit.run_info import INFO_FILE
     from bertkit.tasks import get_task
 
-    if Path(path).is_dir() and not is_adapter_bundle(path):
+    bundle = open_bundle(path, runtime="torch")  # not a bundle at all (an empty or data folder): said as such
+    if not is_adapter_bundle(path):
         raise not_an_adapter(path)
-    bundle = open_bundle(path, runtime="torch")
     target = Path(output)
     protect = bundle_inputs(path)
     outputs.check_output_dir(target, overwrite, protect, "bundle")
     tokenizer = bundle.load_tokenizer()
-    model = bundle.load_model(get_task(bundle.task).auto_model, "cpu")
+    model = bundle.load_model(get_task(bundle.task).auto_model, "cpu", merged=True)
     info = merged_info(bundle.info.to_dict(), path)
     with outputs.staged_dir(target, overwrite, "bundle", protect) as staged:
         model.save_pretrained(str(staged))

@@ -77,10 +77,12 @@ def save(adapted, folder: Path) -> None:
     inner.config.save_pretrained(str(folder))
 
 
-def check_resume(checkpoint: Path, record: dict | None) -> None:
+def check_resume(checkpoint: Path, record: dict | None, facts: dict | None = None) -> None:
     """--resume continues a checkpoint with the same kind of model: one written with an adapter
     (peft's adapter_config.json in it) needs the same train.adapter, one without needs none (the
-    Trainer otherwise stopped on mismatched tensors or optimizer groups, with a traceback)."""
+    Trainer otherwise stopped on mismatched tensors or optimizer groups, with a traceback); and an
+    adapter's checkpoint holds the adapter only, so it continues on the base it started on (the
+    hash the run recorded in `facts`, bertkit/training/run_dir.py: `run_facts`)."""
     from bertkit.errors import BertkitError
     from bertkit.run_info import read_object
 
@@ -104,4 +106,12 @@ def check_resume(checkpoint: Path, record: dict | None) -> None:
         raise BertkitError(
             f"--resume: {checkpoint} was written with train.adapter {was}; this run asks for LoRA r={now[0]}, alpha "
             f"{now[1]:g}, on {now[2]} layers. {start[0].upper()}{start[1:]}"
+        )
+    started_on = (facts or {}).get("adapter_base_hash")
+    if started_on and started_on != record["base_hash"]:
+        raise BertkitError(
+            f"--resume: the adapter in {checkpoint} was trained so far on a base whose weights hash "
+            f"{started_on[:19]}..., and this run's model.name {record['base_model']} hashes "
+            f"{record['base_hash'][:19]}...: an adapter learnt on one model means nothing on another. Resume with the "
+            "model the run started with, or start again without --resume (--overwrite)"
         )

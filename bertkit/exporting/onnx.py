@@ -132,7 +132,7 @@ def export_bundle(
     if overwrite:
         check_overwrite_target(target, model)
     tokenizer = bundle.load_tokenizer()
-    network = bundle.load_model(task.auto_model, "cpu")
+    network = bundle.load_model(task.auto_model, "cpu", merged=True)
     info = bundle.info
     data, role = check_data_of(info, check_data)
     if quantize and data is None:

@@ -16,7 +16,7 @@ from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
 from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
-from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, work_dir
+from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, run_facts, work_dir
 from bertkit.training.trainer import (
     RememberEvaluations,
     check_metric,
@@ -114,7 +114,7 @@ def _run(
     if checkpoint is not None:
         from bertkit.adapters.training import check_resume
 
-        check_resume(checkpoint, info.get("adapter"))
+        check_resume(checkpoint, info.get("adapter"), run_facts(work))
     freeze(model, cfg)
     if cfg.train.gradient_checkpointing:
         models.checkpoint_activations(model)
@@ -150,7 +150,8 @@ def _run(
     if task.scores_before_training:  # the untrained model's score, for tasks whose point is the change
         with status("scoring the validation data before training"):
             before = score_split(trainer, scorers["validation"], features["validation"])
-    mark_run_dir(work)
+    adapter = info.get("adapter")
+    mark_run_dir(work, {"adapter_base_hash": adapter["base_hash"]} if adapter else None)
     started = time.perf_counter()
     try:
         # a task may train its own way (classify's contrastive route); the Trainer then only scores

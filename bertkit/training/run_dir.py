@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -21,11 +22,25 @@ def work_dir(final: Path) -> Path:
     return final.with_name(final.name + ".partial")
 
 
-def mark_run_dir(work: Path) -> None:
+def mark_run_dir(work: Path, facts: dict | None = None) -> None:
+    """Marks `work` as a bertkit run's, with `facts` a resumed run must agree with (`run_facts`)."""
     from bertkit.checkpoints import RUN_MARKER
 
     work.mkdir(parents=True, exist_ok=True)
-    (work / RUN_MARKER).write_text(f"bertkit run, process {os.getpid()}\n", encoding="utf-8")
+    recorded = json.dumps(facts) + "\n" if facts else ""
+    (work / RUN_MARKER).write_text(f"bertkit run, process {os.getpid()}\n{recorded}", encoding="utf-8")
+
+
+def run_facts(work: Path) -> dict:
+    """The facts the run that made `work` recorded (an older marker has none)."""
+    from bertkit.checkpoints import RUN_MARKER
+
+    try:
+        lines = (work / RUN_MARKER).read_text(encoding="utf-8").splitlines()
+        facts = json.loads(lines[1]) if len(lines) > 1 else {}
+    except (OSError, ValueError):
+        return {}
+    return facts if isinstance(facts, dict) else {}
 
 
 def discard_if_empty(work: Path) -> None:
