@@ -204,3 +204,12 @@ def test_qa_doc_stride_follows_the_window_unless_set(tmp_path):
     assert load_config(path).qa.doc_stride == 64  # a fixed 128 would leave 192-token windows no room
     assert load_config(path, ["qa.doc_stride=100"]).qa.doc_stride == 100
     assert load_config(path, ["model.max_length=384"]).qa.doc_stride == 128
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_numpy_cannot_take_is_refused_by_the_config_check(tmp_path, seed):
+    """train.seed -1 or 2**32 passed the config check and stopped every route with numpy's
+    ValueError traceback (exit 1)."""
+    with pytest.raises(BertkitError, match="train.seed"):
+        load_config(write(tmp_path, f"train:\n  seed: {seed}\n"))
+    assert load_config(write(tmp_path, f"train:\n  seed: {2**32 - 1}\n")).train.seed == 2**32 - 1

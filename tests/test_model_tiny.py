@@ -343,3 +343,11 @@ def test_learnt_vocabulary_is_the_same_in_every_process(tiny_model, corpus, tmp_
         assert done.returncode == 0, done.stderr
     for name in ("model.safetensors", "tokenizer.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("option", [("--seed", "-1"), ("--seed", str(2**64)), ("--vocab-size", str(10**23))])
+def test_numbers_past_what_the_libraries_take_are_refused_by_the_option(cli, tmp_path, option):
+    """model tiny --seed 2**64 or --vocab-size 10**23 ended in a numpy or Rust overflow traceback."""
+    code, _, err = cli("model", "tiny", "--family", "bert", "-o", tmp_path / "m", *option)
+    assert code == 2 and option[0] in err, err
+    assert not (tmp_path / "m").exists()

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import ColumnsOption, EncodingOption, SetOption, TrustOption, column_names, encoding_name
+from bertkit.seeds import MAX_SEED
 
 
 def compare(
@@ -33,7 +34,7 @@ def compare(
         None, "--baseline-train", help="The baseline's training file (default: the first model's own training data)."
     ),
     rounds: int = typer.Option(1000, "--bootstrap", min=100, help="Bootstrap resamples for intervals and tests."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap resamples."),
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Train each --model under this config first (one sub-folder each)."
     ),

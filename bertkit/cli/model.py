@@ -8,7 +8,10 @@ import typer
 
 from bertkit.cli.options import TextColumnOption
 from bertkit.errors import BertkitError
+from bertkit.seeds import MAX_SEED
 from bertkit.tiny_families import FAMILIES
+
+MAX_VOCABULARY = 1_000_000  # more than any BERT-family vocabulary (XLM-R: 250,002); a larger number overflowed
 
 model_app = typer.Typer(help="Build models: a tiny random one for smoke tests in CI.", no_args_is_help=True)
 
@@ -41,6 +44,7 @@ def tiny(
         None,
         "--vocab-size",
         min=16,
+        max=MAX_VOCABULARY,
         help="Entries in the learnt vocabulary (with --vocab-from; with --family, at most this many, default 1000, "
         "and at least every character of the text, for byte-level BPE all 256 bytes, and the special tokens).",
     ),
@@ -55,6 +59,8 @@ def tiny(
     seed: int = typer.Option(
         0,
         "--seed",
+        min=0,
+        max=MAX_SEED,
         help="Seed of the random weights: the same seed, the same model, a learnt vocabulary included.",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a tiny model bertkit wrote there before."),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from bertkit.seeds import MAX_SEED
 from bertkit.tasks import registry
 from bertkit.text_columns import joined_name
 
@@ -350,7 +351,9 @@ class TrainConfig(Section):
     warmup_ratio: float = Field(0.06, ge=0, lt=1, description="share of steps spent warming up")
     lr_scheduler: str = Field("linear", description="linear, cosine, constant_with_warmup, ...")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping norm")
-    seed: int = Field(42, description="random seed for weights, shuffling and splits")
+    seed: int = Field(
+        42, ge=0, le=MAX_SEED, description="random seed for weights, shuffling and splits (0 to 2**32 - 1)"
+    )
     eval_strategy: Literal["epoch", "steps", "no"] = Field(
         "epoch", description="when to evaluate: every epoch, every eval_steps, or never"
     )
