@@ -104,3 +104,15 @@ def test_non_utf8_names_line(tmp_path):
 def test_missing_file():
     with pytest.raises(BertkitError, match="data file not found"):
         list(read_records("nowhere.csv"))
+
+
+@pytest.mark.parametrize("value", [["quokka"], {"x": "wombat"}, True])
+def test_corpus_lines_refuse_a_text_that_is_not_text(tmp_path, value):
+    """tokenizer train, model tiny --vocab-from and mlm-adapt read a list, an object or true as
+    its Python spelling ("['quokka']"), learning brackets and quotes; predict refused the record."""
+    from bertkit.data.corpus import read_lines
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"text": "zebra"}) + "\n" + json.dumps({"text": value}) + "\n")
+    with pytest.raises(BertkitError, match=rf"{path}:2: 'text' holds a .*, not text"):
+        list(read_lines(str(path)))

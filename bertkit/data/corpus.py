@@ -63,7 +63,7 @@ def read_lines(
     ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
     from bertkit.data.formats import PLAIN, detect_format
     from bertkit.data.readers import located_records
-    from bertkit.data.records import Blank
+    from bertkit.data.records import Blank, text_value
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
@@ -76,8 +76,7 @@ def read_lines(
                 raise BertkitError(
                     f"{where}: record {number} has no '{text_column}' field (fields: {fields}); set {option}"
                 )
-            text = record.get(text_column)
-            text = "" if text is None else str(text).strip()
+            text = text_value(record.get(text_column), where, text_column).strip()  # a list or object: named
             if text or keep_blank:
                 yield text
 
