@@ -4,10 +4,13 @@ and raised as soon as the import is over."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 _SCRIPT = textwrap.dedent(
     """
@@ -76,3 +79,14 @@ def test_outside_an_import_the_signal_is_raised_at_once():
         assert err.number == 2
     else:
         raise AssertionError("the handler did not raise")
+
+
+def test_a_closed_pipe_ends_as_shell_tools_end(tmp_path, tiny_model):
+    """`bertkit ... | head -1` ended with exit code 1, which the docs keep for bugs: 141 (128 + SIGPIPE)."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"line {i} of the corpus\n" for i in range(20000)))
+    command = f"{sys.executable} -m bertkit tokenize -m {tiny_model} --json -i {corpus} | head -1"
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"], capture_output=True, text=True, timeout=120, env=OFFLINE
+    )
+    assert done.returncode == 128 + signal.SIGPIPE, done.stderr

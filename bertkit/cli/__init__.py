@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="bertkit")
     except SystemExit as done:  # how a command ends (click exits), done or refused by click
+        if done.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            # typer's exit 1 when the reader of standard output stopped (`| head`); exit code 1 is
+            # a bug's, so end as shell tools do when their pipe closes
+            sys.exit(128 + int(signal.SIGPIPE))
         leave_if_launched(done.code)
         raise
     except BertkitError as err:
