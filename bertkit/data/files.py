@@ -57,8 +57,9 @@ def text_lines(path: str, encoding: str = "utf-8", lines: bool = True) -> Iterat
                 label = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
                 raise BertkitError(
                     f"{name}:{number}: not {label} text ({err.reason} at byte {err.start} of the "
-                    "line). Name the file's encoding (data.encoding, or `encoding:` on the source, e.g. latin-1), "
-                    "or convert the file, e.g. `iconv -f latin1 -t utf-8 IN > OUT`."
+                    "line). Name the file's encoding where the command reads one (--encoding; in a config "
+                    "data.encoding, or `encoding:` on the source; e.g. latin-1), or convert the file, e.g. "
+                    "`iconv -f latin1 -t utf-8 IN > OUT`."
                 ) from None
             if number == 1:
                 text = text.removeprefix("\ufeff")
