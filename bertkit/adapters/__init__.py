@@ -24,7 +24,10 @@ def require_peft():
 @contextlib.contextmanager
 def quiet_peft():
     """peft 0.21 asks transformers 5 `is_gradient_checkpointing`, which warns that the name is
-    deprecated on every adapter made or loaded: nothing a user can act on."""
+    deprecated on every adapter made or loaded: nothing a user can act on; and its warning of
+    missing adapter tensors is bertkit's error instead."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        # bertkit names the missing tensors itself, as an error (loaded_checks.check_adapter_tensors)
+        warnings.filterwarnings("ignore", message="Found missing adapter keys", category=UserWarning)
         yield

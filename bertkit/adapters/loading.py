@@ -78,7 +78,7 @@ def load_adapter_bundle(
 
     adapter = adapter_of(bundle)
     base = find_base(bundle, adapter)
-    check_adapter_files(bundle)
+    weights = check_adapter_files(bundle)
     config = models.from_pretrained(AutoConfig, str(bundle), trusted)
     task_class = trained_class(config)
     loaded = models.weights_from_pretrained(task_class or loader, base, trusted, config=config, **kwargs)
@@ -94,18 +94,13 @@ def load_adapter_bundle(
                 f"{bundle}: its adapter files (adapter_config.json, {ADAPTER_WEIGHTS[0]}) do not load together "
                 f"({reason[:200]}); {AGAIN}"
             ) from None
-        check_adapter_tensors(adapted, adapter_weights(bundle))
+        check_adapter_tensors(adapted, weights)
         # merged: one plain model; else the base model with the LoRA layers inside it, apart
         model = adapted.merge_and_unload() if merged else adapted.get_base_model()
     if loader is AutoModel and task_class is not None:
         model = model.base_model  # the encoder of a task model (a bare encoder is its own)
     models.check_finite_weights(model, str(bundle))
     return (model, loading) if loading is not None else model
-
-
-def adapter_weights(bundle: Path) -> Path:
-    """The adapter's weights file peft read (`check_adapter_files` found one)."""
-    return next(bundle / name for name in ADAPTER_WEIGHTS if (bundle / name).is_file())
 
 
 def trained_class(config):
@@ -116,9 +111,10 @@ def trained_class(config):
     return getattr(transformers, names[0], None) if names else None
 
 
-def check_adapter_files(bundle: Path) -> None:
+def check_adapter_files(bundle: Path) -> Path:
     """The adapter's files are there and whole, as a whole model's are checked: peft would look for
-    a missing one on the Hub, and a cut one fails deep inside safetensors or json."""
+    a missing one on the Hub, and a cut one fails deep inside safetensors or json. Returns the
+    weights file peft reads."""
     from bertkit.run_info import read_object
 
     config = bundle / ADAPTER_FILE
@@ -138,7 +134,7 @@ def check_adapter_files(bundle: Path) -> None:
             f"{bundle}: an adapter bundle without its weights ({ADAPTER_WEIGHTS[0]}); {AGAIN}"
         )
     if found[0].suffix != ".safetensors":
-        return
+        return found[0]
     try:
         from safetensors import safe_open
 
@@ -150,3 +146,4 @@ def check_adapter_files(bundle: Path) -> None:
         raise BertkitError(
             f"{found[0]} is damaged or incomplete ({reason}); {AGAIN}"
         ) from None
+    return found[0]

@@ -27,9 +27,9 @@ def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
     from bertkit.run_info import INFO_FILE
     from bertkit.tasks import get_task
 
-    bundle = open_bundle(path, runtime="torch")  # not a bundle at all (an empty or data folder): said as such
-    if not is_adapter_bundle(path):
+    if (Path(path) / "config.json").is_file() and not is_adapter_bundle(path):
         raise not_an_adapter(path)
+    bundle = open_bundle(path, runtime="torch")  # no model at all (an empty or data folder): said as such
     target = Path(output)
     protect = bundle_inputs(path)
     outputs.check_output_dir(target, overwrite, protect, "bundle")
