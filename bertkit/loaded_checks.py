@@ -24,7 +24,14 @@ PROBE_TOKENS = 4  # token ids 0..3 of the model's vocabulary: any id the embeddi
 
 
 def is_bertkit_bundle(source: str) -> bool:
-    return (Path(source) / "bertkit.json").is_file()
+    from bertkit.run_info import INFO_FILE
+
+    return (Path(source) / INFO_FILE).is_file()
+
+
+def _some(names: list[str]) -> str:
+    """The first three of `names`, and '...' when there are more."""
+    return ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def check_whole(source: str, loading: dict) -> None:
@@ -32,10 +39,9 @@ def check_whole(source: str, loading: dict) -> None:
     `output_loading_info`)."""
     missing = [k for k in loading.get("missing_keys", []) if not k.startswith("pooler.")]
     if missing:
-        shown = ", ".join(sorted(missing)[:3]) + (", ..." if len(missing) > 3 else "")
         raise BertkitError(
-            f"{source}: its weights file lacks {len(missing)} tensor(s) the model reads ({shown}); they would be "
-            f"random, a different answer on every run. The bundle is damaged: {AGAIN}"
+            f"{source}: its weights file lacks {len(missing)} tensor(s) the model reads ({_some(missing)}); they would "
+            f"be random, a different answer on every run. The bundle is damaged: {AGAIN}"
         )
 
 
@@ -44,12 +50,11 @@ def check_adapter_tensors(adapted, weights: Path) -> None:
     from peft.utils import get_peft_model_state_dict
 
     expected = set(get_peft_model_state_dict(adapted))
-    missing = sorted(expected - set(tensor_names(weights)))
+    missing = list(expected - set(tensor_names(weights)))
     if missing:
-        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
         raise BertkitError(
-            f"{weights}: lacks {len(missing)} tensor(s) of the adapter ({shown}); those layers would run without it. "
-            f"The bundle is damaged: {AGAIN}"
+            f"{weights}: lacks {len(missing)} tensor(s) of the adapter ({_some(missing)}); those layers would run "
+            f"without it. The bundle is damaged: {AGAIN}"
         )
 
 
