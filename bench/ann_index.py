@@ -84,8 +84,8 @@ def real_vectors(base: int, queries: int, cache: Path):
         return kept["corpus"], kept["queries"], 0.0
     from common import minilm_path
 
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
+    from bertkit.tasks.embed.encoder import load_encoder
 
     corpus, asked = real_texts(base, queries)
     encoder = load_encoder(minilm_path())
@@ -125,8 +125,8 @@ def imdb_vectors(n: int, queries: int, cache: Path):
         return kept["corpus"], kept["queries"], float(kept["encode_s"])
     from common import minilm_path
 
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
+    from bertkit.tasks.embed.encoder import load_encoder
 
     seen: set[str] = set()
     corpus = list(itertools.islice(imdb_sentences(DATA / "en/imdb/train.jsonl.gz", seen), n))

@@ -174,8 +174,8 @@ def predict_texts(n):
 def predict_speed(bundle_dir, texts):
     from transformers import pipeline
 
-    from bertkit.bundle import open_bundle
     from bertkit.tasks import get_task
+    from bertkit.tasks.bundle import open_bundle
     from bertkit.tasks.options import PredictOptions
 
     bundle = open_bundle(bundle_dir)
@@ -202,7 +202,7 @@ def predict_speed(bundle_dir, texts):
     for row in rows:
         row["texts_per_s"] = len(texts) / row["seconds"]
     agree = sum(a["label"] == b["label"] for a, b in zip(ours, theirs[32], strict=True)) / len(texts)
-    from bertkit.inference import padding_efficiency
+    from bertkit.core.inference import padding_efficiency
 
     lengths = [len(x) for x in tok(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]]
     return rows, agree, padding_efficiency(lengths, 32, sort=True), padding_efficiency(lengths, 32, sort=False)

@@ -105,7 +105,7 @@ def main(argv):
     import transformers
     from sentence_transformers import SentenceTransformer
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     texts = read_texts(args.n)
     model_path = minilm_path()

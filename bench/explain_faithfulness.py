@@ -70,8 +70,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from bertkit.bundle import open_bundle
     from bertkit.explain.run import TOLERANCE, explain
+    from bertkit.tasks.bundle import open_bundle
 
     bundle = open_bundle(bundle_path(args.model))
     model = bundle.load_model("AutoModelForSequenceClassification", "cpu")

@@ -39,9 +39,9 @@ RUNS = {
 def one(config: str, sets: list[str]) -> dict:
     """One run's timings, in this process (called by `main` in a fresh process per run)."""
     from bertkit.config import load_config
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks import get_task
-    from bertkit.tokenization import load_tokenizer
     from bertkit.training.feature_cache import cached_prepare
 
     cfg = load_config(config, sets)
@@ -49,7 +49,7 @@ def one(config: str, sets: list[str]) -> dict:
     started = time.perf_counter()
     raw = task.load(cfg)
     info = RunInfo(task.setup(raw, cfg))
-    from bertkit import models
+    from bertkit.core import models
 
     tokenizer = load_tokenizer(models.resolve(cfg.model.name, None), None, False)
     info = info.replace(**task.tokenizer_facts(tokenizer, info))

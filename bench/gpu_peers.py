@@ -243,9 +243,9 @@ def bertkit_predict(bundle: str, texts_file: str, distinct_file: str) -> dict:
     """bertkit's predict loop in process (`prediction.aligned`: tokenisation, batches, scores),
     median of 3, at the default precision; and on the distinct texts, the labels and scores of the
     default precision against fp32's."""
-    from bertkit.bundle import open_bundle
     from bertkit.prediction import aligned
     from bertkit.tasks import get_task
+    from bertkit.tasks.bundle import open_bundle
     from bertkit.tasks.options import PredictOptions
 
     bundle_ = open_bundle(bundle)
@@ -274,7 +274,7 @@ def bertkit_embed(model_dir: str, texts_file: str, distinct_file: str) -> dict:
     vectors with fp32's on the distinct texts."""
     import numpy as np
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     encoder = load_encoder(model_dir)
     texts = _texts(texts_file)

@@ -77,11 +77,11 @@ def word_order(model_dir) -> dict:
     import torch
     from transformers import AutoModelForMaskedLM
 
-    from bertkit.inference import forward
+    from bertkit.core.inference import forward
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.mlm.masking import fixed_masks
     from bertkit.tasks.mlm.scoring import losses_of_rows, score_rows
     from bertkit.tasks.mlm.task import examples
-    from bertkit.tokenization import load_tokenizer
 
     if not (model_dir / "config.json").exists():
         sys.exit(f"{model_dir} holds no model: pre-train one first (python bench/ja_quality.py corpus pretrain)")

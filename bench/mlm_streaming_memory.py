@@ -102,9 +102,9 @@ def train(folder: Path, model: Path, corpus: Path, streaming: bool, steps: int) 
 def data_only(corpus: Path, blocks: int) -> dict:
     """The streamed features alone, no model: this process' resident memory every 10,000 blocks."""
     from bertkit.config import load_config
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks import get_task
-    from bertkit.tokenization import load_tokenizer
 
     def rss() -> int:
         return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS")).split()[1]) // 1024

@@ -66,7 +66,7 @@ def _peer(kind: str, n: int) -> dict:
         default_data_collator,
     )
 
-    from bertkit.data.conll import read_conll
+    from bertkit.core.data.conll import read_conll
     from bertkit.tasks.ner.tags import to_iob2
 
     def sentences(path, count):

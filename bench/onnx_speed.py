@@ -64,7 +64,7 @@ def fused(source: Path, name: str, quantize: bool) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
 
-    from bertkit.onnx_runtime import read_config
+    from bertkit.core.onnx_runtime import read_config
 
     target = OUT / name
     shutil.rmtree(target, ignore_errors=True)
@@ -112,7 +112,7 @@ def embed_cosines(texts: list[str], threads: int, repeats: int) -> dict:
     with PyTorch's vectors, and texts/s of each runtime."""
     import numpy as np
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     bundle = OUT / "minilm-embed"
     shutil.rmtree(bundle, ignore_errors=True)
@@ -165,8 +165,8 @@ def main(argv):
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.ao's, about its future
     warnings.filterwarnings("ignore", category=UserWarning)
 
-    from bertkit.bundle import open_bundle
-    from bertkit.onnx_runtime import OnnxModel
+    from bertkit.core.onnx_runtime import OnnxModel
+    from bertkit.tasks.bundle import open_bundle
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

@@ -76,7 +76,7 @@ def _peer(steps: int) -> dict:
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer, Trainer, TrainingArguments
 
     from bertkit.config import load_config
-    from bertkit.data.squad import read_squad
+    from bertkit.core.data.squad import read_squad
     from bertkit.tasks.qa.answers import encode
 
     records = [r for _, r in zip(range(16 * steps), read_squad(str(SQUAD / "train-v1.1.json")), strict=False)]

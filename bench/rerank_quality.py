@@ -61,7 +61,7 @@ def scores_of(ranks) -> dict:
 
 
 def mine(encoder, questions, paragraphs, vectors, count: int) -> list[dict]:
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
     from bertkit.embeddings.search import top_hits
 
     asked = unit_vectors(encoder, [q for q, _ in questions], 64)
@@ -91,11 +91,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--bi-encoder", default=None)
     parser.add_argument("--reranker", default=None, help="skip training: use this bundle")
     args = parser.parse_args(argv)
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.embeddings.rerank import Reranker
     from bertkit.embeddings.search import top_hits
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.tasks.embed.encoder import load_encoder
 
     OUT.mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)

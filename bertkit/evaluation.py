@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from bertkit import outputs, reports, sharding
-from bertkit.bundle import open_bundle
-from bertkit.progress import status
+from bertkit.core import outputs, sharding
+from bertkit.core import plots as reports
+from bertkit.core.progress import status
 from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
 from bertkit.tasks.options import EvaluateOptions
 
 

@@ -12,15 +12,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from bertkit import sharding
-from bertkit.bundle import open_bundle
-from bertkit.data.readers import count_records, located_records
-from bertkit.data.records import Blank, place_of, placed
-from bertkit.errors import BertkitError
-from bertkit.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
-from bertkit.progress import bar, console
-from bertkit.run_info import RunInfo
+from bertkit.core import sharding
+from bertkit.core.data.readers import count_records, located_records
+from bertkit.core.data.records import Blank, place_of, placed
+from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import OUTPUT_FORMATS, RecordWriter, atomic_text, check_output_file
+from bertkit.core.progress import bar, console
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
 from bertkit.tasks.options import PredictOptions
 
 
@@ -57,7 +57,7 @@ def predict_file(
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results.
     `precision`: as `inference.precision_for` (auto: half precision on a CUDA GPU, fp32 elsewhere)."""
-    from bertkit.data.formats import detect_format
+    from bertkit.core.data.formats import detect_format
 
     here = sharding.place()
     if here is not None:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 STAGES = ("read", "train", "evaluate", "predict", "reload", "export")
 TRAIN_SAMPLES, EVAL_SAMPLES, PREDICT_RECORDS, STEPS = 32, 16, 4, 2
@@ -110,11 +110,11 @@ def run_smoke(load, config: Path, stages: tuple[str, ...] = STAGES) -> list[Stag
 
 
 def _read(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit import models
-    from bertkit.run_info import RunInfo
+    from bertkit.core import models
+    from bertkit.core.run_info import RunInfo
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks import get_task
     from bertkit.tiny_models import build_tiny
-    from bertkit.tokenization import load_tokenizer
 
     cfg = load([])
     sets: list[str] = []
@@ -253,9 +253,9 @@ def _evaluate(load, config: Path, folder: Path, state: dict) -> str:
 def _predict(load, config: Path, folder: Path, state: dict) -> str:
     from itertools import islice
 
-    from bertkit.data.formats import Layout, detect_format
-    from bertkit.data.readers import located_records
-    from bertkit.data.records import placed
+    from bertkit.core.data.formats import Layout, detect_format
+    from bertkit.core.data.readers import located_records
+    from bertkit.core.data.records import placed
     from bertkit.prediction import predict_file
     from bertkit.tasks.options import PredictOptions
 
@@ -295,7 +295,7 @@ def _masked(record, column: str):
 
 
 def _reload(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit.bundle import open_bundle
+    from bertkit.tasks.bundle import open_bundle
 
     bundle = open_bundle(str(state["bundle"]))
     bundle.load_tokenizer()
@@ -307,7 +307,7 @@ def _export(load, config: Path, folder: Path, state: dict) -> str:
     """`bertkit export --format onnx` of the bundle, with its own check against PyTorch."""
     from importlib.util import find_spec
 
-    from bertkit.extras import install_command
+    from bertkit.core.extras import install_command
 
     if find_spec("onnxruntime") is None or find_spec("onnx") is None:
         raise Skipped(f"the onnx extra is not installed ({install_command('onnx')})")

@@ -7,7 +7,7 @@ The tokenizer is the family's own class (`BertTokenizer`, `RobertaTokenizer`,
 `XLMRobertaTokenizer`, ...: its normaliser, pre-tokenizer, special tokens and the way it joins a
 pair) with a vocabulary learnt by `train_new_from_iterator`, the tokenizers library's trainer of
 the same model kind, then settled so that it is the same in every process
-(bertkit/stable_vocab.py). ModernBERT has no tokenizer class of its own (its checkpoints ship a plain
+(bertkit/core/stable_vocab.py). ModernBERT has no tokenizer class of its own (its checkpoints ship a plain
 fast tokenizer): it gets a byte-level BPE with `[CLS] A [SEP] B [SEP]`, the layout of
 answerdotai/ModernBERT-base. The sizes and the writing are `bertkit.tiny_models`'."""
 
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.errors import BertkitError, did_you_mean
-from bertkit.stable_vocab import settle
+from bertkit.core.errors import BertkitError, did_you_mean
+from bertkit.core.stable_vocab import settle
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT
     """The family's tokenizer with a vocabulary of at most `vocab_size` entries learnt from `texts`."""
     import transformers
 
-    from bertkit import models
+    from bertkit.core import models
 
     models.quiet_transformers()
     spec = check_family(family)
@@ -148,7 +148,7 @@ def family_config(family: str):
 
 def family_texts(paths: list[str], column: str) -> tuple[list[str], str]:
     """The lines to learn from (`--vocab-from` files, else the built-in sentences) and where they came from."""
-    from bertkit.data.corpus import read_lines
+    from bertkit.core.data.corpus import read_lines
 
     if not paths:
         return list(BUILT_IN_TEXT), "built-in sentences"
@@ -167,7 +167,7 @@ def build_family(
     overwrite: bool = False,
 ):
     """Build and write a tiny random `family` model to `output` (`bertkit.tiny_models.TinyModel`)."""
-    from bertkit import outputs
+    from bertkit.core import outputs
     from bertkit.tiny_models import KIND, Shape, write_tiny
 
     family = canonical(family)

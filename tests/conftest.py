@@ -149,7 +149,7 @@ def head_models(tmp_path_factory, tiny_model) -> dict[str, Path]:
         AutoTokenizer,
     )
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)

@@ -125,9 +125,9 @@ def limit_run(argv: list[str]) -> list[str]:
 
 
 def use_tiny_models(paths: dict[str, str]) -> None:
-    """Every Hub id in MODELS resolves to its tiny stand-in (through bertkit.models.PACKAGED,
+    """Every Hub id in MODELS resolves to its tiny stand-in (through bertkit.core.models.PACKAGED,
     how bertkit already resolves the packaged MiniLM)."""
-    from bertkit import models
+    from bertkit.core import models
 
     for hub_id, kind in MODELS.items():
         module = f"docs_tiny_{kind}"

@@ -22,7 +22,7 @@ class FakeEncoder:
     dimension = DIMENSION
 
     def __init__(self):
-        from bertkit.embeddings.encoder import Settings
+        from bertkit.tasks.embed.encoder import Settings
 
         self.settings = Settings(pooling="mean", normalize=True, max_length=32)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 # per family: (config class, its sizes, what auto adapts in one layer, the head trained in full)
 FAMILIES = {
@@ -40,7 +40,7 @@ SIZES = {
 def tiny(family: str, auto_class: str = "AutoModelForSequenceClassification"):
     import transformers
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     name, extra, _, _ = FAMILIES[family]
@@ -51,7 +51,7 @@ def tiny(family: str, auto_class: str = "AutoModelForSequenceClassification"):
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_auto_targets_each_familys_attention_and_feed_forward(family):
-    from bertkit.adapters.targets import FAMILY_TARGETS, head_modules, target_modules
+    from bertkit.core.adapters.targets import FAMILY_TARGETS, head_modules, target_modules
 
     model = tiny(family)
     chosen, endings = target_modules(model, "auto")
@@ -68,7 +68,7 @@ def test_auto_targets_each_familys_attention_and_feed_forward(family):
 
 
 def test_auto_on_an_encoder_and_a_token_classifier():
-    from bertkit.adapters.targets import head_modules, target_modules
+    from bertkit.core.adapters.targets import head_modules, target_modules
 
     encoder = tiny("bert", "AutoModel")
     assert len(target_modules(encoder, "auto")[0]) == 12 and head_modules(encoder) == []
@@ -77,7 +77,7 @@ def test_auto_on_an_encoder_and_a_token_classifier():
 
 
 def test_target_modules_that_match_nothing_are_refused_naming_the_layers():
-    from bertkit.adapters.targets import target_modules
+    from bertkit.core.adapters.targets import target_modules
 
     model = tiny("distilbert")
     with pytest.raises(BertkitError) as found:
@@ -107,7 +107,7 @@ def _folder(tmp_path, name: str, seed: int):
 
 
 def test_base_hash_finds_the_base_and_refuses_a_different_or_missing_one(tmp_path):
-    from bertkit.adapters.base import describe_base, find_base, weights_hash
+    from bertkit.core.adapters.base import describe_base, find_base, weights_hash
 
     base = _folder(tmp_path, "base", 0)
     record = describe_base(str(base), str(base))
@@ -130,7 +130,7 @@ def test_a_hub_base_is_hashed_and_found_at_the_commit_it_was_trained_on(tmp_path
     weights, the adapter then found main again, and ran on weights it was never trained on."""
     import huggingface_hub.constants
 
-    from bertkit.adapters.base import describe_base, find_base, weights_hash
+    from bertkit.core.adapters.base import describe_base, find_base, weights_hash
 
     repo = tmp_path / "cache" / "models--tiny--bert"
     old, new = _folder(repo / "snapshots", "aaaa1111", 0), _folder(repo / "snapshots", "bbbb2222", 1)
@@ -149,7 +149,7 @@ def test_a_hub_base_is_hashed_and_found_at_the_commit_it_was_trained_on(tmp_path
 def test_the_base_is_found_at_its_name_when_its_recorded_folder_holds_another(tmp_path, monkeypatch):
     """A base named by a relative path, copied beside a run elsewhere: the folder it was read from
     now holds another model, and the name, read where the command runs, holds the base."""
-    from bertkit.adapters.base import describe_base, find_base
+    from bertkit.core.adapters.base import describe_base, find_base
 
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
@@ -166,7 +166,7 @@ def test_the_base_is_found_at_its_name_when_its_recorded_folder_holds_another(tm
 
 
 def test_an_adapter_bundle_is_not_a_base(tmp_path):
-    from bertkit.adapters.base import describe_base
+    from bertkit.core.adapters.base import describe_base
 
     bundle = tmp_path / "adapter"
     bundle.mkdir()
@@ -222,7 +222,7 @@ def test_an_adapter_learns_at_its_measured_rate_unless_one_is_given(tmp_path):
 
 
 def test_without_peft_the_error_says_what_to_install(monkeypatch):
-    from bertkit.adapters import require_peft
+    from bertkit.core.adapters import require_peft
 
     monkeypatch.setitem(sys.modules, "peft", None)
     with pytest.raises(BertkitError, match=r"pip install -e '\.\[adapters\]'"):
@@ -239,7 +239,7 @@ def test_a_rank_as_wide_as_the_layers_is_warned(capsys, monkeypatch):
     """r 128 on layers 32 wide trained more parameters than the layers have, without a word."""
     from types import SimpleNamespace
 
-    from bertkit.adapters import training
+    from bertkit.core.adapters import training
 
     monkeypatch.setattr(training, "describe_base", lambda *args: {})  # no base folder to hash here
     for rank, warned in ((32, True), (8, False)):

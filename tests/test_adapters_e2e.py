@@ -54,7 +54,7 @@ def adapters(tmp_path_factory, tiny_model, easy_data, ner_data) -> dict:
 
 @pytest.mark.slow
 def test_bundles_hold_the_adapter_and_head_with_the_base_named_and_hashed(adapters, tiny_model):
-    from bertkit.adapters.base import weights_hash
+    from bertkit.core.adapters.base import weights_hash
 
     for name in ("classify", "ner", "qa", "embed"):
         bundle = adapters[name]
@@ -186,9 +186,9 @@ def test_the_shared_base_stays_one_copy_when_each_model_is_moved_and_cast(adapte
     checks it with bf16: one copy of the base, in bf16, the adapters each their own."""
     import torch
 
-    from bertkit.adapters.loading import SharedBases
-    from bertkit.bundle import open_bundle
+    from bertkit.core.adapters.loading import SharedBases
     from bertkit.tasks import get_task
+    from bertkit.tasks.bundle import open_bundle
 
     shared = SharedBases()
     networks = [
@@ -303,7 +303,7 @@ def test_resuming_with_other_adapter_settings_is_refused(tiny_model, easy_data, 
     model's checkpoint resumed with an adapter), stopped in the Trainer with a traceback."""
     from bertkit import training
     from bertkit.config import load_config
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.training import run
 
     path = tmp_path / "run.yaml"

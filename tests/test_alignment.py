@@ -5,7 +5,7 @@ test_alignment_properties.py."""
 import numpy as np
 import pytest
 
-from bertkit import graphemes
+from bertkit.core import graphemes
 from bertkit.tasks.ner.tags import iob2_over_seen
 
 NAMES = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
@@ -48,7 +48,7 @@ def test_words_are_the_characters_whatever_the_pre_tokenizer(kind):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from bertkit.tokenization import words_with_offsets
+    from bertkit.core.tokenization import words_with_offsets
 
     if kind == "metaspace":
         pre = pre_tokenizers.Metaspace()
@@ -86,7 +86,7 @@ def test_punctuation_at_a_words_edges_is_a_word_of_its_own(kind):
     trained on such tokens (CoNLL's) reads them whole."""
     from tokenizers import pre_tokenizers
 
-    from bertkit.tokenization import words_with_offsets
+    from bertkit.core.tokenization import words_with_offsets
 
     pre = {
         "metaspace": pre_tokenizers.Metaspace(),
@@ -109,7 +109,7 @@ def test_cjk_ideographs_are_words_of_their_own():
     pre-tokenizer alone made 田中太郎は東京に one word, and no entity inside it could be tagged."""
     from tokenizers import normalizers, pre_tokenizers
 
-    from bertkit.tokenization import words_with_offsets
+    from bertkit.core.tokenization import words_with_offsets
 
     text = "İstanbul 我住在北京。 Café"
     bert = _trained_fast(pre_tokenizers.BertPreTokenizer(), normalizers.BertNormalizer(lowercase=True))
@@ -171,9 +171,9 @@ def test_tag_words_gives_one_entry_per_word():
 
 def test_gold_tags_of_unseen_words_are_scored(tiny_model):
     """References are every word's gold tag: an entity on a word the model cannot see is a miss."""
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.ner.tagging import encode_words
     from bertkit.tasks.ner.task import NerTask
-    from bertkit.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model))
     info = {"max_length": 32, "labels": NAMES, "stride": 8}
@@ -255,14 +255,14 @@ def ja_tokenizer(tmp_path_factory):
     from conftest import ROOT
     from tiny import build_tiny_japanese_bert
 
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     texts = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
     return load_tokenizer(str(build_tiny_japanese_bert(tmp_path_factory.mktemp("ja") / "bert", texts)))
 
 
 def test_japanese_reads_past_a_nul(ja_tokenizer):
-    from bertkit import japanese, tokenization
+    from bertkit.core import japanese, tokenization
 
     text = "東京\x00大阪"
     assert ja_tokenizer.tokenize(text) == ja_tokenizer.tokenize("東京 大阪")  # MeCab alone stops at the NUL
@@ -273,7 +273,7 @@ def test_japanese_reads_past_a_nul(ja_tokenizer):
 
 
 def test_japanese_marks_that_do_not_compose_keep_their_own_place(ja_tokenizer):
-    from bertkit import japanese, tokenization
+    from bertkit.core import japanese, tokenization
 
     text = "東京\u0301大阪"  # NFKC leaves the lone accent as it is; MeCab makes it a word of its own
     spans = [(s, e) for _, s, e, _ in japanese.pieces(ja_tokenizer, text)]
@@ -289,7 +289,7 @@ def test_japanese_lower_casing_that_lengthens_a_word(ja_tokenizer):
     dot), which once stopped every word of the text being placed (an error on valid text)."""
     from transformers import AutoTokenizer
 
-    from bertkit import japanese, tokenization
+    from bertkit.core import japanese, tokenization
 
     lowering = japanese.with_token_types(AutoTokenizer.from_pretrained(ja_tokenizer.name_or_path, do_lower_case=True))
     text = "İstanbul 東京 ΣΑΣ İ東京"

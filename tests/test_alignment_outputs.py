@@ -39,7 +39,7 @@ def test_ner_conll_output_refuses_tokens_a_conll_line_cannot_carry(cli, tmp_path
     refused, naming the record and the token, and nothing is written."""
     from checks import assert_refused
 
-    from bertkit.data.conll import read_conll
+    from bertkit.core.data.conll import read_conll
 
     source = tmp_path / "tokens.jsonl"
     fine = {"tokens": ["alice", "\u00ad", "met", "bruno"]}

@@ -29,7 +29,7 @@ import random
 import numpy as np
 import pytest
 
-from bertkit import graphemes, tokenization
+from bertkit.core import graphemes, tokenization
 from bertkit.tasks.ner import tagging as ner_tagging
 from bertkit.tasks.ner.task import TASK as NER
 from bertkit.tasks.options import PredictOptions
@@ -111,7 +111,7 @@ def tokenizer(request, tmp_path_factory):
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
     from conftest import ROOT
 
-    from bertkit.tokenizer_training import train_wordpiece
+    from bertkit.core.tokenizer_training import train_wordpiece
 
     texts = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
     folder = tmp_path_factory.mktemp("ja-tok")
@@ -247,7 +247,7 @@ def test_ner_token_json_a_word_with_no_token_moves_no_tag(tokenizer, tagger, see
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ner_conll_a_token_with_no_sub_word_moves_no_tag(tokenizer, tagger, seed, tmp_path):
-    from bertkit.data.readers import read_records
+    from bertkit.core.data.readers import read_records
 
     rng = random.Random(seed)
     zero = [w for w in zero_token_words(tokenizer) if w.strip()]  # a CoNLL token has no white space

@@ -106,9 +106,9 @@ def test_a_byte_level_vocabulary_is_shown_as_the_text(tmp_path):
     from transformers import AutoModel
 
     from bertkit.attention import attention_of
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tiny_families import build_family
     from bertkit.tiny_models import Shape
-    from bertkit.tokenization import load_tokenizer
 
     build_family("roberta", tmp_path / "roberta", Shape(2, 32, 2, 64))
     model, tokenizer = AutoModel.from_pretrained(tmp_path / "roberta"), load_tokenizer(str(tmp_path / "roberta"))

@@ -14,7 +14,7 @@ from tiny import FILLER, NEGATIVE, POSITIVE, ner_sentence, qa_paragraph
 
 pytest.importorskip("onnxruntime")
 
-from bertkit.outputs.records import json_line  # noqa: E402
+from bertkit.core.outputs.records import json_line  # noqa: E402
 
 KINDS = ["torch", "onnx-fp32", "onnx-int8"]
 TASKS = ["classify", "ner", "qa", "embed", "mlm-adapt"]
@@ -23,7 +23,7 @@ MANY = 200
 
 def _column(bundle: Path) -> str:
     """The field a bundle reads its text from (`text`, or the column it was trained on)."""
-    from bertkit.bundle import open_bundle
+    from bertkit.tasks.bundle import open_bundle
     from bertkit.tasks.options import PredictOptions
 
     return PredictOptions().text_field(open_bundle(str(bundle), False, None).info)
@@ -79,9 +79,9 @@ def kinds(bundles, tmp_path_factory):  # noqa: F811
 
 
 def _runner(bundle: Path, batch_size: int):
-    from bertkit.bundle import open_bundle
     from bertkit.prediction import aligned
     from bertkit.tasks import get_task
+    from bertkit.tasks.bundle import open_bundle
     from bertkit.tasks.options import PredictOptions
 
     opened = open_bundle(str(bundle), False, None)
@@ -156,7 +156,7 @@ def test_serve_answers_what_predict_writes(task, kind, kinds, tmp_path, cli):
 
 
 def test_a_features_batch_shape_depends_on_its_own_length_alone():
-    from bertkit.inference import bucket_length, bucket_rows, fixed_shapes
+    from bertkit.core.inference import bucket_length, bucket_rows, fixed_shapes
 
     rng = random.Random(3)
     features = [{"input_ids": [0] * rng.randint(1, 130)} for _ in range(300)]

@@ -7,8 +7,8 @@ import gzip
 
 import pytest
 
-from bertkit.data.readers import read_records
-from bertkit.errors import BertkitError
+from bertkit.core.data.readers import read_records
+from bertkit.core.errors import BertkitError
 
 
 def label_files(folder, names):
@@ -117,7 +117,7 @@ def test_every_command_refuses_the_folder_alike(tmp_path, cli, classify_bundle, 
 def test_a_corpus_folder_reads_every_text_file_and_names_what_it_leaves_out(tmp_path, capsys):
     """Corpus folders (mlm-adapt, search, index, tokenizer) read every text file at any depth
     (.txt, .text, gzipped too); a file of another kind is left out, and the log names it."""
-    from bertkit.data.corpus import read_lines
+    from bertkit.core.data.corpus import read_lines
 
     root = tmp_path / "corpus"
     (root / "part" / ".git").mkdir(parents=True)

@@ -97,7 +97,7 @@ def test_long_text_windows_average_every_window(trained, cli, tmp_path):
     from tiny import FILLER
     from transformers import AutoTokenizer
 
-    from bertkit import tokenization
+    from bertkit.core import tokenization
 
     tok = AutoTokenizer.from_pretrained(trained)
     text = " ".join((FILLER * 2)[:38]) + " great"
@@ -224,7 +224,7 @@ def test_resume_after_interruption(tiny_model, easy_data, tmp_path, monkeypatch)
     work = training.work_dir(tmp_path / "model")
     assert any(work.glob("checkpoint-*")) and not (tmp_path / "model").exists()
     monkeypatch.undo()
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     with pytest.raises(BertkitError, match="--resume"):
         training.train(cfg)

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from bertkit import tokenization
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
-from bertkit.inference import padding_efficiency
+from bertkit.core import tokenization
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import padding_efficiency
 from bertkit.tasks.classify.encoding import encode_columns
 from bertkit.tasks.classify.task import TASK
 
@@ -70,7 +70,7 @@ def test_balanced_class_weights():
     out = Out()
     out.logits = logits
     # equal logits: each example's loss is ln 2, weighted 4/6 (class a) and 4/2 (class b), over 2
-    # examples (each counts once, so that micro-batches add up: bertkit/losses.py)
+    # examples (each counts once, so that micro-batches add up: bertkit/core/losses.py)
     value = loss(out, torch.tensor([0, 1]))
     assert value.item() == pytest.approx((4 / 6 + 2) * np.log(2) / 2, rel=1e-5)
     assert loss.settings["weights"] == pytest.approx({"a": 4 / 6, "b": 2.0})
@@ -121,7 +121,7 @@ def test_padding_efficiency():
 
 
 def test_metric_modules_load_by_path():
-    from bertkit import metrics
+    from bertkit.core import metrics
 
     result = metrics.load("classification").compute(
         predictions=[0, 0, 1, 1], references=[0, 1, 1, 1], label_names=["neg", "pos"]
@@ -145,7 +145,7 @@ def test_metric_modules_load_by_path():
 def test_shuffled_length_groups():
     import random
 
-    from bertkit.inference import chunks
+    from bertkit.core.inference import chunks
     from bertkit.training.sampling import ShuffledLengthGroups
 
     rng = random.Random(0)
@@ -191,7 +191,7 @@ def test_random_init_keeps_the_architecture_but_not_the_weights(tiny_model):
     """model.random_init: the no-pre-training baseline of the Japanese benchmark."""
     from transformers import AutoModel
 
-    from bertkit import models
+    from bertkit.core import models
 
     trained = models.load_weights(AutoModel, str(tiny_model), load_config(None, []))
     fresh = models.load_weights(AutoModel, str(tiny_model), load_config(None, ["model.random_init=true"]))
@@ -204,7 +204,7 @@ def test_a_tokenizer_only_directory_loads_as_a_tokenizer(tiny_model, tmp_path):
     """`bertkit tokenizer train` writes no config.json; model.tokenizer may still point at it."""
     import shutil
 
-    from bertkit import models
+    from bertkit.core import models
 
     folder = tmp_path / "tok"
     folder.mkdir()

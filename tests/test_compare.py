@@ -143,7 +143,7 @@ def test_multi_label_ner_qa_and_retrieval_resamples_equal_their_modules():
              for i in range(24)]  # fmt: skip
     qa = Answered(found, records, {"qa": {"null_score_diff_threshold": 0.0}, "version_2": True})
     ranked = Ranked(rng.integers(1, 15, 50))
-    from bertkit import metrics
+    from bertkit.core import metrics
     from bertkit.tasks.scored import Correlated
 
     module = metrics.load("regression")

@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from bertkit.config import Config, load_config, starter_yaml, to_yaml
-from bertkit.errors import BertkitError
+from bertkit.config import config_class, load_config, starter_yaml, to_yaml
+from bertkit.core.errors import BertkitError
 from bertkit.tasks import registry
 
 
@@ -29,7 +29,7 @@ def test_every_key_has_help():
             if sub:
                 walk(field.annotation)
 
-    walk(Config)
+    walk(config_class())
 
 
 def test_unknown_key_suggests_and_names_line(tmp_path):
@@ -112,14 +112,14 @@ def test_task_must_match_command(tmp_path):
 def test_starter_config_is_valid_and_commented():
     text = starter_yaml("classify")
     assert text.count("\n  # ") > 40
-    cfg = Config.model_validate(yaml.safe_load(text))
+    cfg = config_class().model_validate(yaml.safe_load(text))
     assert cfg.task == "classify"
     assert cfg.data.train.path == "examples/reviews/train.csv"
 
 
 @pytest.mark.parametrize("task", ["ner", "qa"])
 def test_starter_config_of_each_task(task):
-    cfg = Config.model_validate(yaml.safe_load(starter_yaml(task)))
+    cfg = config_class().model_validate(yaml.safe_load(starter_yaml(task)))
     assert cfg.task == task and cfg.data.train.path.startswith("data/")
     assert f"\n{task}:\n" in starter_yaml(task)
     if task == "qa":
@@ -128,7 +128,7 @@ def test_starter_config_of_each_task(task):
 
 def test_show_round_trips(tmp_path):
     cfg = load_config(write(tmp_path, "train:\n  epochs: 2\n"))
-    again = Config.model_validate(yaml.safe_load(to_yaml(cfg)))
+    again = config_class().model_validate(yaml.safe_load(to_yaml(cfg)))
     assert again == cfg
 
 

@@ -10,7 +10,7 @@ from checks import assert_refused
 from tiny import NEGATIVE, POSITIVE, sentence
 
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 
 def splits_of(tmp_path, yaml_text: str, task: str = "classify"):
@@ -287,7 +287,7 @@ def test_ner_on_plain_text_names_the_format_it_assumed(tmp_path):
     ],
 )
 def test_format_from_content_when_the_name_says_nothing(tmp_path, content, fmt):
-    from bertkit.data.formats import detect_format
+    from bertkit.core.data.formats import detect_format
 
     path = tmp_path / "data.dat"
     path.write_text(content, encoding="utf-8")
@@ -298,7 +298,7 @@ def test_format_from_content_when_the_name_says_nothing(tmp_path, content, fmt):
 
 
 def test_an_empty_file_without_extension_says_so(tmp_path):
-    from bertkit.data.formats import detect_format
+    from bertkit.core.data.formats import detect_format
 
     path = tmp_path / "data"
     path.write_text("\n\n", encoding="utf-8")
@@ -427,7 +427,7 @@ def test_a_txt_file_without_the_columns_names_the_format_it_was_read_as(tmp_path
 
 
 def test_predict_input_joins_the_parts_a_record_has(tmp_path):
-    from bertkit.data.readers import read_records
+    from bertkit.core.data.readers import read_records
 
     path = tmp_path / "in.jsonl"
     path.write_text('{"title": "a", "description": "b"}\n{"title": "c"}\n{"description": "d"}\n{"other": 1}\n')

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bertkit.data.readers import read_records
+from bertkit.core.data.readers import read_records
 
 REVIEWS = Path(__file__).resolve().parents[1] / "examples" / "reviews"
 LABELS = {"positive", "negative"}

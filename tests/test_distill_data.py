@@ -8,7 +8,7 @@ import datasets
 import pytest
 
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.distill.teacher import check_pairs, read_unlabeled, teacher_of, with_unlabeled
 
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks import registry
 
 
@@ -246,8 +246,8 @@ def test_distill_command_and_starter_exist(cli):
 def test_a_start_with_another_vocabulary_is_refused(tmp_path, tiny_model):
     from tiny import build_tiny_bert
 
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.distill.student import check_vocabulary
-    from bertkit.tokenization import load_tokenizer
 
     other = build_tiny_bert(tmp_path / "other", ["completely different words here"] * 20, vocab_size=60)
     teacher_tokens = load_tokenizer(str(tiny_model))

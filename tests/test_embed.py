@@ -43,7 +43,7 @@ def texts():
 def test_pooling_modes():
     import torch
 
-    from bertkit.embeddings.pooling import pool
+    from bertkit.core.pooling import pool
 
     class Out:
         last_hidden_state = torch.tensor([[[1.0, 2.0], [3.0, -4.0], [100.0, 100.0]]])
@@ -111,7 +111,7 @@ def test_top_hits_match_brute_force():
 def test_embed_files_keep_input_order(tmp_path, tiny_model, texts, cli):
     import pyarrow.parquet as pq
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     source = tmp_path / "texts.txt"
     source.write_text("\n".join(texts) + "\n")
@@ -142,7 +142,7 @@ def test_embed_files_keep_input_order(tmp_path, tiny_model, texts, cli):
 
 def test_embed_streams_in_chunks(tmp_path, tiny_model, texts):
     from bertkit.embeddings.embed import embed_file
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     source = tmp_path / "texts.txt"
     source.write_text("\n".join(texts) + "\n")
@@ -237,7 +237,7 @@ def embed_config(tmp_path, model, train, validation, extra=""):
 
 
 def untrained(tiny_model, dev, scored):
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
     from bertkit.tasks.embed.losses import pair_metrics
     from bertkit.tasks.embed.pairs import group_ids
 
@@ -307,8 +307,8 @@ def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_mode
     normalisation and its max_seq_length, as a folder's do; offline without them, the defaults and a note."""
     from test_fewshot_units import sentence_encoder_in_hub_cache
 
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.progress import console
+    from bertkit.core.progress import console
+    from bertkit.tasks.embed.encoder import load_encoder
 
     snapshot = sentence_encoder_in_hub_cache(monkeypatch, tmp_path / "hub", "acme/cls-encoder", tiny_model, "cls", True)
     hub = load_encoder("acme/cls-encoder")
@@ -342,8 +342,8 @@ def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_mode
 def test_a_dense_module_bertkit_does_not_apply_is_said(tmp_path, tiny_model):
     import shutil
 
-    from bertkit.embeddings.encoder import model_settings
-    from bertkit.progress import console
+    from bertkit.core.progress import console
+    from bertkit.tasks.embed.encoder import model_settings
 
     folder = tmp_path / "st"
     shutil.copytree(tiny_model, folder)

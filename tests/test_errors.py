@@ -151,7 +151,7 @@ def test_hub_model_offline_fails_fast(run_config, tmp_path):
 
 
 def test_hub_unreachable_fails_fast(run_config, tmp_path, monkeypatch):
-    from bertkit import hub
+    from bertkit.core import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port

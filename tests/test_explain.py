@@ -25,7 +25,7 @@ def classifiers(tmp_path_factory, tiny_model):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -296,7 +296,7 @@ def minilm_classifier(tmp_path_factory):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     source = str(minilm.get_model_path())
@@ -321,7 +321,7 @@ def test_minilm_is_complete_at_the_default_steps_and_one_step_warns(cli, minilm_
 def test_a_task_without_an_explainer_is_refused_by_name():
     """Explain reads each task's part from the task (`Task.explainer()`): a task that has none,
     such as rerank, is refused with the tasks that have one (it once fell through to a KeyError)."""
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.explain.run import check_request
 
     with pytest.raises(

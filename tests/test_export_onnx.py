@@ -330,7 +330,7 @@ def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli
     """Optimum's ORTModelFor... classes load an exported bundle as it is and give the same outputs
     as bertkit's own runtime. Optimum needs transformers 4, so it lives in another environment
     (see docs/deployment.md): this test runs there when BERTKIT_OPTIMUM_PYTHON names it."""
-    from bertkit.onnx_runtime import OnnxModel
+    from bertkit.core.onnx_runtime import OnnxModel
     from bertkit.tasks import get_task
 
     target = tmp_path / "onnx"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from bertkit.extras import install_command
+from bertkit.core.extras import install_command
 
 ROOT = Path(__file__).resolve().parents[1]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+

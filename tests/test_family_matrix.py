@@ -185,7 +185,7 @@ def test_every_family_reads_punctuation_as_words_of_its_own(family, family_model
     """NER's words (entity spans are made of them): SentencePiece families split at spaces only, and
     an entity came out as "(Paris)," or "Kyoto!", or as a whole run of CJK text; every family must
     give the same words here."""
-    from bertkit.tokenization import load_tokenizer, words_with_offsets
+    from bertkit.core.tokenization import load_tokenizer, words_with_offsets
 
     tokenizer = load_tokenizer(str(family_model(family)))
     text = "(Paris), met Mr. Smith in  Kyoto! 田中は東京に"

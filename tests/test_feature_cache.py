@@ -47,10 +47,10 @@ def features_of(task_name: str, sets: dict, tokenizer=None, calls=None):
     """The training features as `bertkit train` builds them (through the cache unless data.cache
     is off), and the lines it printed; `calls["tokenizing"]`: tokenizer calls while building them."""
     from bertkit.config import load_config
-    from bertkit.progress import console
-    from bertkit.run_info import RunInfo
+    from bertkit.core.progress import console
+    from bertkit.core.run_info import RunInfo
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks import get_task
-    from bertkit.tokenization import load_tokenizer
     from bertkit.training.run import _features
 
     cfg = load_config(None, task=task_name, **sets)
@@ -114,7 +114,7 @@ def test_a_changed_data_file_rebuilds(tiny_model, tmp_path, cache, counted):
 
 
 def test_a_changed_tokenizer_rebuilds(tiny_model, easy_data, cache, counted):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.training.feature_cache import tokenizer_hash
 
     sets = classify_sets(tiny_model, easy_data["train"])

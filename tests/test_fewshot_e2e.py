@@ -48,7 +48,7 @@ def config(tmp_path, model, train, test, extra=""):
 @pytest.fixture(scope="module")
 def few_shot(tmp_path_factory, tiny_model):
     from bertkit.cli import main
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     tmp_path = tmp_path_factory.mktemp("fewshot")
     train = write_few(tmp_path / "train.csv", 32, seed=1)  # 16 a label: auto takes the contrastive route

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.classify.label_pairs import NEGATIVE, POSITIVE, can_pair, label_sets, make_pairs, related
 from bertkit.tasks.classify.task import TASK
 
@@ -285,7 +285,7 @@ def test_a_hub_sentence_encoders_pooling_is_read_from_its_files(tmp_path, tiny_m
 
     sentence_encoder_in_hub_cache(monkeypatch, tmp_path / "hub", "acme/cls-encoder", tiny_model)
     assert source_pooling("acme/cls-encoder") == "cls"
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     with console.capture() as said:
         assert source_pooling("acme/not-cached") == "mean"  # offline, nothing known of it: said
@@ -301,8 +301,8 @@ def test_a_packaged_models_pooling_is_read_from_its_folder(tmp_path, tiny_model,
     import sys
     import types
 
-    from bertkit import models
-    from bertkit.progress import console
+    from bertkit.core import models
+    from bertkit.core.progress import console
     from bertkit.tasks.classify.strategy import source_pooling
 
     folder = tmp_path / "packaged"

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from bertkit.config import DataSource, QaConfig
-from bertkit.data.formats import detect_format
-from bertkit.data.readers import read_records
-from bertkit.data.squad import looks_like_squad, squad_layout
+from bertkit.core.data.formats import detect_format
+from bertkit.core.data.readers import read_records
+from bertkit.core.data.squad import looks_like_squad, squad_layout
+from bertkit.core.data_settings import DataSource
 from bertkit.tasks.qa.reading import read_examples
+from bertkit.tasks.qa.settings import QaConfig
 
 
 def squad(context_chars: int, indent=None, version=True) -> str:
@@ -97,7 +98,7 @@ def test_an_unreadable_file_is_not_squad(tmp_path):
 
 def test_conll_whose_first_entity_comes_after_the_sniffers_sample(tmp_path):
     """The CoNLL sniffer reads on past its sample of 400 lines when they fit but tag every token O."""
-    from bertkit.data.sniffing import SAMPLE_LINES, looks_like_conll, sniff_format
+    from bertkit.core.data.sniffing import SAMPLE_LINES, looks_like_conll, sniff_format
 
     quiet = "".join(f"word{i} O\n" + ("\n" if i % 10 == 9 else "") for i in range(SAMPLE_LINES * 2))
     path = tmp_path / "train.txt"

@@ -6,7 +6,7 @@ space around them or written as numbers."""
 import pytest
 
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.registry import get_task
 
 

@@ -35,7 +35,7 @@ def classifier(tiny_model):
 def test_padding_gives_what_the_tokenizer_gives(tiny_model, side, length, multiple):
     from transformers import AutoTokenizer
 
-    from bertkit.inference import pad_batch
+    from bertkit.core.inference import pad_batch
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model, padding_side=side)
     rows = _features(tokenizer, _texts(12), _texts(12, seed=4))  # pairs: token types 0 and 1
@@ -52,7 +52,7 @@ def test_padding_gives_what_the_tokenizer_gives(tiny_model, side, length, multip
 
 
 def test_token_batches_hold_about_the_budget_longest_first():
-    from bertkit.inference import token_batches
+    from bertkit.core.inference import token_batches
 
     lengths = [3, 70, 12, 12, 40, 9, 64, 1, 33, 8] * 7
     features = [{"input_ids": [0] * n} for n in lengths]
@@ -70,7 +70,7 @@ def test_token_batches_hold_about_the_budget_longest_first():
 def test_gpu_style_batches_give_the_cpu_results(classifier, monkeypatch):
     """The batching a CUDA GPU gets (tokens, pad to a multiple of 8), forced on the CPU: the same
     logits as the CPU's fixed shapes, to float rounding (batches of other shapes sum in other orders)."""
-    from bertkit import inference
+    from bertkit.core import inference
 
     model, tokenizer = classifier
     features = _features(tokenizer, _texts())
@@ -84,8 +84,8 @@ def test_gpu_style_batches_give_the_cpu_results(classifier, monkeypatch):
 
 
 def test_embeddings_in_gpu_style_batches_match(tiny_model, monkeypatch):
-    from bertkit import inference
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.core import inference
+    from bertkit.tasks.embed.encoder import load_encoder
 
     encoder = load_encoder(str(tiny_model), device="cpu")
     texts = _texts(60)
@@ -104,7 +104,7 @@ def test_half_precision_keeps_labels_and_bounds_scores(classifier):
 
     import torch
 
-    from bertkit import inference
+    from bertkit.core import inference
 
     model, tokenizer = classifier
     model = copy.deepcopy(model)
@@ -126,7 +126,7 @@ def test_half_precision_keeps_labels_and_bounds_scores(classifier):
 
 
 def test_half_precision_embeddings_stay_close(tiny_model):
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.tasks.embed.encoder import load_encoder
 
     texts = _texts(60)
     full = load_encoder(str(tiny_model), device="cpu").encode(texts)
@@ -139,8 +139,8 @@ def test_half_precision_embeddings_stay_close(tiny_model):
 def test_which_precision_a_device_gets(monkeypatch):
     import torch
 
-    from bertkit import inference
-    from bertkit.errors import BertkitError
+    from bertkit.core import inference
+    from bertkit.core.errors import BertkitError
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert inference.precision_for("auto", cpu) == "fp32"  # the CPU default is unchanged
@@ -159,8 +159,8 @@ def test_which_precision_a_device_gets(monkeypatch):
 
 
 def test_half_precision_is_refused_for_onnx_bundles(tmp_path):
-    from bertkit.bundle import refuse_half_onnx
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
+    from bertkit.tasks.bundle import refuse_half_onnx
 
     refuse_half_onnx("auto", tmp_path)
     refuse_half_onnx("fp32", tmp_path)

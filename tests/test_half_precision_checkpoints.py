@@ -43,8 +43,8 @@ def test_a_half_precision_checkpoint_trains_in_float32_and_learns(half_model, ea
 def test_vectors_of_a_half_precision_checkpoint_are_computed_in_float32(half_model, tiny_model):
     import numpy as np
 
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
+    from bertkit.tasks.embed.encoder import load_encoder
 
     texts = ["a great film", "an awful meal", "the phone was quite boring"]
     half = load_encoder(str(half_model), "mean", True, 32)

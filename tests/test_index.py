@@ -55,8 +55,8 @@ def ranking(out: str) -> list[list[tuple[float, int]]]:
 
 @pytest.mark.parametrize("quantized", [True, False])
 def test_graph_finds_what_exact_search_finds_and_survives_saving(tmp_path, quantized):
+    from bertkit.core.pooling import unit_rows
     from bertkit.embeddings import ann
-    from bertkit.embeddings.pooling import unit_rows
     from bertkit.embeddings.search import top_hits
 
     rng = np.random.default_rng(0)
@@ -88,8 +88,8 @@ def recall(found, expected) -> float:
 
 
 def test_ivf_index_finds_what_exact_search_finds_and_survives_saving(tmp_path):
+    from bertkit.core.pooling import unit_rows
     from bertkit.embeddings import ann
-    from bertkit.embeddings.pooling import unit_rows
     from bertkit.embeddings.search import top_hits
 
     rng = np.random.default_rng(1)
@@ -124,8 +124,8 @@ def test_ivf_index_finds_what_exact_search_finds_and_survives_saving(tmp_path):
 
 
 def test_the_kind_and_the_lists_follow_the_corpus():
+    from bertkit.core.errors import BertkitError
     from bertkit.embeddings import ann
-    from bertkit.errors import BertkitError
 
     auto = ann.Params()
     assert ann.resolve(auto, 384, ann.IVF_MIN - 1).kind == "hnsw"  # small corpora keep the graph

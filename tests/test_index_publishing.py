@@ -46,7 +46,7 @@ def run_child(script: str, *args, timeout: float = 120) -> subprocess.CompletedP
 def tidy(folder: Path) -> None:
     """What a finished write leaves: index.json, the manifest, the current and the previous
     generation, and nothing bertkit does not count as its own."""
-    from bertkit.outputs import check_output_dir
+    from bertkit.core.outputs import check_output_dir
 
     names = sorted(p.name for p in folder.iterdir())
     assert names[0] == ".bertkit-output.json" and names[-1] == "index.json" and len(names) <= 4, names
@@ -185,7 +185,7 @@ def test_a_new_index_killed_while_written_is_absent_then_built(tmp_path):
 def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypatch, cli):
     import errno
 
-    from bertkit import outputs
+    from bertkit.core import outputs
     from bertkit.embeddings import ann
 
     folder = tmp_path / "idx"
@@ -432,7 +432,7 @@ def damage_cases(folder: Path, outside: Path) -> list:
 
 
 def test_a_damaged_index_is_an_error_saying_to_rebuild_it(tmp_path, cli):
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     folder = tmp_path / "idx"
     outside = tmp_path / "elsewhere"
@@ -490,7 +490,7 @@ def test_the_fake_encoder_builds_real_indexes(tmp_path):
 PUBLISH = """
 import os, sys, types
 from pathlib import Path
-from bertkit.outputs import dirs
+from bertkit.core.outputs import dirs
 
 point, final = sys.argv[1], Path(sys.argv[2])
 
@@ -517,8 +517,8 @@ os._exit(0)
     [("before the exchange", "old"), ("after the exchange", "new"), ("between the renames", None), ("", "new")],
 )
 def test_a_run_killed_while_replacing_a_directory_leaves_one_whole(tmp_path, point, seen):
-    from bertkit import outputs
-    from bertkit.errors import BertkitError
+    from bertkit.core import outputs
+    from bertkit.core.errors import BertkitError
 
     final = tmp_path / "out"
     with outputs.staged_dir(final, False, "bundle") as staged:
@@ -546,7 +546,7 @@ def test_a_bundle_killed_between_the_renames_is_put_back_by_the_next_run(tmp_pat
     child = """
 import os, sys
 from pathlib import Path
-from bertkit.outputs import dirs
+from bertkit.core.outputs import dirs
 dirs.exchange_dirs = lambda first, second: False
 real = Path.rename
 Path.rename = lambda self, target: os._exit(9) if self.name.startswith(".out.tmp-") else real(self, target)
@@ -567,9 +567,9 @@ def test_a_bundle_replaced_while_a_command_reads_it_is_not_mixed(tmp_path, tiny_
     one by one after the new one was published stops, rather than run a mixture of the two."""
     import shutil
 
-    from bertkit import outputs
-    from bertkit.bundle import open_bundle
-    from bertkit.errors import BertkitError
+    from bertkit.core import outputs
+    from bertkit.core.errors import BertkitError
+    from bertkit.tasks.bundle import open_bundle
 
     final = tmp_path / "bundle"
     for _ in range(2):
@@ -590,9 +590,9 @@ def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_
     the weights, and a model published over the folder in between is noticed."""
     import shutil
 
-    from bertkit import outputs, tokenization
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.errors import BertkitError
+    from bertkit.core import outputs, tokenization
+    from bertkit.core.errors import BertkitError
+    from bertkit.tasks.embed.encoder import load_encoder
 
     final = tmp_path / "model"
 

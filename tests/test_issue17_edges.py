@@ -120,7 +120,7 @@ def test_japanese_labels_are_drawn_with_a_cjk_font_not_as_boxes():
     `sans-serif` family resolves to its first font alone.)"""
     from matplotlib import font_manager
 
-    from bertkit.reports import CJK_FONTS, pyplot
+    from bertkit.core.plots import CJK_FONTS, pyplot
 
     plt = pyplot()
     if not {f.name for f in font_manager.fontManager.ttflist} & set(CJK_FONTS):

@@ -122,7 +122,7 @@ def test_the_fp32_check_runs_text_pairs_too(tiny_model):
 
     from transformers import AutoTokenizer
 
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.exporting.checks import BUILT_IN, Report, check_fp32
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -173,7 +173,7 @@ class _FakePredictor:
         return {"model": "fake", "task": "mlm-adapt", "runtime": "onnx", "labels": None}
 
     def run(self, records):
-        from bertkit.errors import BertkitError
+        from bertkit.core.errors import BertkitError
 
         for number, record in enumerate(records, 1):
             if "[MASK]" not in record["text"]:

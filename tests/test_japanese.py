@@ -76,7 +76,7 @@ def ja_model(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ja_tokenizer(ja_model):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     return load_tokenizer(str(ja_model))
 
@@ -95,7 +95,7 @@ def test_the_tokenizer_is_the_japanese_one_with_token_types(ja_tokenizer):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_offsets_retrace_the_tokenizer_exactly(ja_tokenizer, seed):
-    from bertkit import japanese
+    from bertkit.core import japanese
 
     for text in random_texts(60, seed):
         found = japanese.pieces(ja_tokenizer, text)
@@ -117,7 +117,7 @@ def test_offsets_retrace_the_tokenizer_exactly(ja_tokenizer, seed):
 
 
 def test_tricky_characters_map_back_to_the_original(ja_tokenizer):
-    from bertkit.tokenization import describe_tokens
+    from bertkit.core.tokenization import describe_tokens
 
     def spans(text):
         return [(t["token"].removeprefix("##"), t["text"]) for t in describe_tokens(ja_tokenizer, text)]
@@ -136,7 +136,7 @@ def test_tricky_characters_map_back_to_the_original(ja_tokenizer):
 
 
 def test_unknown_words_cover_their_whole_word(ja_tokenizer):
-    from bertkit import japanese
+    from bertkit.core import japanese
 
     text = "𠮷野家で齟齬があった"
     for token, start, end, number in japanese.pieces(ja_tokenizer, text):
@@ -146,7 +146,7 @@ def test_unknown_words_cover_their_whole_word(ja_tokenizer):
 
 
 def test_mecab_words_and_presplit_words(ja_tokenizer):
-    from bertkit import tokenization
+    from bertkit.core import tokenization
 
     text = "株式会社ｻｸﾗ電機は２０２６年に大阪で発表した。"
     words = tokenization.words_with_offsets(ja_tokenizer, text)
@@ -178,7 +178,7 @@ def test_question_answer_windows_align_on_japanese(ja_tokenizer):
 def test_whole_word_masking_takes_whole_mecab_words(ja_tokenizer):
     import torch
 
-    from bertkit import japanese
+    from bertkit.core import japanese
     from bertkit.tasks.mlm.masking import mask_tokens, special_positions
 
     text = "株式会社ｻｸﾗ電機は新しいスマートフォンを東京都で発表した。" * 3
@@ -226,7 +226,7 @@ def test_tokenizer_train_japanese_and_tokenize_command(cli, tmp_path):
 
 
 def test_char_level_f1_for_japanese_answers():
-    from bertkit import metrics
+    from bertkit.core import metrics
     from bertkit.tasks.qa.answers import _f1_unit
 
     squad = metrics.load("squad")
@@ -240,8 +240,8 @@ def test_char_level_f1_for_japanese_answers():
 
 
 def test_missing_mecab_says_what_to_install(ja_model, monkeypatch):
-    from bertkit.errors import BertkitError
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.errors import BertkitError
+    from bertkit.core.tokenization import load_tokenizer
 
     monkeypatch.setitem(sys.modules, "fugashi", None)
     with pytest.raises(BertkitError, match=r"pip install 'fugashi[^']*' 'unidic-lite[^']*'.*pip install -e '\.\[ja\]'"):
@@ -251,8 +251,8 @@ def test_missing_mecab_says_what_to_install(ja_model, monkeypatch):
 def test_broken_mecab_settings_are_explained(ja_model, tmp_path):
     import shutil
 
-    from bertkit.errors import BertkitError
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.errors import BertkitError
+    from bertkit.core.tokenization import load_tokenizer
 
     broken = tmp_path / "broken"
     shutil.copytree(ja_model, broken)

@@ -39,8 +39,8 @@ def test_a_tokenizer_folder_gives_a_bert_with_that_tokenizer(pair):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from bertkit.japanese import split_words
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.japanese import split_words
+    from bertkit.core.tokenization import load_tokenizer
 
     tokenizer_folder, model_folder = pair
     assert not (tokenizer_folder / "config.json").exists()
@@ -74,7 +74,7 @@ def test_help_names_a_tokenizer_folder_as_a_source(cli):
 def test_an_english_tokenizer_folder_gives_a_bert_too(cli, tmp_path):
     from transformers import AutoModel
 
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     tokenizer, model = tmp_path / "tokenizer", tmp_path / "bert-tiny"
     corpus = ROOT / "examples" / "reviews" / "train.csv"

@@ -7,7 +7,7 @@ import pytest
 from checks import assert_refused, write_config
 
 from bertkit.config import load_config
-from bertkit.learning_rates import StepScaledRate, planned_steps
+from bertkit.core.learning_rates import StepScaledRate, planned_steps
 from bertkit.tasks import registry
 from bertkit.training.budget import resolve_rates
 

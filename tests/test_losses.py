@@ -1,12 +1,12 @@
-"""bertkit/losses.py against hand-computed numbers, and how classify and ner read the loss settings."""
+"""bertkit/core/losses.py against hand-computed numbers, and how classify and ner read the loss settings."""
 
 import math
 
 import pytest
 
-from bertkit import losses
 from bertkit.config import load_config
-from bertkit.errors import BertkitError
+from bertkit.core import losses
+from bertkit.core.errors import BertkitError
 
 torch = pytest.importorskip("torch")
 

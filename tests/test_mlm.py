@@ -134,8 +134,8 @@ def test_masked_only_scoring_leaves_other_models_alone():
 
 
 def test_corpus_paths_folders_globs_and_json(tmp_path):
-    from bertkit.data.corpus import read_lines
-    from bertkit.errors import BertkitError
+    from bertkit.core.data.corpus import read_lines
+    from bertkit.core.errors import BertkitError
 
     (tmp_path / "docs" / "more").mkdir(parents=True)
     (tmp_path / "docs" / "a.txt").write_text("first line\n\n  second line  \n")
@@ -152,7 +152,7 @@ def test_corpus_paths_folders_globs_and_json(tmp_path):
 
 
 def test_blocks_and_lines(tokenizer):
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks.mlm.task import examples
 
     texts = ["the film was great and the hotel was lovely"] * 10

@@ -101,7 +101,7 @@ def test_pair_inputs_have_segments_and_fit_the_block(tokenizer, tmp_path):
 
 
 def test_documents_from_text_files_and_records(tmp_path):
-    from bertkit.data.corpus import read_documents
+    from bertkit.core.data.corpus import read_documents
 
     (tmp_path / "a.txt").write_text("one\ntwo\n\n\nthree\n  \nfour\nfive\n")
     (tmp_path / "b.txt").write_text("six\nseven")

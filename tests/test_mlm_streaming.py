@@ -34,9 +34,9 @@ def config(tiny_model, corpus, **more):
 
 def prepared(tiny_model, cfg):
     """(raw splits, features, info) as a training run makes them."""
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks import get_task
-    from bertkit.tokenization import load_tokenizer
 
     task = get_task("mlm-adapt")
     raw = task.load(cfg)
@@ -75,7 +75,7 @@ def test_lines_mode_streams_too(tiny_model, corpus):
     ],
 )
 def test_what_streaming_cannot_do_is_refused(tiny_model, corpus, sets, message):
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks import get_task
 
     cfg = config(tiny_model, corpus, **{k: v for k, v in sets.items() if v is not None})
@@ -97,7 +97,7 @@ def test_cli_errors(tiny_model, corpus, tmp_path, cli):
 
 
 def test_too_short_a_corpus_to_hold_out_validation(tiny_model, corpus):
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks import get_task
 
     with pytest.raises(BertkitError, match="all needed to hold out"):
@@ -125,7 +125,7 @@ def test_streamed_training_runs_max_steps(tiny_model, corpus, tmp_path, cli):
 
 
 def test_only_what_training_asks_for_is_read(tiny_model, tmp_path, monkeypatch):
-    from bertkit.data import corpus as corpus_module
+    from bertkit.core.data import corpus as corpus_module
 
     big = tmp_path / "big.txt"
     big.write_text("".join(f"line {i} the hotel was lovely and the film was great\n" for i in range(20000)))

@@ -168,7 +168,7 @@ def ja_source(tmp_path_factory):
 
 
 def test_japanese_tokenizer_is_saved_as_is(cli, ja_source, tmp_path):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     out = tmp_path / "ja"
     code, stdout, err = cli("model", "tiny", "--from", ja_source, "-o", out)
@@ -182,7 +182,7 @@ def test_japanese_tokenizer_is_saved_as_is(cli, ja_source, tmp_path):
 
 
 def test_japanese_learnt_vocabulary_keeps_mecab(cli, ja_source, tmp_path):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     out = tmp_path / "ja-small"
     corpus = ROOT / "examples" / "ja" / "corpus.txt"
@@ -335,7 +335,7 @@ def test_bertkit_trains_on_a_tiny_model(cli, tiny_model, corpus, easy_data, tmp_
 def test_learnt_vocabulary_is_the_same_in_every_process(tiny_model, corpus, tmp_path):
     """`--from` with `--vocab-from` (and `bertkit tokenizer train`, the same learner) in two
     processes: the same files. The tokenizers library's WordPiece trainer broke ties between pairs
-    of equal count in hash-map order, different in each process (bertkit/stable_vocab.py)."""
+    of equal count in hash-map order, different in each process (bertkit/core/stable_vocab.py)."""
     for name in ("a", "b"):
         command = [sys.executable, "-m", "bertkit", "model", "tiny", "--from", str(tiny_model), "-o",
                    str(tmp_path / name), "--vocab-from", str(corpus), "--vocab-size", "150", "--min-frequency", "1"]

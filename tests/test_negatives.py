@@ -31,7 +31,7 @@ def test_hard_negatives_raise_the_loss_and_copies_of_the_positive_do_not_count()
 
 
 def test_negatives_from_text_and_list_columns_and_their_errors():
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks.embed.negatives import negative_columns, negative_texts
 
     assert negative_columns(None) == [] and negative_columns("neg") == ["neg"]
@@ -49,8 +49,8 @@ def test_negatives_from_text_and_list_columns_and_their_errors():
 
 
 def test_collator_puts_every_rows_negatives_in_one_batch(tiny_model):
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.embed.pairs import PairCollator, pair_features
-    from bertkit.tokenization import load_tokenizer
 
     tokenizer = load_tokenizer(str(tiny_model))
     import datasets
@@ -91,7 +91,7 @@ def mined(rows, corpus, **options):
     options = MineOptions(text_column="q", text_pair_column="p", **options).check()
     summary = Mined()
     encoder = FakeEncoder()
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
 
     out = list(mine(encoder, rows, corpus, unit_vectors(encoder, corpus), options, summary))
     return out, summary
@@ -118,8 +118,8 @@ def test_mining_skips_the_positive_and_likely_false_negatives():
 
 
 def test_mine_options_are_checked():
+    from bertkit.core.errors import BertkitError
     from bertkit.embeddings.negatives import MineOptions
-    from bertkit.errors import BertkitError
 
     for options, match in (
         ({"num_negatives": 0}, "--num-negatives 0"),

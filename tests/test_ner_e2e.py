@@ -244,8 +244,8 @@ def conll_tags(path):
 
 
 def test_invisible_tokens_move_no_tag_and_evaluate_scores_what_predict_writes(trained, cli, ner_data, tmp_path):
-    from bertkit import metrics
-    from bertkit.data.conll import read_conll
+    from bertkit.core import metrics
+    from bertkit.core.data.conll import read_conll
     from bertkit.tasks.ner.tags import to_iob2
 
     marked = tmp_path / "marked.conll"
@@ -297,8 +297,8 @@ def test_the_reported_sentence_from_stdin(trained, cli, monkeypatch):
 
 
 def test_training_scores_evaluate_and_predict_agree_on_invisible_tokens(tiny_model, ner_data, cli, tmp_path):
-    from bertkit import metrics
-    from bertkit.data.conll import read_conll
+    from bertkit.core import metrics
+    from bertkit.core.data.conll import read_conll
     from bertkit.tasks.ner.tags import to_iob2
 
     marked = tmp_path / "marked.conll"

@@ -1,7 +1,7 @@
 import pytest
 
-from bertkit.data.conll import read_conll
-from bertkit.errors import BertkitError
+from bertkit.core.data.conll import read_conll
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.ner.tags import detect_scheme, entities, label_list, to_iob2
 
 
@@ -61,7 +61,7 @@ def test_conll_wrong_column_count(tmp_path):
 
 
 def test_ner_metric_strict():
-    from bertkit import metrics
+    from bertkit.core import metrics
 
     result = metrics.load("ner").compute(
         predictions=[["B-PER", "I-PER", "O", "B-LOC"], ["I-ORG", "O"]],
@@ -80,8 +80,8 @@ def test_ner_metric_strict():
 def test_hub_layout_tag_ids_become_names():
     import datasets
 
-    from bertkit.config import NerConfig
     from bertkit.tasks.ner.reading import _hub_tags
+    from bertkit.tasks.ner.settings import NerConfig
 
     names = ["O", "B-PER", "I-PER"]
     features = datasets.Features(
@@ -178,8 +178,9 @@ def test_a_span_over_no_word_is_said_and_an_empty_one_named(tiny_model, capsys, 
     import datasets
     from transformers import AutoTokenizer
 
-    from bertkit.config import DataSource, NerConfig
+    from bertkit.core.data_settings import DataSource
     from bertkit.tasks.ner.reading import read_examples, words_and_tags
+    from bertkit.tasks.ner.settings import NerConfig
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     text = "alice \u200b met bruno"  # the zero-width space is no word: a span over it alone cannot be tagged

@@ -31,8 +31,8 @@ def test_every_task_has_an_old_bundle():
 
 @pytest.mark.parametrize("task", TASKS)
 def test_an_old_bundle_opens_with_its_description(task, old_bundle):
-    from bertkit.bundle import open_bundle
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
+    from bertkit.tasks.bundle import open_bundle
 
     bundle = open_bundle(str(old_bundle(task)))
     assert isinstance(bundle.info, RunInfo) and bundle.info.task == task and bundle.info.max_length == 48

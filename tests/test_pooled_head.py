@@ -1,12 +1,12 @@
-"""bertkit/pooled_head.py: a sequence-classification model whose head reads the unit-length mean of
+"""bertkit/core/pooled_head.py: a sequence-classification model whose head reads the unit-length mean of
 the tokens (or [CLS]) gives exactly that arithmetic, keeps it through save and load (the config key),
 answers a text the same alone and padded in a batch (padding left out of the mean), and leaves other models alone."""
 
 import pytest
 import torch
 
-from bertkit import models
-from bertkit.pooled_head import POOLING_KEY, head_name, pooling_of, use_pooling
+from bertkit.core import models
+from bertkit.core.pooled_head import POOLING_KEY, head_name, pooling_of, use_pooling
 
 TEXTS = ["a great film", "the plot was awful and the staff were boring", "lovely"]
 
@@ -87,7 +87,7 @@ def test_the_bare_encoder_of_such_a_bundle_is_left_alone(classifier, tmp_path):
 def test_an_unknown_pooling_in_config_is_named(classifier, tmp_path):
     from transformers import AutoModelForSequenceClassification
 
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     model, _ = classifier
     setattr(model.config, POOLING_KEY, "max")

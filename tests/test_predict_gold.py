@@ -13,7 +13,7 @@ def classifier(tiny_model, tmp_path_factory):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     torch.manual_seed(0)

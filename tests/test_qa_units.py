@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from bertkit import metrics
 from bertkit.config import DataSource, load_config
-from bertkit.errors import BertkitError
+from bertkit.core import metrics
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.qa.answers import encode, extract_answers
 from bertkit.tasks.qa.reading import read_examples
 from bertkit.tasks.qa.task import TASK
@@ -160,7 +160,7 @@ def _info(max_length=32, stride=8, **qa):
 
 
 def test_long_context_windows_cover_it_and_locate_the_answer(tiny_model):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model))
     words = [f"w{i % 7}" for i in range(150)]
@@ -181,7 +181,7 @@ def test_long_context_windows_cover_it_and_locate_the_answer(tiny_model):
 
 
 def test_stride_too_large_is_explained(tiny_model):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     tok = load_tokenizer(str(tiny_model))
     with pytest.raises(BertkitError, match=r"qa.doc_stride \(40\) must be below .* longest question \(32 tokens"):

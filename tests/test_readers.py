@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from bertkit.data.formats import detect_format
-from bertkit.data.readers import count_records, read_records
-from bertkit.errors import BertkitError
+from bertkit.core.data.formats import detect_format
+from bertkit.core.data.readers import count_records, read_records
+from bertkit.core.errors import BertkitError
 
 
 def test_formats_from_extension(tmp_path):
@@ -110,7 +110,7 @@ def test_missing_file():
 def test_corpus_lines_refuse_a_text_that_is_not_text(tmp_path, value):
     """tokenizer train, model tiny --vocab-from and mlm-adapt read a list, an object or true as
     its Python spelling ("['quokka']"), learning brackets and quotes; predict refused the record."""
-    from bertkit.data.corpus import read_lines
+    from bertkit.core.data.corpus import read_lines
 
     path = tmp_path / "corpus.jsonl"
     path.write_text(json.dumps({"text": "zebra"}) + "\n" + json.dumps({"text": value}) + "\n")

@@ -131,7 +131,7 @@ def test_embed_and_rerank_read_their_texts_the_same_way(cli, tmp_path, tiny_mode
 
 def test_compare_refuses_a_model_whose_score_is_not_a_number():
     from bertkit.comparison import Row, summarise
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     class Scored:
         metrics = ("accuracy",)

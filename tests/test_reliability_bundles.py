@@ -242,7 +242,7 @@ def _no_learning(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the vocabulary was learnt before the output was checked")
 
-    monkeypatch.setattr("bertkit.tokenizer_training.train_wordpiece", refuse)
+    monkeypatch.setattr("bertkit.core.tokenizer_training.train_wordpiece", refuse)
 
 
 def test_tokenizer_output_under_a_file_is_refused_before_learning(cli, tmp_path, words, monkeypatch):
@@ -298,8 +298,8 @@ def test_tokenizer_write_failures_name_the_target_not_a_temporary(cli, tmp_path,
 
 
 def test_tokenizer_manifest_write_failure_names_the_target(cli, tmp_path, words, monkeypatch):
-    from bertkit import outputs
-    from bertkit.outputs import dirs
+    from bertkit.core import outputs
+    from bertkit.core.outputs import dirs
 
     def full(path, data):
         raise outputs.writing_failed(OSError(28, "No space left on device"), path)

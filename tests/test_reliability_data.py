@@ -7,9 +7,9 @@ import pytest
 from checks import assert_refused
 
 from bertkit.config import load_config, starter_yaml
-from bertkit.data import split_by_class
-from bertkit.data.readers import read_records
-from bertkit.errors import BertkitError
+from bertkit.core.data import split_by_class
+from bertkit.core.data.readers import read_records
+from bertkit.core.errors import BertkitError
 
 
 @pytest.fixture

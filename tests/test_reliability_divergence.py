@@ -275,8 +275,8 @@ def test_a_model_with_nan_weights_is_refused_by_every_command(cli, tmp_path, cla
 def test_json_writers_refuse_nan_and_infinity(tmp_path):
     import io
 
-    from bertkit.outputs import RecordWriter, json_line, write_json
-    from bertkit.outputs.strict_json import NotFinite
+    from bertkit.core.outputs import RecordWriter, json_line, write_json
+    from bertkit.core.outputs.strict_json import NotFinite
 
     with pytest.raises(NotFinite, match=r"'scores\.positive' is NaN"):
         json_line({"label": "positive", "scores": {"positive": float("nan")}})
@@ -292,7 +292,7 @@ def test_json_writers_refuse_nan_and_infinity(tmp_path):
 
 
 def test_undefined_metrics_are_null_and_say_so(tmp_path):
-    from bertkit.outputs import write_json
+    from bertkit.core.outputs import write_json
 
     write_json(tmp_path / "m.json", {"validation": {"loss": math.nan, "accuracy": 0.5}, "curve": [1.0, math.inf]},
                undefined_as_null=True)
@@ -306,8 +306,8 @@ def test_undefined_metrics_are_null_and_say_so(tmp_path):
 def test_vectors_that_are_not_finite_are_not_written(tmp_path):
     import numpy as np
 
+    from bertkit.core.outputs.strict_json import NotFinite
     from bertkit.embeddings.embed import VectorWriter
-    from bertkit.outputs.strict_json import NotFinite
 
     for fmt in ("npy", "jsonl", "parquet"):
         writer = VectorWriter(tmp_path / f"v.{fmt}", fmt, "text")
@@ -403,8 +403,8 @@ def test_numpy_numbers_are_held_to_the_same_rule(tmp_path):
 
     import numpy as np
 
-    from bertkit.outputs import RecordWriter, write_json
-    from bertkit.outputs.strict_json import NotFinite
+    from bertkit.core.outputs import RecordWriter, write_json
+    from bertkit.core.outputs.strict_json import NotFinite
 
     with pytest.raises(NotFinite, match="'score' is Infinity"), RecordWriter(io.StringIO(), "csv") as out:
         out.write({"score": np.float32("inf")})  # csv would write `inf`
@@ -496,10 +496,10 @@ def test_the_guard_reads_each_loss_at_once_on_a_cpu_and_under_fp16():
 def test_gpu_training_settings(monkeypatch, tmp_path):
     """On a GPU: fused AdamW, pinned batches, the Trainer's per-step NaN filter off (on under fp16),
     torch.compile only when asked; on a CPU none of it."""
-    from bertkit.config import Config
+    from bertkit.config import config_class
     from bertkit.training import trainer
 
-    cfg = Config.model_validate({"task": "classify", "model": {"name": "m"}, "output_dir": str(tmp_path)})
+    cfg = config_class().model_validate({"task": "classify", "model": {"name": "m"}, "output_dir": str(tmp_path)})
     assert cfg.train.compile is False
     assert trainer.gpu_settings(cfg, "fp32") == {"use_cpu": True, "dataloader_pin_memory": False}
     monkeypatch.setattr(trainer, "_cuda", lambda: True)

@@ -8,7 +8,7 @@ import json
 import pytest
 from checks import assert_refused
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 # ---------------------------------------------------------------- labels that are not finite
 
@@ -80,7 +80,7 @@ def test_each_label_of_a_multi_label_example_is_checked(train, tmp_path):
 
 def test_a_json_key_given_twice_is_an_error(tmp_path):
     """JSON readers keep the last of two equal keys: `{"text": A, "text": B}` would be read as B."""
-    from bertkit.data.readers import read_records
+    from bertkit.core.data.readers import read_records
 
     lines = tmp_path / "in.jsonl"
     lines.write_text('{"text": "fine"}\n{"text": "great film", "text": "awful"}\n')
@@ -100,7 +100,7 @@ def test_a_parquet_column_given_twice_is_an_error(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bertkit.data.readers import read_records
+    from bertkit.core.data.readers import read_records
 
     path = tmp_path / "in.parquet"
     table = pa.Table.from_arrays([pa.array(["great film"]), pa.array(["awful"])], names=["text", "text"])
@@ -164,7 +164,7 @@ def test_the_root_as_output_directory_is_a_clean_error(cli, tmp_path, tiny_model
 
 
 def test_a_symbolic_link_loop_as_output_is_a_clean_error(cli, tmp_path, head_models):
-    from bertkit.outputs import atomic_text, check_output_dir
+    from bertkit.core.outputs import atomic_text, check_output_dir
 
     (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
     (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")

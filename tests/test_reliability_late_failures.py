@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 
 def _checkpoint(folder: Path, state) -> Path:
@@ -24,14 +24,14 @@ def _checkpoint(folder: Path, state) -> Path:
 
 
 def test_lock_in_a_place_that_cannot_be_written_is_a_clear_error():
-    from bertkit.outputs.lock import OutputLock
+    from bertkit.core.outputs.lock import OutputLock
 
     with pytest.raises(BertkitError, match="cannot write /proc/bertkit-model"):
         OutputLock(Path("/proc/bertkit-model")).acquire()
 
 
 def test_torch_save_on_a_full_disk_is_a_write_error(tmp_path, monkeypatch):
-    from bertkit.outputs import files
+    from bertkit.core.outputs import files
 
     torch_says = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 487744 vs 487632")
     monkeypatch.setattr(files, "_nearly_full", lambda path: True)
@@ -45,7 +45,7 @@ def test_torch_save_on_a_full_disk_is_a_write_error(tmp_path, monkeypatch):
 
 
 def test_a_trainer_state_without_a_step_is_not_a_complete_checkpoint(tmp_path):
-    from bertkit.checkpoints import is_complete, last_complete
+    from bertkit.core.checkpoints import is_complete, last_complete
 
     _checkpoint(tmp_path / "checkpoint-2", {"global_step": 2, "log_history": []})
     assert is_complete(tmp_path / "checkpoint-2")
@@ -58,7 +58,7 @@ def test_a_trainer_state_without_a_step_is_not_a_complete_checkpoint(tmp_path):
 
 def test_resume_refuses_files_of_yours_in_the_work_directory(tmp_path):
     """A finished run clears OUTPUT.partial: with --resume, a notes file there was deleted."""
-    from bertkit.checkpoints import RUN_MARKER
+    from bertkit.core.checkpoints import RUN_MARKER
     from bertkit.training.run_dir import check_dirs
 
     work = tmp_path / "model.partial"
@@ -92,7 +92,7 @@ def test_a_damaged_vocab_txt_is_a_clear_error(tiny_model, tmp_path, vocab, cli):
     shutil.copytree(tiny_model, model)
     (model / "tokenizer.json").unlink()
     (model / "vocab.txt").write_bytes(vocab)
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     with pytest.raises(BertkitError, match=r"tokenizer files \(vocab.txt\) are damaged or incomplete"):
         load_tokenizer(str(model))
@@ -138,8 +138,8 @@ def test_a_config_that_is_a_folder_empty_or_not_utf8_says_so(cli, tmp_path):
 def test_a_csv_whose_header_line_is_blank_is_an_error_not_a_shift(tmp_path):
     import pytest
 
-    from bertkit.data.readers import located_records
-    from bertkit.errors import BertkitError
+    from bertkit.core.data.readers import located_records
+    from bertkit.core.errors import BertkitError
 
     path = tmp_path / "in.csv"
     path.write_text("\ntext\nhello\n")
@@ -198,7 +198,7 @@ def test_evaluate_on_missing_columns_names_the_option_to_set(cli, tmp_path, clas
 def test_old_mac_line_breaks_are_an_error_not_one_record(cli, tmp_path, head_models):
     from checks import assert_refused
 
-    from bertkit.data.readers import located_records
+    from bertkit.core.data.readers import located_records
 
     mac = tmp_path / "mac.txt"
     mac.write_bytes(b"great film\rawful film\rfine film\r")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from checks import assert_refused, write_config
 
-from bertkit import outputs
-from bertkit.errors import BertkitError
+from bertkit.core import outputs
+from bertkit.core.errors import BertkitError
 
 
 def train_config(tmp_path, model, train, out, extra=""):
@@ -149,7 +149,7 @@ def test_fifo_output_is_written_into(cli, tmp_path, classify_bundle):
 def test_unwritable_outputs_fail_before_any_work(cli, tmp_path, classify_bundle, monkeypatch):
     source = tmp_path / "in.txt"
     source.write_text("great film\n")
-    from bertkit import bundle
+    from bertkit.tasks import bundle
 
     loaded = []
     real_open = bundle.Bundle.load_model
@@ -440,7 +440,7 @@ def test_ctrl_c_says_it_was_interrupted(tmp_path, classify_bundle):
 def test_what_was_being_deleted_is_swept_never_put_back(tmp_path):
     """A folder deleted as trash (`files.discard`) and cut short leaves `.NAME.trash-PID-*`: swept,
     never restored as NAME (an old directory moved aside whole, `.NAME.old-PID`, is)."""
-    from bertkit.outputs import files
+    from bertkit.core.outputs import files
 
     half = tmp_path / ".best.trash-999999999-0"  # a half-deleted bundle of a process that no longer runs
     half.mkdir()

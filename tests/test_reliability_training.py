@@ -37,7 +37,7 @@ def test_a_metric_typo_is_caught_before_training(cli, tmp_path, tiny_model, easy
 def test_resume_with_an_existing_output_fails_at_once(cli, tmp_path, tiny_model, easy_data):
     path = config(tmp_path, tiny_model, easy_data["train"])
     (tmp_path / "out").mkdir()
-    from bertkit.checkpoints import RUN_MARKER
+    from bertkit.core.checkpoints import RUN_MARKER
 
     (tmp_path / "out.partial" / "checkpoint-7").mkdir(parents=True)
     (tmp_path / "out.partial" / RUN_MARKER).write_text("bertkit run\n")
@@ -92,7 +92,7 @@ def test_declared_metrics_are_the_ones_reported():
     """metric_for_best_model is checked against each task's declared names: they must be real."""
     import numpy as np
 
-    from bertkit import metrics
+    from bertkit.core import metrics
     from bertkit.tasks import get_task
 
     classify = get_task("classify")
@@ -125,7 +125,7 @@ def test_declared_metrics_are_the_ones_reported():
 def test_unfinished_work_with_user_files_is_never_cleared(cli, tmp_path, tiny_model, easy_data):
     """The run marker alone does not make a folder bertkit's: a file or folder the user put in
     `OUT.partial` (even one named like a checkpoint) stops the run, with or without --overwrite."""
-    from bertkit.checkpoints import RUN_MARKER
+    from bertkit.core.checkpoints import RUN_MARKER
 
     path = config(tmp_path, tiny_model, easy_data["train"])
     work = tmp_path / "out.partial"

@@ -102,7 +102,7 @@ def test_ranks_of_groups_and_of_labelled_pairs():
 
 
 def test_negatives_come_from_lists_and_columns_without_blanks_or_the_positive():
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks.rerank.groups import negatives_of
 
     row = {"negatives": ["n1", "", None, "pos", "n2"], "hard": "n3", "none": None}
@@ -112,8 +112,8 @@ def test_negatives_come_from_lists_and_columns_without_blanks_or_the_positive():
 
 
 def test_group_features_and_the_collator(tiny_model):
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.rerank.groups import GroupCollator, group_features
-    from bertkit.tokenization import load_tokenizer
 
     tokenizer = load_tokenizer(str(tiny_model))
     groups = [("about great", ["great film", "awful film", "lovely"]), ("about boring", ["boring song", "lousy"])]
@@ -130,8 +130,8 @@ def test_group_features_and_the_collator(tiny_model):
 
 
 def test_long_pairs_keep_the_query(tiny_model):
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.rerank.groups import encode_pairs
-    from bertkit.tokenization import load_tokenizer
 
     tokenizer = load_tokenizer(str(tiny_model))
     ids = encode_pairs(tokenizer, ["great film"], [" ".join(["song"] * 50)], 12)["input_ids"][0]
@@ -139,7 +139,7 @@ def test_long_pairs_keep_the_query(tiny_model):
 
 
 def test_config_takes_one_negative_column_as_a_name():
-    from bertkit.config.rerank_section import RerankConfig
+    from bertkit.tasks.rerank.settings import RerankConfig
 
     assert RerankConfig(negative_columns="hard").negative_columns == ["hard"]
 

@@ -98,7 +98,7 @@ def classify_model(tmp_path_factory, tiny_model) -> Path:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bertkit.models import quiet_transformers
+    from bertkit.core.models import quiet_transformers
 
     quiet_transformers()
     torch.manual_seed(0)

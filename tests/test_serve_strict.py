@@ -23,7 +23,7 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 from test_serve import classify_model  # noqa: E402, F401 - the fixture
 
-from bertkit.errors import BertkitError  # noqa: E402
+from bertkit.core.errors import BertkitError  # noqa: E402
 from bertkit.serving.app import build_app  # noqa: E402
 from bertkit.serving.predictor import Limits, Predictor  # noqa: E402
 

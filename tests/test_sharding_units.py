@@ -3,9 +3,9 @@ how units are dealt, and how rank 0 puts the parts back in input order."""
 
 import pytest
 
-from bertkit import sharding
-from bertkit.data.records import Blank, Record
-from bertkit.errors import BertkitError
+from bertkit.core import sharding
+from bertkit.core.data.records import Blank, Record
+from bertkit.core.errors import BertkitError
 from bertkit.prediction import aligned, units
 from bertkit.tasks.options import PredictOptions
 
@@ -42,7 +42,7 @@ def test_streams_are_refused_under_a_launcher():
 def test_a_gpu_named_without_its_number_is_the_processs_own(monkeypatch):
     import torch
 
-    from bertkit.inference import pick_device
+    from bertkit.core.inference import pick_device
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
@@ -74,7 +74,7 @@ class EchoTask:
         return []
 
     def predict(self, model, tokenizer, info, records, options):
-        from bertkit.inference import chunks
+        from bertkit.core.inference import chunks
 
         for chunk in chunks(records, self.records_per_pass):
             self.chunks.append([r["text"] for r in chunk])

@@ -16,7 +16,7 @@ minilm = pytest.mark.skipif(
 
 def test_imdb_sample_is_balanced_and_cleaned():
     from bertkit.config import load_config
-    from bertkit.data import load_splits
+    from bertkit.core.data import load_splits
 
     shared("en", "imdb", "train.jsonl.gz")
     cfg = load_config(
@@ -115,9 +115,9 @@ def test_squad_files_read_and_every_answer_aligns_to_tokens():
     """The real SQuAD v1.1 dev and v2.0 dev files: counts as published in ../shared/data, and
     for every answerable question some window's start/end tokens cover exactly its answer."""
     from bertkit.config import DataSource, load_config
+    from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.qa.answers import encode
     from bertkit.tasks.qa.reading import read_examples
-    from bertkit.tokenization import load_tokenizer
 
     cfg = load_config(ROOT / "configs" / "local" / "squad.yaml", task="qa")
     tok = load_tokenizer(cfg.model.name)
@@ -151,11 +151,11 @@ def test_japanese_answers_and_entities_align_on_real_data(tmp_path):
     import datasets
 
     from bertkit.config import DataSource, load_config
+    from bertkit.core.tokenization import load_tokenizer
+    from bertkit.core.tokenizer_training import train_wordpiece
     from bertkit.tasks.ner import reading as ner_reading
     from bertkit.tasks.qa import answers as qa_answers
     from bertkit.tasks.qa import reading as qa_reading
-    from bertkit.tokenization import load_tokenizer
-    from bertkit.tokenizer_training import train_wordpiece
 
     train_text = json.loads(shared("ja", "ner_wikipedia", "train.json").read_text(encoding="utf-8"))
     vocab = train_wordpiece([r["text"] for r in train_text], 3000, min_frequency=1, max_length=128, japanese=True)

@@ -1,4 +1,4 @@
-"""The WordPiece learner every vocabulary bertkit learns comes from (bertkit/stable_vocab.py)."""
+"""The WordPiece learner every vocabulary bertkit learns comes from (bertkit/core/stable_vocab.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _merges_by_recounting(words, size, specials, min_frequency):
 def test_wordpiece_learner_keeps_its_counts_right(trial):
     """bertkit's learner keeps pair counts up to date between merges (a heap, stale entries
     skipped): on random words it learns exactly what re-counting every pair before each merge learns."""
-    from bertkit.stable_vocab import wordpiece_vocab
+    from bertkit.core.stable_vocab import wordpiece_vocab
 
     rng = random.Random(trial)
     letters = "abcdeé日本"[: rng.randint(2, 9)]

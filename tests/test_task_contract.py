@@ -29,7 +29,7 @@ class CountTask(Task):
     def load(self, cfg):
         import datasets
 
-        from bertkit.data.corpus import read_lines
+        from bertkit.core.data.corpus import read_lines
 
         rows = [{"text": t, "label": float(len(t.split()))} for t in read_lines(cfg.data.train.path) if t.strip()]
         cut = len(rows) * 4 // 5
@@ -72,7 +72,7 @@ class CountTask(Task):
             return (model(**batch).logits.reshape(-1) * info["scale"]).tolist()
 
     def evaluate(self, model, tokenizer, info, data, options):
-        from bertkit.data.corpus import read_lines
+        from bertkit.core.data.corpus import read_lines
 
         texts = [t for t in read_lines(data) if t.strip()]
         counts = self._counts(model, tokenizer, info, texts)

@@ -52,7 +52,7 @@ def test_the_vocabulary_comes_from_the_text_given(cli, tmp_path):
 def test_same_seed_same_model_in_every_process(tmp_path, family):
     """Built twice in two processes: the same files, tokenizer included. The tokenizers library's
     trainers break ties in hash-map order, which changes between processes (its WordPiece trainer
-    learnt other pieces, its Unigram trainer put them in another order): bertkit/stable_vocab.py
+    learnt other pieces, its Unigram trainer put them in another order): bertkit/core/stable_vocab.py
     settles them."""
     import os
     import subprocess

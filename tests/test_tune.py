@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from bertkit.config import load_config
-from bertkit.config.tune_section import SearchRange
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
+from bertkit.core.tune_settings import SearchRange
 from bertkit.tasks import registry
 
 
@@ -69,7 +69,7 @@ def test_the_contrastive_route_searches_its_own_keys(tmp_path):
 def test_a_searched_key_the_route_never_reads_is_refused():
     """tune.space over fine-tuning's keys on data that takes the contrastive route ran every trial
     as the same model, and ended saying no parameter made a difference."""
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tuning.space import SearchRange, refuse_unused_keys
 
     rates = {
@@ -159,7 +159,7 @@ def study_with_a_good_trial(optuna, pruner):
 def test_the_pruning_callback_stops_a_lagging_trial_and_says_where():
     import optuna
 
-    from bertkit.config.tune_section import TuneConfig
+    from bertkit.core.tune_settings import TuneConfig
     from bertkit.tuning.search import pruner, pruning_callback
 
     settings = TuneConfig(prune_after_trials=1, prune_after_evaluations=1)
@@ -256,7 +256,7 @@ def test_a_trial_still_suggesting_in_another_process_is_no_other_space():
     # others; read as the study's space it looked narrower, and the second process refused to start
     import optuna
 
-    from bertkit.config.tune_section import SearchRange
+    from bertkit.core.tune_settings import SearchRange
     from bertkit.tuning.space import check_study_space
 
     space = {"train.learning_rate": SearchRange(low=1e-5, high=1e-3, log=True),
@@ -354,7 +354,7 @@ def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model)
 def test_a_trusted_custom_code_model_is_judged_with_its_trust(tmp_path, tiny_model, monkeypatch):
     """The frozen check read the config without model.trust_remote_code: a trusted custom-code
     model with freezing on was refused, asking for the trust already given."""
-    from bertkit import models
+    from bertkit.core import models
     from bertkit.tasks.classify import strategy
 
     seen = []

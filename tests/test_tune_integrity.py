@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 SPACE = "tune:\n  space:\n    train.learning_rate: {low: 1.0e-3, high: 1.0e-2, log: true}\n"
 
@@ -397,7 +397,7 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     """--overwrite deletes each old item as trash (`.NAME.trash-PID-*`) and keeps the manifest to
     the end: killed midway, the folder is still bertkit's, and the half-deleted bundle is swept,
     never put back as best/ (a bundle without its weights)."""
-    from bertkit.outputs import files
+    from bertkit.core.outputs import files
     from bertkit.tuning import study
 
     config = write_config(tmp_path, tiny_model, easy_data["train"])

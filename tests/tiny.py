@@ -6,7 +6,7 @@ import csv
 import random
 from pathlib import Path
 
-from bertkit.stable_vocab import wordpiece_vocab  # the same vocabulary in every process
+from bertkit.core.stable_vocab import wordpiece_vocab  # the same vocabulary in every process
 
 POSITIVE = ["great", "excellent", "wonderful", "superb", "lovely", "delightful"]
 NEGATIVE = ["awful", "terrible", "dreadful", "horrible", "boring", "lousy"]
@@ -78,8 +78,8 @@ def build_tiny_japanese_bert(folder: Path, texts: list[str], vocab_size: int = 6
     from tokenizers import Tokenizer, models
     from transformers import BertConfig, BertModel
 
-    from bertkit.japanese import split_words
-    from bertkit.tokenizer_training import SPECIAL_TOKENS, japanese_tokenizer
+    from bertkit.core.japanese import split_words
+    from bertkit.core.tokenizer_training import SPECIAL_TOKENS, japanese_tokenizer
 
     words = [w for text in texts if text.strip() for w in split_words(text)]
     pieces = Tokenizer(models.WordPiece(wordpiece_vocab(words, vocab_size, SPECIAL_TOKENS), unk_token="[UNK]"))

@@ -36,8 +36,8 @@ from bertkit.cli import (
     tune,
 )
 from bertkit.cli.interrupts import Interrupted
-from bertkit.errors import BertkitError
-from bertkit.sharding import leave_if_launched
+from bertkit.core.errors import BertkitError
+from bertkit.core.sharding import leave_if_launched
 
 __all__ = ["Interrupted", "app", "main"]
 
@@ -88,7 +88,7 @@ def root(
     offline: bool = typer.Option(False, "--offline", help="Never touch the network (same as HF_HUB_OFFLINE=1)."),
 ) -> None:
     if offline:
-        from bertkit.hub import go_offline
+        from bertkit.core.hub import go_offline
 
         go_offline()
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         number = err.number if isinstance(err, Interrupted) else signal.SIGINT
         _fail("interrupted; nothing half-written was left behind", 128 + int(number))
     except OSError as err:
-        from bertkit.outputs import writing_failed
+        from bertkit.core.outputs import writing_failed
 
         failed = writing_failed(err, err.filename or "a file")
         if failed is None:
@@ -127,7 +127,7 @@ def _fail(message: str, code: int) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    from bertkit.sharding import place
+    from bertkit.core.sharding import place
 
     try:  # under a launcher, say which process it was
         here = place()

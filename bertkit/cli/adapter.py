@@ -17,8 +17,8 @@ def merge(
 ) -> None:
     """Merge an adapter bundle into its base: a plain bundle that needs neither the base nor peft
     (`bertkit export` works on it)."""
-    from bertkit.adapters.merging import merge_bundle
-    from bertkit.progress import console, status
+    from bertkit.adapter_merging import merge_bundle
+    from bertkit.core.progress import console, status
 
     with status(f"merging {model} into its base"):
         written = merge_bundle(model, str(output), overwrite)

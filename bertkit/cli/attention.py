@@ -28,7 +28,7 @@ def attention(
     with the [CLS] row as a bar chart, a grid of a layer's heads, or each layer's mean; and the
     weights as JSON, indexed layer, head, attending token, attended-to token (rows sum to 1)."""
     from bertkit.attention import attention_file
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     if output is None and json_path is None:
         output = "attention.png"

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import ColumnsOption, EncodingOption, SetOption, TrustOption, column_names, encoding_name
-from bertkit.seeds import MAX_SEED
+from bertkit.core.seeds import MAX_SEED
 
 
 def compare(
@@ -57,7 +57,7 @@ def compare(
     models tested (McNemar for accuracy, paired bootstrap for the rest); writes report.md,
     report.csv, report.json and report.png."""
     from bertkit.comparison import compare_models
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
     from bertkit.tasks.options import EvaluateOptions
 
     options = EvaluateOptions(
@@ -92,7 +92,7 @@ def _train_then_compare(config: Path, names: list[str], sets, output: str, data,
     from bertkit.comparison import model_dir_name
     from bertkit.comparison.trained import train_and_compare
     from bertkit.config import load_config
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     if len(names) + (1 if common["baseline"] else 0) < 2:
         raise BertkitError("--config: give two or more --model NAME (or one with --baseline tfidf)")
@@ -112,7 +112,7 @@ def _show(comparison, target, which: str) -> None:
     from rich.table import Table
 
     from bertkit.comparison.report import cell, digits, human_count, size_cell, verdict
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     places = digits(comparison)
     table = Table(title=f"{comparison.examples} examples ({which}), 95% intervals")

@@ -27,13 +27,13 @@ def config_init(
 ) -> None:
     """Write a complete, commented starting config for TASK."""
     from bertkit.config import starter_yaml
-    from bertkit.outputs import atomic_text, check_output_file
+    from bertkit.core.outputs import atomic_text, check_output_file
 
     text = starter_yaml(task)
     check_output_file(output, replace=overwrite, example=f"{task}.yaml")
     with atomic_text(output) as handle:
         handle.write(text)
     if output not in (None, "-"):
-        from bertkit.progress import console
+        from bertkit.core.progress import console
 
         console.print(f"[green]config for {task} written to[/green] {output}")

@@ -34,10 +34,10 @@ def embed(
     runtime: str = RuntimeOption,
 ) -> None:
     """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
+    from bertkit.core.outputs import check_output_file
+    from bertkit.core.progress import console
     from bertkit.embeddings.embed import embed_file, vector_format
-    from bertkit.embeddings.encoder import load_encoder
-    from bertkit.outputs import check_output_file
-    from bertkit.progress import console
+    from bertkit.tasks.embed.encoder import load_encoder
 
     vector_format(output)  # a bad extension fails before the model loads
     check_output_file(output, input, model)
@@ -45,7 +45,7 @@ def embed(
         model, pooling, normalize, max_length, device, trust_remote_code, runtime, precision=precision
     )
     count = embed_file(encoder, input, output, input_format, text_column, batch_size)
-    from bertkit.sharding import is_main
+    from bertkit.core.sharding import is_main
 
     if not is_main():  # under a launcher, process 0 speaks for all
         return

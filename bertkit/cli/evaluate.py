@@ -74,12 +74,12 @@ def evaluate(
     )
     from rich.console import Console
 
-    from bertkit.sharding import is_main
+    from bertkit.core.sharding import is_main
 
     if not is_main():  # under a launcher, process 0 speaks for all
         return
     Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     written = sorted(p.name for p in target.iterdir() if not p.name.startswith("."))  # not bertkit's manifest
     console.print(f"[green]metrics written to[/green] {target} ({', '.join(written)})")

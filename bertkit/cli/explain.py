@@ -32,9 +32,9 @@ def explain(
     """Per-word attributions of a prediction: towards a label (classify), each predicted entity (ner)
     or the answer's start and end (qa), by integrated gradients (they sum to the score's change from
     the baseline) or occlusion; shown coloured here, and written as HTML, PNG or JSON."""
+    from bertkit.core.progress import console
     from bertkit.explain.render import terminal
     from bertkit.explain.run import TOLERANCE, explain_file, incomplete
-    from bertkit.progress import console
 
     found = explain_file(
         model,

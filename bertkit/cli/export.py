@@ -32,8 +32,8 @@ def export(
     and int8 predictions and the main metric against fp32 on a sample of the bundle's data."""
     from rich.table import Table
 
+    from bertkit.core.progress import console
     from bertkit.exporting.onnx import export_bundle, summary_rows
-    from bertkit.progress import console
 
     target, record = export_bundle(model, fmt, quantize, output, overwrite, check_data, trust_remote_code)
     table = Table(title="export check", show_header=False)

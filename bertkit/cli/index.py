@@ -86,9 +86,9 @@ def build(
     `bertkit search --index` encodes queries the same way. Hits are numbered by corpus line."""
     from functools import partial
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.core.progress import console
     from bertkit.embeddings.index import build_index
-    from bertkit.progress import console
+    from bertkit.tasks.embed.encoder import load_encoder
 
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
     params = Params(
@@ -111,8 +111,8 @@ def add(
 ) -> None:
     """Add a corpus's texts to an index, encoded by the index's own model and settings; their
     lines are numbered on after the lines already indexed."""
+    from bertkit.core.progress import console
     from bertkit.embeddings.index import add_to_index
-    from bertkit.progress import console
 
     info = add_to_index(index, corpus, text_column, batch_size, device, trust_remote_code, runtime)
     added = info["corpora"][-1]

@@ -25,7 +25,7 @@ def info(
             typer.echo(f"{name:{width}}  {value}")
         return
 
-    from bertkit.hub import offline
+    from bertkit.core.hub import offline
     from bertkit.training.export import library_versions
 
     for name, version in library_versions().items():

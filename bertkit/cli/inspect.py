@@ -19,14 +19,14 @@ def inspect(
     labels, lengths in tokens, unknown characters, and the task's own checks. Exit code 0 when
     training would run, 2 when it would not."""
     from bertkit.config import load_config
+    from bertkit.core.progress import console
     from bertkit.inspection import inspect_run
     from bertkit.inspection.report import as_json as to_json
     from bertkit.inspection.report import show, write_plots
-    from bertkit.progress import console
 
     cfg = load_config(config, sets)
     if plots is not None:
-        from bertkit.outputs import check_writable
+        from bertkit.core.outputs import check_writable
 
         check_writable(plots / "lengths.png")
     report = inspect_run(cfg)

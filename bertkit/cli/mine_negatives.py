@@ -53,10 +53,10 @@ def mine_negatives(
     positives). `train embed` reads the output with data.negative_column: negatives."""
     from functools import partial
 
-    from bertkit.embeddings.encoder import load_encoder
+    from bertkit.core.progress import console
     from bertkit.embeddings.negatives import MineOptions, mine_file
     from bertkit.embeddings.search import default_cache_dir
-    from bertkit.progress import console
+    from bertkit.tasks.embed.encoder import load_encoder
 
     options = MineOptions(
         num_negatives, range_min, range_max, margin, max_score_ratio, text_column, text_pair_column, corpus_column,

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import TextColumnOption
-from bertkit.errors import BertkitError
-from bertkit.seeds import MAX_SEED
+from bertkit.core.errors import BertkitError
+from bertkit.core.seeds import MAX_SEED
 from bertkit.tiny_families import FAMILIES
 
 MAX_VOCABULARY = 1_000_000  # more than any BERT-family vocabulary (XLM-R: 250,002); a larger number overflowed
@@ -72,7 +72,7 @@ def tiny(
     its weights. A folder holding only a tokenizer (from `bertkit tokenizer train`, --japanese
     included) gives a BERT built around that tokenizer. With --family instead, no model is read at
     all: see docs/families.md."""
-    from bertkit.progress import console, status
+    from bertkit.core.progress import console, status
     from bertkit.tiny_models import Shape, build_tiny
 
     shape = Shape(layers, hidden, heads, intermediate)
@@ -107,7 +107,7 @@ def tiny(
 
 
 def _tiny_family(family, source, output, shape, vocab_from, vocab_size, text_column, seed, overwrite):
-    from bertkit.progress import status
+    from bertkit.core.progress import status
     from bertkit.tiny_families import build_family
 
     if source is not None:

@@ -20,8 +20,8 @@ EncodingOption = typer.Option("utf-8", "--encoding", help="The input file's text
 
 def column_names(value: str | None) -> tuple[str, ...] | None:
     """`--columns a,b,c` as names; an empty or repeated name is an error."""
-    from bertkit.config.sections import named_columns
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
+    from bertkit.core.settings import named_columns
 
     if value is None:
         return None
@@ -34,8 +34,8 @@ def column_names(value: str | None) -> tuple[str, ...] | None:
 
 
 def encoding_name(value: str) -> str:
-    from bertkit.config.sections import known_encoding
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
+    from bertkit.core.settings import known_encoding
 
     try:
         return known_encoding(value)

@@ -15,7 +15,7 @@ from bertkit.cli.options import (
     column_names,
     encoding_name,
 )
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 
 def predict(
@@ -119,9 +119,9 @@ def predict(
             encoding=encoding_name(encoding),
         ),
     )
-    from bertkit.sharding import is_main
+    from bertkit.core.sharding import is_main
 
     if output and is_main():  # under a launcher, process 0 speaks for all
-        from bertkit.progress import console
+        from bertkit.core.progress import console
 
         console.print(f"[green]{count:,} predictions written to[/green] {output}")

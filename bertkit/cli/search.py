@@ -17,8 +17,8 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
+from bertkit.core.errors import BertkitError
 from bertkit.embeddings.ann import LIMITS
-from bertkit.errors import BertkitError
 
 
 def search(
@@ -88,8 +88,8 @@ def search(
         raise BertkitError("give --model and --corpus for exact search, or --index for an index's")
     from functools import partial
 
-    from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.search import default_cache_dir, search_file
+    from bertkit.tasks.embed.encoder import load_encoder
 
     cache = None if no_cache else (cache_dir or default_cache_dir())
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)

@@ -39,8 +39,8 @@ def similarity(
     blank line or an empty text gets a null score."""
     from functools import partial
 
-    from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.similarity import similarity_file
+    from bertkit.tasks.embed.encoder import load_encoder
 
     load = partial(load_encoder, model, pooling, None, max_length, device, trust_remote_code, runtime)
     similarity_file(model, load, input, output, matrix, heatmap, (text_column, text_pair_column), batch_size)

@@ -26,10 +26,10 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
 
     from bertkit import smoke as smoke_lib
     from bertkit.config import load_config
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     if junit is not None:
-        from bertkit.outputs import check_output_file
+        from bertkit.core.outputs import check_output_file
 
         check_output_file(str(junit), str(config), *_inputs(config, sets, task), example="smoke.xml", flag="--junit")
     failure = None
@@ -48,7 +48,7 @@ def run_and_report(config: Path, sets: list[str], task: str | None, junit: Path 
         table.add_row(stage.name, f"[{colour[stage.status]}]{stage.status}[/]", f"{stage.seconds:.1f}", shown)
     console.print(table)
     if junit is not None:
-        from bertkit.outputs import atomic_text
+        from bertkit.core.outputs import atomic_text
 
         with atomic_text(str(junit)) as handle:
             handle.write(smoke_lib.junit_xml(done, config))
@@ -60,7 +60,7 @@ def _inputs(config: Path, sets: list[str], task: str | None) -> list[str]:
     """The config's data files and model folder: the report must never be written over them. A
     config that does not load has none here (the read stage then fails with its message)."""
     from bertkit.config import load_config
-    from bertkit.errors import BertkitError
+    from bertkit.core.errors import BertkitError
 
     try:
         cfg = load_config(config, sets, task=task)

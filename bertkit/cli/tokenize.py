@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from bertkit.cli.options import TextColumnOption, TrustOption
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 
 def tokenize(
@@ -20,10 +20,10 @@ def tokenize(
     (one result per text: a blank line of --input gets one with no tokens)."""
     from rich.table import Table
 
-    from bertkit.data.corpus import read_lines
-    from bertkit.outputs.records import json_line
-    from bertkit.progress import console
-    from bertkit.tokenization import describe_tokens, load_tokenizer
+    from bertkit.core.data.corpus import read_lines
+    from bertkit.core.outputs.records import json_line
+    from bertkit.core.progress import console
+    from bertkit.core.tokenization import describe_tokens, load_tokenizer
 
     texts = list(text or [])
     texts += list(read_lines(input, text_column, keep_blank=True, option="--text-column")) if input else []

@@ -33,10 +33,10 @@ def tokenizer_train(
 ) -> None:
     """Learn a WordPiece vocabulary from text and save a BERT tokenizer (AutoTokenizer loads it).
     With --japanese: MeCab words, then WordPiece, as the Tohoku Japanese BERT models do."""
-    from bertkit.data.corpus import read_lines
-    from bertkit.outputs import check_output_dir, check_writable
-    from bertkit.progress import console, status
-    from bertkit.tokenizer_training import save_tokenizer, train_wordpiece
+    from bertkit.core.data.corpus import read_lines
+    from bertkit.core.outputs import check_output_dir, check_writable
+    from bertkit.core.progress import console, status
+    from bertkit.core.tokenizer_training import save_tokenizer, train_wordpiece
 
     check_output_dir(output, overwrite, input, "tokenizer")
     check_writable(output)  # before the vocabulary is learnt, which can take long

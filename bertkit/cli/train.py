@@ -59,7 +59,7 @@ def train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bo
     extra = {"model.trust_remote_code": True} if trust else {}
     cfg = load_config(config, sets, task=task, output_dir=output_dir, **extra)
     from bertkit import training
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     final, scores = training.train(cfg, overwrite=overwrite, resume=resume, protect=[config])
     if training.is_main_process():

@@ -64,7 +64,7 @@ def _show(result, shown: int = 20) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from bertkit.progress import console
+    from bertkit.core.progress import console
     from bertkit.tuning.report import short_params
 
     table = Table(title=f"study {result.study}: {len(result.rows)} trials, best first")

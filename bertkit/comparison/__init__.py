@@ -15,12 +15,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bertkit import outputs
-from bertkit.adapters.base import adapter_of, find_base
-from bertkit.bundle import open_bundle
-from bertkit.errors import BertkitError
-from bertkit.progress import status
+from bertkit.core import outputs
+from bertkit.core.adapters.base import adapter_of, find_base
+from bertkit.core.errors import BertkitError
+from bertkit.core.progress import status
 from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
 from bertkit.tasks.options import EvaluateOptions
 
 # the formats a model's weights come in, in the order they are read when a folder holds several
@@ -136,7 +136,7 @@ def count_parameters(network) -> int | None:
         import onnx
     except ImportError:
         return None
-    from bertkit.onnx_runtime import ONNX_FILE
+    from bertkit.core.onnx_runtime import ONNX_FILE
 
     graph = onnx.load(str(network.path / ONNX_FILE), load_external_data=False).graph
     return sum(int(math.prod(tensor.dims)) for tensor in graph.initializer)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.classify.labels import SINGLE
 
 BASELINES = ("tfidf",)
@@ -31,8 +31,8 @@ def training_split(bundle, train_file: str | None, options):
     """The examples the baseline learns from: `train_file` when given, else the bundle's own
     training split, read again from its recorded config as training read it (validation share
     split off, samples and cleaning as configured)."""
-    from bertkit import data as data_mod
-    from bertkit.config import Config
+    from bertkit.config import config_class
+    from bertkit.core import data as data_mod
     from bertkit.tasks import get_task
 
     info = bundle.info
@@ -46,7 +46,7 @@ def training_split(bundle, train_file: str | None, options):
             f"--baseline tfidf: {bundle.path}/bertkit.json does not record its training data; "
             "give it with --baseline-train FILE"
         )
-    cfg = Config.model_validate(config)
+    cfg = config_class().model_validate(config)
     missing = [p for p in cfg.data.train.local_paths() if not Path(p).exists()]
     if cfg.data.train.hub or missing:
         where = f"{missing[0]} is gone" if missing else f"it came from the hub ({cfg.data.train.hub})"
@@ -62,7 +62,7 @@ def training_split(bundle, train_file: str | None, options):
 
 def texts_of(ds, info: dict) -> list[str]:
     """The text of each example, with its pair (if the model reads pairs) after a space."""
-    from bertkit.data.records import text_value
+    from bertkit.core.data.records import text_value
 
     column, pair = info.get("text_column") or "text", info.get("text_pair_column")
     texts = [text_value(t, None, column) for t in ds[column]]
@@ -80,7 +80,7 @@ def word_splitter(texts: list[str]) -> dict:
     no other text shares; there MeCab's words (the `ja` extra), as bertkit's Japanese models read."""
     if not any(JAPANESE.search(t) for t in texts[:1000]):
         return {}
-    from bertkit.japanese import split_words
+    from bertkit.core.japanese import split_words
 
     return {"tokenizer": split_words, "token_pattern": None, "lowercase": False}
 

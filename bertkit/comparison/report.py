@@ -9,8 +9,9 @@ import csv
 import math
 from pathlib import Path
 
-from bertkit import outputs, reports
 from bertkit.comparison.bootstrap import ALPHA, LEVEL
+from bertkit.core import outputs
+from bertkit.core import plots as reports
 
 
 def main_metric(metrics: list[str]) -> str:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertkit import outputs
 from bertkit.comparison import KIND, Comparison, compare_models
-from bertkit.errors import BertkitError
-from bertkit.progress import console
+from bertkit.core import outputs
+from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 
 
 def scoring_data(cfg, data: str | None) -> tuple[str, str]:
@@ -28,7 +28,7 @@ def scoring_data(cfg, data: str | None) -> tuple[str, str]:
 def check_before_training(configs: dict) -> None:
     """What would stop the comparison after hours of training, refused before any: a task compare
     cannot score, a model that is not there (or reads fewer tokens than model.max_length)."""
-    from bertkit import models
+    from bertkit.core import models
     from bertkit.tasks import get_task
     from bertkit.tasks.base import Task
 

@@ -8,17 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from bertkit.config import schema
-from bertkit.config.schema import model_of
-from bertkit.errors import BertkitError, did_you_mean
+from bertkit.config.schema import config_class, model_of
+from bertkit.core.errors import BertkitError, did_you_mean
 
 if TYPE_CHECKING:
-    from bertkit.config.schema import RunConfig
+    from bertkit.config.schema import Config
 
 
 def load_config(
     path: str | Path | None, overrides: list[str] | None = None, task: str | None = None, **values
-) -> RunConfig:
+) -> Config:
     """Read a YAML config, apply `key.sub=value` overrides and `values`, and validate it.
 
     `task` is the job the command runs: it fills in a missing `task:` and must match a given one.
@@ -52,7 +51,7 @@ def load_config(
             _set_dotted(raw, key, value, option)
             lines[tuple(key.split("."))] = f"{option} {value}"
     try:
-        return schema.Config.model_validate(raw)
+        return config_class().model_validate(raw)
     except ValidationError as err:
         raise BertkitError(_explain(err, source, lines)) from None
 
@@ -224,7 +223,7 @@ def _line_for(loc: tuple, lines: dict[tuple, int | str]) -> int | str | None:
 
 
 def _fields_at(loc: tuple) -> list[str]:
-    model: type[BaseModel] | None = schema.Config
+    model: type[BaseModel] | None = config_class()
     mapping = False
     for part in loc:
         if mapping:  # a key of a mapping such as tune.space: its values are `model`

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from bertkit.config import schema
-from bertkit.config.schema import RunConfig, default_of, model_of
-from bertkit.config.sections import BASE_SECTIONS
+from bertkit.config.schema import Config, config_class, default_of, model_of
+from bertkit.core.settings import BASE_SECTIONS
 from bertkit.tasks import registry
 
 
-def to_yaml(config: RunConfig) -> str:
+def to_yaml(config: Config) -> str:
     import yaml
 
     return yaml.safe_dump(config.dump(), sort_keys=False, allow_unicode=True)
@@ -27,7 +26,7 @@ def starter_yaml(task: str) -> str:
     sections = [*BASE_SECTIONS, item.section]
     examples = {("model", "name"): "sentence-transformers/all-MiniLM-L6-v2", **item.starter}
     for name in sections:
-        field = schema.Config.model_fields[name]
+        field = config_class().model_fields[name]
         out += ["", f"# {field.description}", f"{name}:"]
         for key, sub in model_of(field.annotation).model_fields.items():
             default = default_of(task, name, key)
@@ -35,8 +34,8 @@ def starter_yaml(task: str) -> str:
             if (name, key) in examples:
                 out.append(f"  # starter value; the default is {_flow(default)}")
             out.append(f"  {key}: {_flow(examples.get((name, key), default))}")
-    out += ["", f"# {schema.Config.model_fields['output_dir'].description}"]
-    default_dir = schema.Config.model_fields["output_dir"].default
+    out += ["", f"# {config_class().model_fields['output_dir'].description}"]
+    default_dir = config_class().model_fields["output_dir"].default
     out += [f"# starter value; the default is {default_dir}", f"output_dir: outputs/{task}"]
     return "\n".join(out) + "\n"
 

@@ -1,20 +1,33 @@
-"""The whole config: the common sections and one per registered task (`Config`, rebuilt when a task
-is registered), and the default a key takes when a config leaves it out."""
+"""The whole config of a run (`Config`): the sections every run has, typed on the class, and one
+section per registered task, each its task's settings class (`cfg.section(NerConfig)`, or
+`cfg.settings()` for the run's own task). `config_class()` is the class a config is read with: `Config`
+with a field per registered task, made again when a task registers. Also the default a key takes
+when a config leaves it out (`default_of`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import typing
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
-from bertkit.config.sections import DataConfig, ModelConfig, Section, TrainConfig, section_names
-from bertkit.config.tune_section import TuneConfig
-from bertkit.learning_rates import AUTO, StepScaledRate
+from bertkit.core.data_settings import DataConfig
+from bertkit.core.learning_rates import AUTO, StepScaledRate
+from bertkit.core.settings import BASE_SECTIONS, ModelConfig, Section, TrainConfig, home_path
+from bertkit.core.tune_settings import TuneConfig
 from bertkit.tasks import registry
 
+S = TypeVar("S", bound=Section)
 
-class RunConfig(Section):
-    """What every run has; `Config` adds one section per registered task (`_build`)."""
+
+def section_names() -> tuple[str, ...]:
+    """The sections a config can have besides `task`, `tune` and `output_dir`."""
+    return (*BASE_SECTIONS, *(item.section for item in registry.records()))
+
+
+class Config(Section):
+    """A run's config. The sections every run has are typed fields; each registered task's section is
+    a field of the class `config_class()` makes, read through `section` (typed) or `settings`."""
 
     task: str = Field("classify", description="the job: a task of `bertkit train --help` (classify, ner, qa, ...)")
     model: ModelConfig = Field(default_factory=ModelConfig, description="the model to start from")
@@ -48,7 +61,7 @@ class RunConfig(Section):
         return value
 
     @model_validator(mode="after")
-    def _derived(self) -> RunConfig:
+    def _derived(self) -> Config:
         if self.train.adapter is not None:  # first: a task that takes none is told so before its own checks
             check_adapter(self)
         for item in registry.records():
@@ -79,7 +92,6 @@ class RunConfig(Section):
     @field_validator("output_dir")
     @classmethod
     def _home(cls, value: str) -> str:
-        from bertkit.config.sections import home_path
 
         return home_path(value)
 
@@ -97,9 +109,16 @@ class RunConfig(Section):
             raise ValueError(f"unknown task '{value}'; choose one of {', '.join(registry.names())}")
         return value
 
-    def settings(self):
+    def settings(self) -> Section:
         """The section of this run's own task."""
         return getattr(self, registry.record(self.task).section)
+
+    def section(self, kind: type[S]) -> S:
+        """The task section whose settings class is `kind` (`cfg.section(NerConfig).scheme`)."""
+        for item in registry.records():
+            if item.settings_class() is kind:
+                return getattr(self, item.section)
+        raise KeyError(f"no registered task has the settings {kind.__name__}")
 
     def dump(self) -> dict:
         data = self.model_dump(mode="json")
@@ -116,7 +135,7 @@ NO_ADAPTER = {
 }
 
 
-def check_adapter(cfg: RunConfig) -> None:
+def check_adapter(cfg: Config) -> None:
     """train.adapter fits the task and the other training settings (a ValueError names the key)."""
     if registry.record(cfg.task).adapter_learning_rate is None:
         why = NO_ADAPTER.get(cfg.task, "this task has no adapter support")
@@ -128,21 +147,30 @@ def check_adapter(cfg: RunConfig) -> None:
             raise ValueError(f"train.{key}: with train.adapter the whole base is frozen already; remove {key}")
 
 
-def _build() -> type[RunConfig]:
-    """The config schema: the common sections and one per registered task."""
-    sections = {}
+def _build() -> type[Config]:
+    """`Config` with a field per registered task (its section, of its settings class)."""
+    sections: dict[str, Any] = {}
     for item in registry.records():
         settings = item.settings_class()
         sections[item.section] = (
             settings,
             Field(default_factory=settings, description=f"settings of the {item.name} task"),
         )
-    return create_model("Config", __base__=RunConfig, **sections)
+    return create_model("Config", __base__=Config, **sections)
 
 
-def _rebuild() -> None:
-    global Config
-    Config = _build()
+_current: list[type[Config]] = []  # the class for the tasks registered now; emptied when they change
+
+
+def config_class() -> type[Config]:
+    """The class a config is read with: `Config` and a section per registered task."""
+    if not _current:
+        _current.append(_build())
+    return _current[0]
+
+
+def _forget() -> None:
+    _current.clear()
 
 
 
@@ -153,12 +181,12 @@ def default_of(task: str, section: str, key: str) -> Any:
     defaults = registry.record(task).defaults
     if (section, key) in defaults:
         return defaults[(section, key)]
-    return model_of(Config.model_fields[section].annotation).model_fields[key].get_default(call_default_factory=True)
+    return model_of(config_class().model_fields[section].annotation).model_fields[key].get_default(
+        call_default_factory=True
+    )
 
 
 def model_of(annotation) -> type[BaseModel] | None:
-    import typing
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
@@ -168,5 +196,4 @@ def model_of(annotation) -> type[BaseModel] | None:
     return None
 
 
-Config = _build()
-registry.on_change(_rebuild)
+registry.on_change(_forget)

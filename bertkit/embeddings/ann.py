@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bertkit.errors import BertkitError
-from bertkit.extras import install_command
+from bertkit.core.errors import BertkitError
+from bertkit.core.extras import install_command
 
 FILE = "vectors.faiss"
 

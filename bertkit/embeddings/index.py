@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.errors import BertkitError
 from bertkit.embeddings import ann
 from bertkit.embeddings.index_folder import INFO, KIND, TEXTS  # noqa: F401 (the names of the files)
 from bertkit.embeddings.index_info import FORMAT
-from bertkit.errors import BertkitError
 
 # ---------------------------------------------------------------- reading an index
 
@@ -48,8 +48,8 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
     """The encoder the index was built with, set up as it was; a model that has changed since
     (other weights, other settings, another width) would put queries in another space, so it is
     an error rather than quietly worse hits."""
-    from bertkit.embeddings.encoder import load_encoder
     from bertkit.embeddings.index_info import REBUILD
+    from bertkit.tasks.embed.encoder import load_encoder
 
     stored, where = info["settings"], f"{INFO}'s 'settings.max_length'"
     try:
@@ -95,7 +95,7 @@ def _settings(encoder) -> dict:
 
 
 def _corpus_texts(corpus: str, text_column: str) -> list[str]:
-    from bertkit.data.corpus import read_lines
+    from bertkit.core.data.corpus import read_lines
 
     texts = list(read_lines(corpus, text_column, keep_blank=True, option="--text-column"))
     if not any(t.strip() for t in texts):
@@ -105,8 +105,8 @@ def _corpus_texts(corpus: str, text_column: str) -> list[str]:
 
 def _embed(encoder, texts: list[str], first: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(keys, unit vectors) of the non-blank texts; a key is the text's position counted from `first`."""
-    from bertkit.embeddings.pooling import unit_vectors
-    from bertkit.progress import status
+    from bertkit.core.pooling import unit_vectors
+    from bertkit.core.progress import status
 
     filled = [i for i, t in enumerate(texts) if t.strip()]
     with status(f"embedding {len(filled):,} corpus texts"):
@@ -157,7 +157,7 @@ def build_index(
     """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
     index.json. Every check that can fail is made before the model loads; the run holds the
     output's lock throughout, so no `index add` or other build writes it meanwhile."""
-    from bertkit.outputs import OutputLock, check_output_dir, check_writable
+    from bertkit.core.outputs import OutputLock, check_output_dir, check_writable
 
     ann.require()
     folder = Path(output)
@@ -170,7 +170,7 @@ def build_index(
 
 
 def _build(load, model, corpus, output, text_column, batch_size, overwrite, params) -> dict:
-    from bertkit.outputs import check_output_dir
+    from bertkit.core.outputs import check_output_dir
 
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)  # as it is now that the lock is held
     texts = _corpus_texts(corpus, text_column)
@@ -206,8 +206,8 @@ def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
     """A new folder is renamed into place whole; an index already there (or an empty folder) gets
     a new generation, which readers switch to in one step (index.json replaced to name it).
     Returns index.json."""
+    from bertkit.core.outputs import cannot_write, writing_failed
     from bertkit.embeddings import index_publishing
-    from bertkit.outputs import cannot_write, writing_failed
 
     if not folder.exists() or folder.is_symlink():
         return index_publishing.publish_new(folder, overwrite, protect, fill)
@@ -227,7 +227,7 @@ def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimensi
     asked for is kept, with a note of what it found."""
     from dataclasses import replace
 
-    from bertkit.progress import console
+    from bertkit.core.progress import console
 
     found = (
         f"[yellow]note:[/yellow] the IVF index found {check:.0%} of exact search's top 10 for "
@@ -259,7 +259,7 @@ def _writable(folder: str) -> None:
     """What `index add` needs to write the index at `folder`, checked before the model loads: the
     folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
     through a link: give the folder it points to), and one this user may write in."""
-    from bertkit.outputs import check_writable
+    from bertkit.core.outputs import check_writable
 
     path = Path(folder)
     _not_a_link("--index", path, "index add")
@@ -274,8 +274,8 @@ def add_to_index(
     the corpora already there. The index is written as a new generation beside the old one and
     index.json replaced to name it, so a failure or a kill leaves the old one as it was and a search running
     meanwhile reads one or the other; one writer at a time holds the folder's lock."""
+    from bertkit.core.outputs import OutputLock
     from bertkit.embeddings import index_folder
-    from bertkit.outputs import OutputLock
 
     ann.require()
     _writable(folder)
@@ -324,7 +324,7 @@ def search_index(
 
 def _search(loaded, queries, top_k, batch_size, device, trust_remote_code, runtime, breadth) -> Iterator[dict]:
     """Search one generation, read whole (`index_folder.load`): its texts and vectors belong together."""
-    from bertkit.embeddings.pooling import unit_vectors
+    from bertkit.core.pooling import unit_vectors
     from bertkit.embeddings.search import hit_records
 
     info = loaded.info
@@ -352,9 +352,9 @@ def search_index_file(
     `breadths` the search-breadth options given ({"--ef-search": N or None, "--probes": N or None}), of
     which only the index's kind's may be set; `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates."""
+    from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
     from bertkit.embeddings import index_folder
     from bertkit.embeddings.search import asked_queries
-    from bertkit.outputs import RecordWriter, atomic_text, check_output_file
 
     ann.require()
     _breadth(folder, read_index(folder)["ann"], breadths or {})  # a wrong option fails before the corpus is read

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.errors import BertkitError
 from bertkit.embeddings import ann
 from bertkit.embeddings.index_info import FLAT, GENERATION_NAME, REBUILD, check_info, damaged
-from bertkit.errors import BertkitError
 
 INFO, TEXTS = "index.json", "texts.jsonl"
 KIND = "index"  # the kind in the folder's manifest: --overwrite replaces an index only with an index

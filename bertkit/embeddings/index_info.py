@@ -8,9 +8,9 @@ import json
 import math
 import re
 
+from bertkit.core.errors import BertkitError
+from bertkit.core.pooling import POOLINGS
 from bertkit.embeddings import ann
-from bertkit.embeddings.pooling import POOLINGS
-from bertkit.errors import BertkitError
 
 FLAT, FORMAT = 1, 2  # index.json's layouts: 1 the data files beside it, 2 in the generation it names
 GENERATION_NAME = re.compile(r"gen-([0-9]{6,18})")  # ASCII digits, few enough to be a number

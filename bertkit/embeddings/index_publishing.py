@@ -45,8 +45,8 @@ def _generations(folder: Path) -> dict[int, Path]:
 def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
     """The generation's data files, written by `fill(dir)` (which returns index.json's other
     fields), its manifest, all flushed."""
-    from bertkit.outputs import write_manifest
-    from bertkit.outputs.files import follow_umask_tree
+    from bertkit.core.outputs import write_manifest
+    from bertkit.core.outputs.files import follow_umask_tree
 
     info = fill(staged)
     follow_umask_tree(staged)
@@ -58,7 +58,7 @@ def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
 def _write_info(folder: Path, info: dict, name: str) -> dict:
     """Replace `folder`/index.json in one step by `info` naming the generation `name` (written
     beside it, flushed, renamed over it)."""
-    from bertkit.outputs import write_json
+    from bertkit.core.outputs import write_json
 
     rest = {k: v for k, v in info.items() if k not in ("format", "generation")}
     record = {"format": FORMAT, "generation": name, **rest}  # the two first, for a reader's eye
@@ -84,7 +84,7 @@ def _clear_odd(path: Path) -> None:
 def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], dict]) -> dict:
     """Publish a new index folder whose first generation `fill(dir)` writes: assembled beside
     `folder` and renamed into place whole (`outputs.staged_dir`). Returns index.json."""
-    from bertkit.outputs import staged_dir
+    from bertkit.core.outputs import staged_dir
 
     with staged_dir(folder, overwrite, KIND, protect) as staged:
         name = generation_name(1)
@@ -99,7 +99,7 @@ def publish_generation(folder: Path, fill: Callable[[Path], dict]) -> dict:
     index.json to name it; the caller holds the folder's lock. The previous generation stays for
     the readers still on it; older ones, and what killed writers left, are removed. Returns
     index.json."""
-    from bertkit.outputs import MANIFEST, cannot_write, staging_dir
+    from bertkit.core.outputs import MANIFEST, cannot_write, staging_dir
 
     before = named_now(folder)
     taken = [int(m[1]) for m in map(GENERATION_NAME.fullmatch, os.listdir(folder)) if m]  # folders or not
@@ -130,7 +130,7 @@ def _list_info(manifest: Path) -> None:
     """The folder's manifest lists index.json (an empty folder's has no manifest yet), so that
     `--overwrite` counts it as bertkit's."""
     from bertkit import __version__
-    from bertkit.outputs import write_json
+    from bertkit.core.outputs import write_json
 
     try:
         record = json.loads(manifest.read_text(encoding="utf-8"))
@@ -146,7 +146,7 @@ def _list_info(manifest: Path) -> None:
 def _remove_old(folder: Path, keep: set) -> None:
     """Generations other than `keep` (a flat index's data files once generation 0 is not kept),
     and generations that killed writers were assembling."""
-    from bertkit.outputs.files import is_leftover
+    from bertkit.core.outputs.files import is_leftover
 
     for number, path in _generations(folder).items():
         if number not in keep:

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from bertkit.errors import BertkitError
-from bertkit.inference import chunks
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks
 
 QUERIES_PER_PASS = 32  # queries whose candidates are scored together: full batches, bounded memory
 
@@ -21,7 +21,7 @@ class Reranker:
     """A cross-encoder checked at construction (before any model loads) and loaded on first use."""
 
     def __init__(self, path: str, top: int, batch_size: int, device=None, trust_remote_code=False, runtime=None):
-        from bertkit.bundle import open_bundle
+        from bertkit.tasks.bundle import open_bundle
 
         if top < 1:
             raise BertkitError(f"--rerank-top {top}: give 1 or more candidates to re-score")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.data.readers import located_records
-from bertkit.data.records import Blank, place_of, placed, text_value
-from bertkit.embeddings.pooling import unit_vectors
-from bertkit.errors import BertkitError
-from bertkit.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
+from bertkit.core.data.readers import located_records
+from bertkit.core.data.records import Blank, place_of, placed, text_value
+from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
+from bertkit.core.pooling import unit_vectors
 from bertkit.prediction import output_format
 
 MATRIX_LIMIT = 5000  # texts; beyond this a full matrix is the wrong tool (use search)
@@ -70,7 +70,7 @@ def _rounded(value) -> float | None:
 
 
 def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
-    from bertkit.reports import pyplot, save_png
+    from bertkit.core.plots import pyplot, save_png
 
     plt = pyplot()
     n = len(texts)

@@ -174,7 +174,7 @@ def _method(result: dict) -> str:
 
 def png(result: dict, path: Path) -> None:
     """The same view as a picture: one block per explanation, its words on coloured backgrounds."""
-    from bertkit.reports import pyplot
+    from bertkit.core.plots import pyplot
 
     plt = pyplot()
     width, size, margin = 1000, 13, 16  # pixels (dpi 100), points, pixels

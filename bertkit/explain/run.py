@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 METHODS = ("integrated-gradients", "occlusion")
 # Gauss-Legendre points on the path (bench/explain_faithfulness.py, MiniLM on 200 SST-2 dev
@@ -151,9 +151,9 @@ def explain_file(
 ) -> dict:
     """Load `model`, explain its prediction on `text`, write the picture and the JSON; every
     option and output is checked before the model loads."""
-    from bertkit.bundle import open_bundle
-    from bertkit.explain.inputs import BASELINES
-    from bertkit.outputs import atomic_path, atomic_text, check_output_file, json_line
+    from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
+    from bertkit.tasks.bundle import open_bundle
+    from bertkit.tasks.explain_inputs import BASELINES
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to explain")

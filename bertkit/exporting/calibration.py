@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 CALIBRATION_SAMPLE = 200  # examples the task scores to record the ranges (seeded, as evaluate samples)
 METHOD = "minmax"
@@ -89,7 +89,7 @@ def quantize_static(source: Path, target: Path, rows: list[dict[str, np.ndarray]
     the nodes in `keep_fp32` untouched."""
     import logging
 
-    from bertkit.onnx_runtime import need_onnx
+    from bertkit.core.onnx_runtime import need_onnx
 
     quantization = need_onnx("--quantize int8", "onnxruntime.quantization")
     import onnxruntime

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 TOLERANCE = 1e-4
 SAMPLE = 200
@@ -104,7 +104,7 @@ def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -
     (`given`, --check-data) that gives no text is an error: the check asked for cannot run."""
     from itertools import islice
 
-    from bertkit.data.readers import located_records
+    from bertkit.core.data.readers import located_records
 
     texts = list(BUILT_IN)
     if data is not None and fmt is not None:
@@ -163,8 +163,8 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None,
 def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -> dict | None:
     from itertools import islice
 
-    from bertkit.data.formats import detect_format
-    from bertkit.data.readers import located_records, placed
+    from bertkit.core.data.formats import detect_format
+    from bertkit.core.data.readers import located_records, placed
     from bertkit.prediction import aligned
     from bertkit.tasks.options import PredictOptions
 

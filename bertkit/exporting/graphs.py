@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 OPSET = 17
 GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")

@@ -8,8 +8,8 @@ in docs/inspect.md); `verdict` is "ok", "warnings" or "errors", and only errors 
 
 from __future__ import annotations
 
-from bertkit import models
-from bertkit.errors import BertkitError
+from bertkit.core import models
+from bertkit.core.errors import BertkitError
 from bertkit.inspection import texts as text_checks
 from bertkit.inspection import tokens as token_checks
 
@@ -44,7 +44,7 @@ def inspect_run(cfg) -> dict:
     except BertkitError as err:
         report["errors"].append(str(err))
         return _verdict(report)
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
 
     info = RunInfo(info)
     views = {role: task.inspect_view(ds[role], cfg, info) for role in ORDER if role in ds}
@@ -70,7 +70,7 @@ def inspect_run(cfg) -> dict:
 
 
 def _tokenizer(cfg, report: dict):
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     try:
         return load_tokenizer(cfg.model.tokenizer or cfg.model.name, cfg.model.revision, cfg.model.trust_remote_code)

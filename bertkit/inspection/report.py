@@ -7,7 +7,7 @@ from pathlib import Path
 
 def as_json(report: dict) -> str:
     """The report as strict JSON: a number that the data leaves undefined is null (`strict_json`)."""
-    from bertkit.outputs.strict_json import dumps, undefined_as_null
+    from bertkit.core.outputs.strict_json import dumps, undefined_as_null
 
     shown = undefined_as_null({k: v for k, v in report.items() if not k.startswith("_")})
     return dumps(shown, "the inspection report", ensure_ascii=False, indent=2)
@@ -15,8 +15,8 @@ def as_json(report: dict) -> str:
 
 def write_plots(report: dict, folder: Path) -> list[Path]:
     """A length histogram and a label chart in `folder` (each written whole or not at all)."""
-    from bertkit import reports
-    from bertkit.outputs import atomic_path, ensure_folder
+    from bertkit.core import plots as reports
+    from bertkit.core.outputs import atomic_path, ensure_folder
 
     ensure_folder(folder, folder)
     written = []

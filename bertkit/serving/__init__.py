@@ -8,8 +8,8 @@ import signal
 import socket
 from contextlib import contextmanager, suppress
 
-from bertkit.errors import BertkitError
-from bertkit.extras import install_command
+from bertkit.core.errors import BertkitError
+from bertkit.core.extras import install_command
 
 
 def require_serving() -> None:
@@ -48,7 +48,7 @@ def serve(
         import uvicorn
         from rich.markup import escape
 
-        from bertkit.progress import console, status
+        from bertkit.core.progress import console, status
         from bertkit.serving.app import build_app
         from bertkit.serving.predictor import Predictor
 
@@ -86,8 +86,8 @@ def serve(
 def load_several(paths: list[str], device, trust_remote_code: bool, batch_size, runtime) -> list:
     """One `Predictor` per path, adapter bundles of one base sharing its weights; two paths that
     a request could not tell apart (the same last name) are refused."""
-    from bertkit.adapters.loading import SharedBases
-    from bertkit.progress import status
+    from bertkit.core.adapters.loading import SharedBases
+    from bertkit.core.progress import status
     from bertkit.serving.predictor import Predictor, public_name
 
     names = [public_name(p) for p in paths]

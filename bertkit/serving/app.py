@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, model_validator
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.serving.batching import MicroBatcher
 from bertkit.serving.limits import Limits
 from bertkit.serving.page import page

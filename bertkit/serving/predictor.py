@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from bertkit.bundle import open_bundle
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.prediction import aligned, is_empty
 from bertkit.serving.limits import Limits  # noqa: F401 - where it used to be
 from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
 from bertkit.tasks.options import PredictOptions
 
 # the fields of a request's records that `bertkit predict` reads, per task (beside the text column)
@@ -30,7 +30,7 @@ class Predictor:
         runtime: str | None = None,
         shared=None,
     ):
-        """`shared`: a `SharedBases` (bertkit/adapters/loading.py) that the models of one server
+        """`shared`: a `SharedBases` (bertkit/core/adapters/loading.py) that the models of one server
         share, so adapter bundles of one base hold its weights once."""
         self.path = model
         bundle = open_bundle(model, trust_remote_code, runtime)

@@ -7,7 +7,7 @@ data): a key a config leaves out takes the task's value here, else its field's g
 
 from __future__ import annotations
 
-from bertkit.learning_rates import AUTO, StepScaledRate
+from bertkit.core.learning_rates import AUTO, StepScaledRate
 from bertkit.tasks.registry import TaskRecord, get_task, record, register, task_for_architecture
 
 __all__ = ["TaskRecord", "get_task", "record", "register", "task_for_architecture"]
@@ -35,7 +35,7 @@ register(
         module="bertkit.tasks.classify.task",
         summary="Text classification: single texts or pairs; multi-class, multi-label or regression.",
         section="classify",
-        settings="bertkit.config.task_sections:ClassifyConfig",
+        settings="bertkit.tasks.classify.settings:ClassifyConfig",
         architecture="ForSequenceClassification",
         pipeline="text-classification",
         # IMDb and SST-2 (bench/classify_quality.py): 5e-5 reaches the targets on runs of thousands of
@@ -53,7 +53,7 @@ register(
         module="bertkit.tasks.ner.task",
         summary="Named-entity recognition: CoNLL columns, token/tag JSON lines or character-span data.",
         section="ner",
-        settings="bertkit.config.task_sections:NerConfig",
+        settings="bertkit.tasks.ner.settings:NerConfig",
         architecture="ForTokenClassification",
         pipeline="token-classification",
         # CoNLL-2003 (bench/ner_quality.py): 5e-5 beats run_ner.py's F1 on the full set (2,634 steps);
@@ -71,7 +71,7 @@ register(
         module="bertkit.tasks.qa.task",
         summary="Extractive question answering: SQuAD v1.1 / v2.0 JSON, flat JSON lines or hub squad data.",
         section="qa",
-        settings="bertkit.config.task_sections:QaConfig",
+        settings="bertkit.tasks.qa.settings:QaConfig",
         architecture="ForQuestionAnswering",
         pipeline="question-answering",
         # SQuAD (bench/qa_quality.py): 3e-4 with the fresh head at 3e-3 and 10% warmup, F1 33.0
@@ -94,7 +94,7 @@ register(
         module="bertkit.tasks.mlm.task",
         summary="Masked-LM training on your text: adapt a model to a domain, or pre-train a small BERT from scratch.",
         section="mlm",
-        settings="bertkit.config.task_sections:MlmConfig",
+        settings="bertkit.tasks.mlm.settings:MlmConfig",
         architecture="ForMaskedLM",
         pipeline="fill-mask",
         # scicite adaptation (bench/adapt_quality.py mlm): blocks of 128, 1e-4, a new head at 1e-3
@@ -112,7 +112,7 @@ register(
         module="bertkit.tasks.embed.task",
         summary="Sentence embeddings: contrastive fine-tuning on (anchor, positive) pairs or scored pairs.",
         section="embed",
-        settings="bertkit.config.task_sections:EmbedConfig",
+        settings="bertkit.tasks.embed.settings:EmbedConfig",
         pipeline="sentence-similarity",
         # SQuAD retrieval (bench/adapt_quality.py embed): 3e-5, batch 32 (more in-batch negatives), 10% warmup
         defaults={("train", "learning_rate"): 3.0e-5, ("train", "batch_size"): 32, ("train", "warmup_ratio"): 0.1},
@@ -132,7 +132,7 @@ register(
         summary="Distillation: a smaller student learns a classify or ner bundle's outputs; the result is a bundle "
         "of the teacher's task.",
         section="distill",
-        settings="bertkit.config.task_sections:DistillConfig",
+        settings="bertkit.tasks.distill.settings:DistillConfig",
         # the student starts from the teacher itself unless model.name names another start
         # (bench/distill_quality.py: 3 of MiniLM's 6 layers, docs/distill.md)
         defaults={("model", "name"): None},
@@ -150,7 +150,7 @@ register(
         summary="Cross-encoder reranker: (query, positive, negatives) groups or labelled (query, passage) pairs; "
         "re-orders `bertkit search` hits (--rerank).",
         section="rerank",
-        settings="bertkit.config.rerank_section:RerankConfig",
+        settings="bertkit.tasks.rerank.settings:RerankConfig",
         pipeline="text-ranking",
         # SQuAD question -> paragraph (bench/rerank_quality.py, docs/rerank.md): 256 tokens hold the
         # question and nearly every paragraph whole; 1e-4 with the new head at 1e-3 and 10% warmup is

@@ -3,7 +3,7 @@ card ask of a task. A task subclasses `Task`, implements the methods marked *req
 overrides an optional hook only where its default does not fit. Its module exposes the instance
 as `TASK`, and a registry record (bertkit/tasks/registry.py) names the module.
 
-`info` is the run's description (`bertkit.run_info.RunInfo`, a read-only mapping): built from
+`info` is the run's description (`bertkit.core.run_info.RunInfo`, a read-only mapping): built from
 what `setup` returns (and `tokenizer_facts`, once the tokenizer is known), saved as the bundle's
 `bertkit.json`, and handed back to `predict` / `evaluate` when the bundle is used. No hook can
 change it; none needs to.
@@ -19,17 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from bertkit.data.records import blank, text_value
-from bertkit.errors import BertkitError, RecordError
+from bertkit.core.data.records import blank, text_value
+from bertkit.core.errors import BertkitError, RecordError
 
 if TYPE_CHECKING:
-    from bertkit.config import RunConfig
-    from bertkit.run_info import RunInfo
+    from bertkit.config import Config
+    from bertkit.core.run_info import RunInfo
     from bertkit.tasks.options import EvaluateOptions, PredictOptions
     from bertkit.tasks.scored import Scored
 
 
-def pad_multiple(cfg: RunConfig) -> int | None:
+def pad_multiple(cfg: Config) -> int | None:
     """Batches are padded to a multiple of this (train.pad_to_multiple_of; 8 on a GPU, where
     tensor cores want it; none on a CPU)."""
     import torch
@@ -52,11 +52,11 @@ class Task:
 
     # ------------------------------------------------------------ training: required
 
-    def load(self, cfg: RunConfig) -> dict:
+    def load(self, cfg: Config) -> dict:
         """The splits as `datasets.Dataset`s: {"train": ..., "validation": ..., "test"?: ...}."""
         raise NotImplementedError
 
-    def setup(self, ds: dict, cfg: RunConfig) -> dict:
+    def setup(self, ds: dict, cfg: Config) -> dict:
         """The run's description (`info`, saved as bertkit.json): labels, lengths, settings.
         Must hold "task" and "max_length"."""
         raise NotImplementedError
@@ -65,7 +65,7 @@ class Task:
         """The splits turned into model features (token ids, labels)."""
         raise NotImplementedError
 
-    def build_model(self, source: str | None, info: dict, cfg: RunConfig):
+    def build_model(self, source: str | None, info: dict, cfg: Config):
         """The model to train, from `source` (a path or hub id; None when `starts_from_scratch`)."""
         raise NotImplementedError
 
@@ -86,16 +86,16 @@ class Task:
     scores_before_training = False  # score the validation data once before training (see `compare`)
     reduce_logits = None  # the Trainer's preprocess_logits_for_metrics, when logits are too big to keep
 
-    def starts_from_scratch(self, cfg: RunConfig) -> bool:
+    def starts_from_scratch(self, cfg: Config) -> bool:
         """True when the model is built from a config, not loaded (no model.name to resolve)."""
         return False
 
-    def inputs(self, cfg: RunConfig) -> list[str]:
+    def inputs(self, cfg: Config) -> list[str]:
         """Paths a run reads besides model.name, model.tokenizer and the data files (distill: its
         teacher), which an output with --overwrite must never delete."""
         return []
 
-    def new_tokenizer(self, ds: dict, cfg: RunConfig):
+    def new_tokenizer(self, ds: dict, cfg: Config):
         """A tokenizer learnt from the data, or None to load model.tokenizer / model.name's."""
         return None
 
@@ -105,17 +105,17 @@ class Task:
         use. The description is fixed from then on."""
         return {}
 
-    def collator(self, tokenizer, cfg: RunConfig):
+    def collator(self, tokenizer, cfg: Config):
         """Batches of `prepare`'s features: padded to the longest row of each batch."""
         from transformers import DataCollatorWithPadding
 
         return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
-    def loss(self, info: dict, cfg: RunConfig, train) -> Callable | None:
+    def loss(self, info: dict, cfg: Config, train) -> Callable | None:
         """The Trainer's compute_loss_func, or None for the model's own loss. Called as
         `f(outputs, labels, num_items_in_batch=None)`; the Trainer does not divide its result by
         the gradient accumulation steps, so it must be normalised by `num_items_in_batch` (the
-        step's labels that are not -100): see bertkit/losses.py, and `losses.step_share` for a
+        step's labels that are not -100): see bertkit/core/losses.py, and `losses.step_share` for a
         loss computed as a micro-batch mean."""
         return None
 
@@ -123,7 +123,7 @@ class Task:
         """Does `fit` train this run without the Trainer (so its learning-rate settings are unused)."""
         return False
 
-    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: RunConfig, log_history: list) -> dict | None:
+    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: Config, log_history: list) -> dict | None:
         """Train `model` without the Trainer, or None to let the Trainer train it (every task's
         default; classify's contrastive route trains its own way, `trains_itself`). Returns what
         bertkit.json records of the training; `log_history` takes the losses the training curves plot."""
@@ -141,11 +141,11 @@ class Task:
 
     # ------------------------------------------------------------ inspecting the data (optional)
 
-    def inspect_view(self, split, cfg: RunConfig, info: RunInfo):
+    def inspect_view(self, split, cfg: Config, info: RunInfo):
         """What `bertkit inspect` looks at in one split (`bertkit.inspection.texts.View`): by
         default the configured text (and pair) column, and the label column's values as labels
         when the split has one."""
-        from bertkit.data import WHERE, column
+        from bertkit.core.data import WHERE, column
         from bertkit.inspection.texts import View
 
         d = cfg.data
@@ -163,7 +163,7 @@ class Task:
         """The format this task reads the file of `source` (a `DataSource`) in, told from its
         extension or its content as `load` and `evaluate` tell it (said once when from content):
         a command that reads one file several times tells it once and passes it on."""
-        from bertkit.data.formats import detect_format
+        from bertkit.core.data.formats import detect_format
 
         return detect_format(source.path, source.format)
 
@@ -178,7 +178,7 @@ class Task:
         tags), from the run's description: training prints them, `inspect` reports them."""
         return []
 
-    def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:
+    def inspect_checks(self, ds: dict, tokenizer, info: RunInfo, cfg: Config) -> tuple[dict, list[str]]:
         """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
         return {}, []
 
@@ -235,7 +235,7 @@ class Task:
         return model(**inputs).logits
 
     def explainer(self):
-        """What `bertkit explain` does with this task's models (a `bertkit.explain.targets.Explainer`:
+        """What `bertkit explain` does with this task's models (a `bertkit.tasks.explaining.Explainer`:
         how a text is read, which scores are explained, how the result is laid out), or None when
         the task has nothing to explain (`explain_refusal` says why)."""
         return None

@@ -38,8 +38,8 @@ class ModelOptions:
         return info.get("text_join") or " "
 
     def layout(self):
-        """How the input file is written (`bertkit.data.readers.Layout`)."""
-        from bertkit.data.formats import Layout
+        """How the input file is written (`bertkit.core.data.readers.Layout`)."""
+        from bertkit.core.data.formats import Layout
 
         return Layout(self.columns, None, self.encoding)
 
@@ -98,7 +98,7 @@ class EvaluateOptions(ModelOptions):
 
     def source(self, path: str):
         """The labelled file as a data source, with its format and layout."""
-        from bertkit.config import DataSource
+        from bertkit.core.data_settings import DataSource
 
         columns = list(self.columns) if self.columns else None
         return DataSource(path=path, format=self.data_format, columns=columns, encoding=self.encoding)

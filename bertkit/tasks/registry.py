@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bertkit.errors import BertkitError, did_you_mean
-from bertkit.learning_rates import StepScaledRate
+from bertkit.core.errors import BertkitError, did_you_mean
+from bertkit.core.learning_rates import StepScaledRate
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class TaskRecord:
     pipeline: str = "feature-extraction"  # the model card's pipeline tag
     # measured settings that a config leaving the key out gets: {(section, key): value}
     defaults: Mapping[tuple[str, str], Any] = field(default_factory=dict)
-    # what `train.learning_rate: auto` means for this task (bertkit/learning_rates.py)
+    # what `train.learning_rate: auto` means for this task (bertkit/core/learning_rates.py)
     learning_rate: StepScaledRate | None = None
     # what `train.learning_rate` follows when `train.adapter` is on and the config leaves the rate out
     # (auto, by this rule); None: the task takes no adapter (docs/adapters.md says why for each)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from bertkit.config import Config
-from bertkit.learning_rates import AUTO, planned_steps
+from bertkit.core.learning_rates import AUTO, planned_steps
 from bertkit.training.run_dir import is_main_process
 
 
@@ -29,7 +29,7 @@ def resolve_rates(cfg: Config, train, say: bool = True) -> tuple[Config, dict]:
     resolved = cfg.model_copy(update={"train": t.model_copy(update=rates)})
     note = {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
     if say and is_main_process():
-        from bertkit.progress import console
+        from bertkit.core.progress import console
 
         chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in note["auto"] if rates[k] is not None)
         console.print(f"{chosen} (auto: ×{note['factor']:g} for a {steps:,}-step run)")

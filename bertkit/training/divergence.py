@@ -28,9 +28,9 @@ The losses of an evaluation's batches are read once, when the evaluation ends.
 
 from __future__ import annotations
 
-from bertkit.errors import BertkitError
-from bertkit.models import weights_problem
-from bertkit.progress import callback_base
+from bertkit.core.errors import BertkitError
+from bertkit.core.models import weights_problem
+from bertkit.core.progress import callback_base
 
 ADVICE = "Nothing was published. Lower train.learning_rate and run again"
 

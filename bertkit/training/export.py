@@ -8,12 +8,14 @@ import platform
 import time
 from pathlib import Path
 
-from bertkit import __version__, outputs, reports
-from bertkit.adapters.training import is_adapted
-from bertkit.adapters.training import save as save_adapter
+from bertkit import __version__
 from bertkit.config import Config
-from bertkit.outputs.strict_json import undefined_as_null
-from bertkit.run_info import INFO_FILE, RunInfo
+from bertkit.core import outputs
+from bertkit.core import plots as reports
+from bertkit.core.adapters.training import is_adapted
+from bertkit.core.adapters.training import save as save_adapter
+from bertkit.core.outputs.strict_json import undefined_as_null
+from bertkit.core.run_info import INFO_FILE, RunInfo
 
 
 def library_versions() -> dict:

@@ -8,10 +8,10 @@ import shutil
 import time
 from pathlib import Path
 
-from bertkit import models, outputs
 from bertkit.config import Config
-from bertkit.errors import BertkitError
-from bertkit.run_info import RunInfo
+from bertkit.core import models, outputs
+from bertkit.core.errors import BertkitError
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
 from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
@@ -81,11 +81,11 @@ def _run(
     scratch = task.starts_from_scratch(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
-        from bertkit.adapters.base import refuse_adapter_bundle
+        from bertkit.core.adapters.base import refuse_adapter_bundle
 
         refuse_adapter_bundle(cfg.model.name, source)  # before anything reads it as a whole model
         models.check_max_length(source, cfg)
-    from bertkit.progress import RichProgress, console, status
+    from bertkit.core.progress import RichProgress, console, status
 
     with status("reading data"):
         raw = task.load(cfg)
@@ -106,13 +106,13 @@ def _run(
     cfg, rates = resolve_rates(cfg, features["train"], say=not task.trains_itself(info))
     model = starting_model(cfg, task, source, info)
     if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
-        from bertkit.adapters.training import attach
+        from bertkit.core.adapters.training import attach
 
         saved = task.export(model, info) or model
         model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
         info = info.replace(adapter=adapter)
     if checkpoint is not None:
-        from bertkit.adapters.training import check_resume
+        from bertkit.core.adapters.training import check_resume
 
         check_resume(checkpoint, info.get("adapter"), run_facts(work))
     freeze(model, cfg)
@@ -160,7 +160,7 @@ def _run(
             result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except BaseException as err:
         discard_if_empty(work)
-        from bertkit.checkpoints import last_complete
+        from bertkit.core.checkpoints import last_complete
 
         kept = work.is_dir() and last_complete(work)[0] is not None
         if isinstance(err, TrainingDiverged) and kept:
@@ -206,7 +206,7 @@ def _run(
 def run_tokenizer(cfg: Config, task, raw, source: str | None):
     """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
     the model's. `bertkit smoke` loads it here too."""
-    from bertkit.tokenization import load_tokenizer
+    from bertkit.core.tokenization import load_tokenizer
 
     tokenizer = task.new_tokenizer(raw, cfg)
     if tokenizer is None:
@@ -225,7 +225,7 @@ def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
     """`task.prepare` through the on-disk feature cache (training/feature_cache.py), unless
     data.cache is off or the training split is streamed (tokenized as training reads it)."""
-    from bertkit.progress import console, status
+    from bertkit.core.progress import console, status
 
     counts = {role: _count(split) for role, split in raw.items()}
     sizes = ", ".join(f"{role} (streamed)" if n is None else f"{n:,} {role}" for role, n in counts.items())

@@ -9,8 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
-from bertkit import outputs
-from bertkit.errors import BertkitError
+from bertkit.core import outputs
+from bertkit.core.errors import BertkitError
 
 
 def is_main_process() -> bool:
@@ -24,7 +24,7 @@ def work_dir(final: Path) -> Path:
 
 def mark_run_dir(work: Path, facts: dict | None = None) -> None:
     """Marks `work` as a bertkit run's, with `facts` a resumed run must agree with (`run_facts`)."""
-    from bertkit.checkpoints import RUN_MARKER
+    from bertkit.core.checkpoints import RUN_MARKER
 
     work.mkdir(parents=True, exist_ok=True)
     recorded = json.dumps(facts) + "\n" if facts else ""
@@ -33,7 +33,7 @@ def mark_run_dir(work: Path, facts: dict | None = None) -> None:
 
 def run_facts(work: Path) -> dict:
     """The facts the run that made `work` recorded (an older marker has none)."""
-    from bertkit.checkpoints import RUN_MARKER
+    from bertkit.core.checkpoints import RUN_MARKER
 
     try:
         lines = (work / RUN_MARKER).read_text(encoding="utf-8").splitlines()
@@ -46,7 +46,7 @@ def run_facts(work: Path) -> dict:
 def discard_if_empty(work: Path) -> None:
     """A run that stops before its first complete checkpoint (a full disk can cut the first one
     short) leaves nothing to resume: no `.partial`."""
-    from bertkit.checkpoints import last_complete
+    from bertkit.core.checkpoints import last_complete
 
     if work.is_dir() and last_complete(work)[0] is None and is_main_process():
         shutil.rmtree(work, ignore_errors=True)
@@ -55,8 +55,8 @@ def discard_if_empty(work: Path) -> None:
 def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -> Path | None:
     """Everything about the output and work directories that can fail, checked before training;
     returns the checkpoint to resume from."""
-    from bertkit import checkpoints
-    from bertkit.progress import console
+    from bertkit.core import checkpoints
+    from bertkit.core.progress import console
 
     if final.exists() and not overwrite:
         what = "the run would replace it when it finishes" if resume else "it would be replaced"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bertkit import metrics
 from bertkit.config import Config
-from bertkit.errors import BertkitError, did_you_mean
-from bertkit.progress import callback_base
+from bertkit.core import metrics
+from bertkit.core.errors import BertkitError, did_you_mean
+from bertkit.core.progress import callback_base
 
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
 
@@ -18,7 +18,7 @@ LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
 def resolve_precision(choice: str) -> str:
     import torch
 
-    from bertkit.inference import gpu_half
+    from bertkit.core.inference import gpu_half
 
     cuda = torch.cuda.is_available()
     if choice == "auto":

@@ -5,7 +5,7 @@
 - `study`: the study itself, each trial one `training.train` run in a temporary folder;
 - `report`: trials.csv / trials.json, history.png, importances.png and best.yaml.
 
-Optuna is an extra (`pip install -e '.[tune]'`; bertkit/extras.py), imported only when a study runs.
+Optuna is an extra (`pip install -e '.[tune]'`; bertkit/core/extras.py), imported only when a study runs.
 """
 
 from bertkit.tuning.study import TuneOptions, TuneResult, tune

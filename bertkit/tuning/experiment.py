@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from bertkit.config import Config
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 ATTRIBUTE = "experiment"  # the study's user attribute holding it
 NO_EFFECT = (

@@ -6,10 +6,10 @@ import math
 
 from pydantic import ValidationError
 
-from bertkit.config import Config, schema
-from bertkit.config.tune_section import SearchRange
-from bertkit.errors import BertkitError
-from bertkit.learning_rates import AUTO
+from bertkit.config import Config, config_class
+from bertkit.core.errors import BertkitError
+from bertkit.core.learning_rates import AUTO
+from bertkit.core.tune_settings import SearchRange
 from bertkit.tasks import registry
 
 # Learning rates: a quarter to four times the run's own (the config's, else the task's measured
@@ -131,7 +131,7 @@ def with_values(cfg: Config, values: dict, **top) -> Config:
         data[section][name] = value
     data.update(top)
     try:
-        return schema.Config.model_validate(data)
+        return config_class().model_validate(data)
     except ValidationError as err:
         shown = ", ".join(f"{k}={v}" for k, v in values.items())
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())

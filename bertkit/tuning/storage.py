@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
 # SQLite's companions of a database file: the journal of an unfinished write (which a process

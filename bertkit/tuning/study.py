@@ -9,11 +9,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bertkit import outputs
 from bertkit.config import Config
-from bertkit.errors import BertkitError
-from bertkit.outputs.files import contains, is_leftover
-from bertkit.progress import console, status
+from bertkit.core import outputs
+from bertkit.core.errors import BertkitError
+from bertkit.core.outputs.files import contains, is_leftover
+from bertkit.core.progress import console, status
 from bertkit.tuning import search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
 from bertkit.tuning.space import check_space, check_study_space, describe, refuse_unused_keys, space_of, with_values
@@ -165,7 +165,7 @@ def metric_of(cfg: Config) -> tuple[str, str | None]:
     """The validation metric the study optimises: tune.metric, else train.metric_for_best_model,
     else the task's own (which may depend on the data: regression or classes, scored pairs...);
     and the route the run takes on the data (classify's `strategy`, None for other tasks)."""
-    from bertkit.run_info import RunInfo
+    from bertkit.core.run_info import RunInfo
     from bertkit.tasks import get_task
     from bertkit.training.trainer import check_metric
 
@@ -193,7 +193,7 @@ def check_model(cfg: Config, task, raw) -> None:
     `bertkit smoke` find and load them (`models.resolve`, `training.run.run_tokenizer`): a model
     folder that does not exist is one clear error before the output folder or any trial, not a
     failed trial in a study."""
-    from bertkit import models
+    from bertkit.core import models
     from bertkit.training.run import run_tokenizer
 
     source = None
@@ -310,7 +310,7 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
 def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path, current: dict):
     from transformers.utils import logging as hf_logging
 
-    from bertkit.metrics import scalars
+    from bertkit.core.metrics import scalars
     from bertkit.training import train
     from bertkit.training.divergence import TrainingDiverged
     from bertkit.tuning.space import suggest

@@ -5,7 +5,7 @@ the tuned vectors by logistic regression, one-vs-rest for multi-label.
 
 The vector is the unit-length mean of the tokens (the [CLS] vector for a sentence encoder whose
 files say it pools that way): the vector a sentence encoder such as MiniLM was trained to give.
-bertkit/pooled_head.py makes the model's head read it, and records that in config.json, so the
+bertkit/core/pooled_head.py makes the model's head read it, and records that in config.json, so the
 result is an ordinary classify bundle that predict, evaluate, explain, compare, export and serve
 read as they read any other.
 """
@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from bertkit.errors import BertkitError
-from bertkit.pooled_head import use_pooling
+from bertkit.core.errors import BertkitError
+from bertkit.core.pooled_head import use_pooling
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.label_pairs import label_sets, make_pairs
 from bertkit.tasks.classify.labels import MULTI
@@ -29,7 +29,7 @@ FAR = 10.0  # the logit given to a label the training data never shows on (or al
 
 def head_layer(model):
     """The last linear layer of the model's classification head (the one giving the logits)."""
-    from bertkit.pooled_head import head_name
+    from bertkit.core.pooled_head import head_name
 
     return model.get_submodule(head_name(model))
 
@@ -107,7 +107,7 @@ def moves_vectors(model, tokenizer, row: dict, layer) -> bool:
     model.train(training)
     if kept[0].requires_grad:
         return True
-    from bertkit.progress import console
+    from bertkit.core.progress import console
     from bertkit.training.run_dir import is_main_process
 
     if is_main_process():
@@ -166,7 +166,7 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
 @contextlib.contextmanager
 def _steps_shown(pairs: int, steps: int, settings):
     """The route's own settings said once, and a bar over its steps (the main process only)."""
-    from bertkit.progress import bar, console
+    from bertkit.core.progress import bar, console
     from bertkit.training.run_dir import is_main_process
 
     if not is_main_process():

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit.errors import BertkitError
-from bertkit.explain.inputs import encode_text
-from bertkit.explain.targets import Explainer, Plan, Target, label_index, model_output
-from bertkit.inference import sigmoid, softmax
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import sigmoid, softmax
+from bertkit.tasks.explain_inputs import encode_text
+from bertkit.tasks.explaining import Explainer, Plan, Target, label_index, model_output
 
 
 class ClassifyExplainer(Explainer):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
 PROBLEM_TYPES = (SINGLE, MULTI, REGRESSION)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit import metrics
-from bertkit.inference import sigmoid
+from bertkit.core import metrics
+from bertkit.core.inference import sigmoid
 from bertkit.tasks.classify.labels import MULTI, REGRESSION
 from bertkit.tasks.scored import Correlated, Scored, ratio
 

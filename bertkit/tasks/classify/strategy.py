@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 from bertkit.tasks.classify.labels import REGRESSION
 
 FINETUNE, CONTRASTIVE = "finetune", "contrastive"
@@ -22,7 +22,7 @@ class ContrastiveSettings:
     seed: int
     max_steps: int | None = None  # train.max_steps: the pass over the pairs stops there (smoke runs)
     head_c: float = 1.0  # the logistic regression's inverse regularisation (scikit-learn's default)
-    pooling: str = "mean"  # the sentence vector tuned and classified (bertkit/pooled_head.py)
+    pooling: str = "mean"  # the sentence vector tuned and classified (bertkit/core/pooled_head.py)
     logging_steps: int = 20  # train.logging_steps: the pair loss is logged as its mean over this many steps
 
     @classmethod
@@ -46,10 +46,10 @@ def source_pooling(name: str, revision: str | None = None) -> str:
     into the cache), the mean of the tokens otherwise."""
     from pathlib import Path
 
-    from bertkit import models
-    from bertkit.embeddings.encoder import hub_settings, model_settings
-    from bertkit.pooled_head import POOLING_KEY
-    from bertkit.run_info import read_json
+    from bertkit.core import models
+    from bertkit.core.pooled_head import POOLING_KEY
+    from bertkit.core.run_info import read_json
+    from bertkit.tasks.embed.encoder import hub_settings, model_settings
 
     try:
         folder = Path(models.resolve(name, revision)).expanduser()  # a packaged model's name is its folder
@@ -192,7 +192,7 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from bertkit import models
+    from bertkit.core import models
     from bertkit.training.trainer import freeze
 
     trusted = cfg.model.trust_remote_code
@@ -226,7 +226,7 @@ def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
 
 
 def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
-    from bertkit.progress import console
+    from bertkit.core.progress import console
     from bertkit.training.run_dir import is_main_process
 
     unused = unused_settings(cfg, route)
@@ -246,7 +246,7 @@ def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
 
 
 def say(route: str, why: str) -> None:
-    from bertkit.progress import console
+    from bertkit.core.progress import console
     from bertkit.training.run_dir import is_main_process
 
     if is_main_process():  # one line, not one a process

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models
-from bertkit.config import Config
-from bertkit.data.records import blank
-from bertkit.errors import BertkitError
-from bertkit.inference import chunks, empty_record, forward, sigmoid, softmax
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models
+from bertkit.core.data.records import blank
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks, empty_record, forward, sigmoid, softmax
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task
 from bertkit.tasks.classify import strategy
 from bertkit.tasks.classify.encoding import (
@@ -40,6 +40,9 @@ from bertkit.tasks.classify.labels import (
 from bertkit.tasks.classify.scored import scored
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.scored import Scored
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 HF_PROBLEM = {
     SINGLE: "single_label_classification",
@@ -200,12 +203,12 @@ class ClassifyTask(Task):
     def python_usage(self, where: str, info: dict | None = None) -> list[str]:
         if not (info or {}).get("training", {}).get("contrastive"):
             return super().python_usage(where, info)
-        # the head reads the pooled sentence vector (bertkit/pooled_head.py), which plain
+        # the head reads the pooled sentence vector (bertkit/core/pooled_head.py), which plain
         # transformers would not know to compute
         return [
             "import torch",
             "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
-            "from bertkit.pooled_head import restore  # the head reads the mean of the tokens",
+            "from bertkit.core.pooled_head import restore  # the head reads the mean of the tokens",
             f'model = restore(AutoModelForSequenceClassification.from_pretrained("{where}"))',
             f'tokenizer = AutoTokenizer.from_pretrained("{where}")',
             "with torch.no_grad():",
@@ -221,9 +224,9 @@ class ClassifyTask(Task):
         return METRIC_NAMES[info["problem_type"]]
 
     def loss(self, info: dict, cfg: Config, train):
-        """Class weights and / or focal loss (bertkit/losses.py) when the config asks, else None:
+        """Class weights and / or focal loss (bertkit/core/losses.py) when the config asks, else None:
         per class for single-label, per label's positives (BCE's pos_weight) for multi-label."""
-        from bertkit import losses
+        from bertkit.core import losses
 
         spec, kind, gamma = cfg.classify.class_weights, cfg.classify.loss, cfg.classify.focal_gamma
         if spec is None and kind == losses.CROSS_ENTROPY:

@@ -18,7 +18,7 @@ labelled ones (0 in a batch without any).
 
 from __future__ import annotations
 
-from bertkit.losses import IGNORE, sigmoid_loss, softmax_loss, step_share
+from bertkit.core.losses import IGNORE, sigmoid_loss, softmax_loss, step_share
 
 
 def soft_loss(kind: str, student, teacher, temperature: float, mask=None):

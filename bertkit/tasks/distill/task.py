@@ -5,7 +5,8 @@ teacher task's, so the bundle written is an ordinary classify or ner bundle."""
 
 from __future__ import annotations
 
-from bertkit.config import Config
+from typing import TYPE_CHECKING
+
 from bertkit.tasks.base import Task
 from bertkit.tasks.distill import losses
 from bertkit.tasks.distill.teacher import (
@@ -16,6 +17,9 @@ from bertkit.tasks.distill.teacher import (
     teacher_of,
     with_unlabeled,
 )
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 
 def _task_of(info):
@@ -46,7 +50,7 @@ class DistillTask(Task):
         return splits
 
     def setup(self, ds, cfg: Config) -> dict:
-        from bertkit import models
+        from bertkit.core import models
         from bertkit.tasks.distill.student import check_layers, layer_count
 
         teacher = self.teacher(cfg)
@@ -84,16 +88,16 @@ class DistillTask(Task):
 
     def new_tokenizer(self, ds, cfg: Config):
         """The teacher's tokenizer: the student must read the same tokens."""
-        from bertkit.errors import BertkitError
+        from bertkit.core.errors import BertkitError
+        from bertkit.core.tokenization import load_tokenizer
         from bertkit.tasks.distill.student import check_vocabulary
-        from bertkit.tokenization import load_tokenizer
 
         teacher = self.teacher(cfg)
         if cfg.model.tokenizer:
             raise BertkitError("model.tokenizer: a student uses the teacher's tokenizer; remove the key")
         tokenizer = load_tokenizer(teacher.path)
         if cfg.model.name != cfg.distill.teacher:
-            from bertkit import models
+            from bertkit.core import models
 
             start = models.resolve(cfg.model.name, cfg.model.revision)
             check_vocabulary(tokenizer, start, teacher.path, cfg.model.revision, cfg.model.trust_remote_code)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
+
+if TYPE_CHECKING:
+    pass
 
 TEACHER_TASKS = ("classify", "ner")
 # keys of the data section that follow the teacher's config when the distill config leaves them out
@@ -23,7 +27,7 @@ class Teacher:
 
 def teacher_of(cfg) -> Teacher:
     """The teacher named by distill.teacher, and the run's config in its task's terms."""
-    from bertkit.run_info import read_info
+    from bertkit.core.run_info import read_info
     from bertkit.tasks import get_task
 
     path = cfg.distill.teacher
@@ -42,7 +46,7 @@ def task_config(cfg, info: dict):
     """The distill config as a config of the teacher's task: its labels and problem type, its
     task section and data columns where the distill config says nothing, its max_length when
     model.max_length is left out."""
-    from bertkit.config import Config
+
     from bertkit.tasks import record
 
     raw = cfg.dump()
@@ -71,7 +75,7 @@ def task_config(cfg, info: dict):
         raw["data"]["labels"] = list(info["labels"])  # the teacher's outputs, in its order
     raw["data"]["unlabeled"] = None
     raw["task"] = info["task"]
-    return Config.model_validate(raw)
+    return type(cfg).model_validate(raw)  # the class of the config read, with every task's section
 
 
 def check_given_labels(given: list[str] | None, info: dict) -> None:
@@ -106,7 +110,7 @@ def check_given_labels(given: list[str] | None, info: dict) -> None:
             "student's outputs are the teacher's, one for one: leave data.labels out, or list the teacher's"
         )
     if info["task"] != "ner" and mine != theirs:
-        from bertkit.progress import console
+        from bertkit.core.progress import console
 
         console.print(
             f"data.labels: the teacher's labels in another order; the student's outputs keep the teacher's order "
@@ -148,9 +152,9 @@ def read_unlabeled(paths: list[str] | None, teacher: Teacher) -> list[dict]:
     does not set them): `{"text": ..., "pair": ...}` each (pair None for a teacher of single
     texts). A text file holds one text a line; a pair teacher needs a table with both columns,
     and a record without its second text is an error naming its file and line."""
-    from bertkit import data as data_mod
-    from bertkit.config import DataSource
-    from bertkit.data.records import blank
+    from bertkit.core import data as data_mod
+    from bertkit.core.data.records import blank
+    from bertkit.core.data_settings import DataSource
 
     c = teacher.cfg.data
     pair_column = c.text_pair_column if teacher.info["task"] == "classify" else None
@@ -196,7 +200,7 @@ def with_unlabeled(train, unlabeled: list[dict], teacher: Teacher):
     the teacher's outputs teach from them."""
     import datasets
 
-    from bertkit.data import WHERE
+    from bertkit.core.data import WHERE
 
     names = train.column_names
     first = train[0]
@@ -233,9 +237,9 @@ UNLABELED = "distill_unlabeled"
 def teacher_logits(teacher: Teacher, tokenizer, features, batch_size: int) -> list:
     """The teacher's logits on every feature (a row per example; for ner a row per token, as
     long as the feature), computed once, batched, without gradients."""
-    from bertkit.bundle import open_bundle
-    from bertkit.inference import chunks, forward
-    from bertkit.progress import bar
+    from bertkit.core.inference import chunks, forward
+    from bertkit.core.progress import bar
+    from bertkit.tasks.bundle import open_bundle
 
     # fp32 on a GPU too: computed once, the targets are worth their digits more than the time
     model = open_bundle(teacher.path).load_model(teacher.task.auto_model, precision="fp32")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit import metrics
-from bertkit.embeddings.pooling import l2_normalize, unit_rows
+from bertkit.core import metrics
+from bertkit.core.pooling import l2_normalize, unit_rows
 from bertkit.tasks.scored import Correlated, Scored
 
 

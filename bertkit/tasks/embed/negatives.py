@@ -4,7 +4,7 @@ line and column."""
 
 from __future__ import annotations
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 NEGATIVE = "negative_"  # prefix of the negatives' model inputs
 

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models
-from bertkit.config import Config
-from bertkit.embeddings.encoder import Encoder, Settings
-from bertkit.errors import BertkitError
-from bertkit.inference import chunks, empty_record
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks, empty_record
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
+from bertkit.tasks.embed.encoder import Encoder, Settings
 from bertkit.tasks.embed.losses import pair_metrics, pair_results
 from bertkit.tasks.embed.negatives import negative_columns
 from bertkit.tasks.embed.pairs import PairCollator, group_ids, pair_encoder_class, pair_features, plain_text, scores_of
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.scored import Scored
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 
 class EmbedTask(Task):
@@ -29,10 +32,10 @@ class EmbedTask(Task):
 
     def onnx_forward(self, model, inputs, info):
         """The pooled (and, when the bundle normalises, unit-length) vector, pooled with the
-        bundle's own settings as `bertkit.embeddings.encoder` reads them."""
+        bundle's own settings as `bertkit.tasks.embed.encoder` reads them."""
         import torch
 
-        from bertkit.embeddings.pooling import mean_in_token_order, pool
+        from bertkit.core.pooling import mean_in_token_order, pool
 
         pooling = info.get("pooling") or "mean"
         out, mask = model(**inputs), inputs["attention_mask"]

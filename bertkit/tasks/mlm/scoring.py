@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit import metrics
-from bertkit.inference import to_numpy
+from bertkit.core import metrics
+from bertkit.core.inference import to_numpy
 from bertkit.tasks.mlm import sentence_pairs
 from bertkit.tasks.mlm.masking import IGNORE
 

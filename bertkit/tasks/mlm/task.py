@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models, tokenization
-from bertkit.config import Config
-from bertkit.data.corpus import load_corpus
-from bertkit.data.records import place_of, text_value
-from bertkit.errors import BertkitError, RecordError
-from bertkit.inference import chunks, empty_record, forward, softmax, to_numpy
-from bertkit.progress import console
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models, tokenization
+from bertkit.core.data.corpus import load_corpus
+from bertkit.core.data.records import place_of, text_value
+from bertkit.core.errors import BertkitError, RecordError
+from bertkit.core.inference import chunks, empty_record, forward, softmax, to_numpy
+from bertkit.core.progress import console
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple, require_field
 from bertkit.tasks.mlm import sentence_pairs, streaming
 from bertkit.tasks.mlm.masking import MaskingCollator, fixed_masks
 from bertkit.tasks.mlm.scoring import losses_of_rows, mask_like, score, score_rows, token_losses
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 
 class MlmTask(Task):
@@ -72,8 +75,8 @@ class MlmTask(Task):
         """From scratch without a given tokenizer: a WordPiece vocabulary learnt on the training text."""
         if not cfg.mlm.from_scratch or cfg.model.tokenizer:
             return None
-        from bertkit.progress import status
-        from bertkit.tokenizer_training import train_wordpiece
+        from bertkit.core.progress import status
+        from bertkit.core.tokenizer_training import train_wordpiece
 
         with status(f"learning a {cfg.mlm.vocab_size:,}-entry WordPiece vocabulary"):
             return train_wordpiece(

@@ -9,7 +9,7 @@ the same metric scores them: an entity is right when its type and both ends matc
 
 from __future__ import annotations
 
-from bertkit import graphemes, tokenization
+from bertkit.core import graphemes, tokenization
 from bertkit.tasks.ner.scored import Tagged
 from bertkit.tasks.ner.tagging import entity_spans, score_tags
 

@@ -5,10 +5,10 @@ pre-tokenizer's words, each cut into sub-words."""
 
 from __future__ import annotations
 
-from bertkit import tokenization
-from bertkit.errors import BertkitError
-from bertkit.explain.inputs import Encoded, Word, check_length
-from bertkit.explain.targets import Explainer, Plan, Target, model_output
+from bertkit.core import tokenization
+from bertkit.core.errors import BertkitError
+from bertkit.tasks.explain_inputs import Encoded, Word, check_length
+from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 
 SCORE_KIND = "sum of the logits of the predicted tag at each word of the entity"
 

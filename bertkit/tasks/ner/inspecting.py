@@ -4,12 +4,12 @@ to nothing."""
 
 from __future__ import annotations
 
-from bertkit import tokenization
+from bertkit.core import tokenization
 from bertkit.tasks.ner import tags
 
 
 def view(split):
-    from bertkit.data import WHERE
+    from bertkit.core.data import WHERE
     from bertkit.inspection.texts import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bertkit.errors import BertkitError
+from bertkit.core.errors import BertkitError
 
 SCHEMES = ("IOB1", "IOB2", "BIOES", "BILOU")
 _PREFIXES = {"B", "I", "E", "S", "L", "U"}

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models, tokenization
-from bertkit.config import Config, DataSource
-from bertkit.data.records import Blank, blank, place_of, text_value
-from bertkit.errors import BertkitError, RecordError
-from bertkit.inference import chunks, empty_record
-from bertkit.progress import console
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models, tokenization
+from bertkit.core.data.records import Blank, blank, place_of, text_value
+from bertkit.core.data_settings import DataSource
+from bertkit.core.errors import BertkitError, RecordError
+from bertkit.core.inference import chunks, empty_record
+from bertkit.core.progress import console
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
@@ -40,6 +41,9 @@ from bertkit.tasks.ner.tagging import (
     tag_words,
 )
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 
 def _tag_or_type(name: str) -> str:
@@ -155,9 +159,9 @@ class NerTask(Task):
         return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
     def loss(self, info: dict, cfg: Config, train):
-        """Tag weights and / or focal loss (bertkit/losses.py) over the sub-words that carry a tag
+        """Tag weights and / or focal loss (bertkit/core/losses.py) over the sub-words that carry a tag
         (-100 positions skipped) when the config asks, else None (the model's own loss)."""
-        from bertkit import losses
+        from bertkit.core import losses
 
         spec, kind = cfg.ner.class_weights, cfg.ner.loss
         if spec is None and kind == losses.CROSS_ENTROPY:
@@ -222,7 +226,7 @@ class NerTask(Task):
         """The tags the model gives each sentence of `data`, beside the gold ones."""
         import datasets
 
-        from bertkit.config import NerConfig
+        from bertkit.tasks.ner.settings import NerConfig
 
         ner = NerConfig.model_validate(info.get("ner") or {})
         source = options.source(data)
@@ -333,7 +337,7 @@ def _no_text(record: dict, where: str, text_column: str, info: RunInfo) -> Recor
 def check_conll_tokens(tokens: list[str], where: str) -> None:
     """Refused before the model runs, naming the input's line: a token that CoNLL output cannot
     carry (the writer checks every row by the same rule)."""
-    from bertkit.outputs.records import conll_cell_error
+    from bertkit.core.outputs.records import conll_cell_error
 
     for position, token in enumerate(tokens):
         error = conll_cell_error(token, position, where)

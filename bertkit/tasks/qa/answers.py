@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit import graphemes, metrics, tokenization
-from bertkit.errors import BertkitError
-from bertkit.inference import forward
-from bertkit.progress import console
+from bertkit.core import graphemes, metrics, tokenization
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import forward
+from bertkit.core.progress import console
 
 NO_CONTEXT = (-1, -1)  # offset_mapping entry of a token outside the context
 
@@ -71,7 +71,7 @@ def _start_end(out, inputs, rows):
 def encode(tokenizer, questions: list[str], contexts: list[str], info: dict, answers: list[dict] | None = None):
     """Features for (question, context) pairs: one per window of each context, with the context
     offsets of every token, and start/end positions when `answers` are given. Offsets come from
-    the tokenizer when it is fast and from `bertkit.japanese` when it is a Japanese one, so both
+    the tokenizer when it is fast and from `bertkit.core.japanese` when it is a Japanese one, so both
     are windowed here the same way."""
     qa, max_length = info["qa"], info["max_length"]
     tokenization.check_offsets(tokenizer, "qa")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit import tokenization
-from bertkit.errors import BertkitError
-from bertkit.explain.inputs import Encoded, words_in
-from bertkit.explain.targets import Explainer, Plan, Target, model_output
+from bertkit.core import tokenization
+from bertkit.core.errors import BertkitError
+from bertkit.tasks.explain_inputs import Encoded, words_in
+from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.qa.answers import NO_CONTEXT, answer_tokens, encode, extract_answers, feature_columns
 from bertkit.tasks.qa.reading import complete_settings
 

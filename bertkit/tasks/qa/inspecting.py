@@ -7,7 +7,7 @@ from collections import Counter
 
 
 def view(split):
-    from bertkit.data import WHERE
+    from bertkit.core.data import WHERE
     from bertkit.inspection.texts import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])

@@ -4,11 +4,13 @@ answer checked against its context and given its character start.
 
 from __future__ import annotations
 
-from bertkit import data as data_mod
-from bertkit.config import DataSource, QaConfig, derived_doc_stride
-from bertkit.data.records import text_value
-from bertkit.errors import BertkitError, RecordError
-from bertkit.progress import console
+from bertkit.core import data as data_mod
+from bertkit.core.data.records import text_value
+from bertkit.core.data_settings import DataSource
+from bertkit.core.errors import BertkitError, RecordError
+from bertkit.core.progress import console
+from bertkit.core.settings import derived_doc_stride
+from bertkit.tasks.qa.settings import QaConfig
 
 
 def fields_of(record: dict, qa: dict) -> dict[str, str]:
@@ -44,8 +46,8 @@ def read_examples(source: DataSource, qa: QaConfig, role: str) -> list[dict]:
         ds = data_mod.load_source(source)
         raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
     else:
-        from bertkit.data.formats import Layout, detect_format
-        from bertkit.data.readers import read_records
+        from bertkit.core.data.formats import Layout, detect_format
+        from bertkit.core.data.readers import read_records
 
         if source.files:
             raise BertkitError(

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models
-from bertkit.config import Config, DataSource, QaConfig
-from bertkit.data.records import blank, place_of
-from bertkit.errors import BertkitError
-from bertkit.inference import chunks, empty_record
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models
+from bertkit.core.data.records import blank, place_of
+from bertkit.core.data_settings import DataSource
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks, empty_record
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
 from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
@@ -25,6 +26,10 @@ from bertkit.tasks.qa.reading import (
     warn_unanswerable,
 )
 from bertkit.tasks.qa.scored import Answered
+from bertkit.tasks.qa.settings import QaConfig
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 
 class QaTask(Task):

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from bertkit import data as data_mod
-from bertkit.errors import BertkitError
+from bertkit.core import data as data_mod
+from bertkit.core.errors import BertkitError
 
 GROUPED, POINTWISE = "grouped", "pointwise"
 IGNORE = -100  # label of a group's unused places (fewer negatives than negatives_per_query)

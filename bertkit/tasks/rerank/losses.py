@@ -7,7 +7,7 @@ monoBERT with several negatives per query). Labelled pairs: binary cross-entropy
 sigmoid against the label (scaled to 0..1).
 
 Both are computed as a micro-batch mean times its share of the optimizer step's items
-(`bertkit.losses.step_share`): the Trainer counts the step's labels that are not -100, which for
+(`bertkit.core.losses.step_share`): the Trainer counts the step's labels that are not -100, which for
 groups is the step's pairs, so a micro-batch's share is its share of pairs.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from bertkit.losses import IGNORE, step_share
+from bertkit.core.losses import IGNORE, step_share
 
 
 def group_scores(logits, labels):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit.inference import forward
+from bertkit.core.inference import forward
 from bertkit.tasks.rerank.groups import encode_pairs
 
 

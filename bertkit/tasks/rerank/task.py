@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bertkit import data as data_mod
-from bertkit import models
-from bertkit.config import Config
-from bertkit.data.records import blank
-from bertkit.errors import BertkitError
-from bertkit.inference import chunks, empty_record
-from bertkit.run_info import RunInfo
+from bertkit.core import data as data_mod
+from bertkit.core import models
+from bertkit.core.data.records import blank
+from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks, empty_record
+from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.classify.encoding import text_of
 from bertkit.tasks.embed.losses import Ranked
@@ -30,6 +30,9 @@ from bertkit.tasks.rerank.groups import (
 from bertkit.tasks.rerank.losses import group_ranks, group_scores, loss_function, pair_ranks
 from bertkit.tasks.rerank.scoring import pair_scores
 from bertkit.tasks.scored import Scored
+
+if TYPE_CHECKING:
+    from bertkit.config import Config
 
 METRICS = ["recall_at_1", "recall_at_5", "recall_at_10", "mrr"]
 

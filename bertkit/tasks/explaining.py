@@ -1,0 +1,69 @@
+"""What `bertkit explain` asks of a task (`Explainer`): how one input is read, which of the model's
+output scores are explained (`Target`s, gathered in a `Plan`), and how the explanations are laid
+out in the result. Each task that can be explained holds its own in its package
+(`bertkit/tasks/<task>/explaining.py`, returned by the task's `explainer()`):
+
+- classify: the target label's logit (single- and multi-label), or the predicted value (regression);
+- ner: each predicted entity, scored by the sum over its words of the logit of the tag the model
+  chose for the word (at the word's first sub-word, the one predict reads);
+- qa: the answer's start logit (at its first token) and end logit (at its last token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bertkit.core.errors import BertkitError
+from bertkit.explain.attribution import Target
+from bertkit.tasks.explain_inputs import Encoded
+
+__all__ = ["Encoded", "Explainer", "Plan", "Target", "label_index", "model_output"]
+
+
+@dataclass
+class Plan:
+    targets: list[Target]
+    score_kind: str
+    summary: dict = field(default_factory=dict)  # the model's prediction, as JSON fields
+
+
+class Explainer:
+    """A task's part in `bertkit explain`. `check` refuses a request the task cannot read before
+    the model is loaded; `encode` reads the input; `plan` picks the scores to explain from the
+    model's output; `lay_out` puts the explanations (one per target, in the plan's order) in the
+    result."""
+
+    reads_pairs = False  # --text-pair
+    reads_questions = False  # --question (the text is then the context)
+
+    def check(self, text: str, pair: str | None, question: str | None, info: dict, plain: bool) -> None:
+        """Refuse what this task's models cannot read (`plain`: a Hugging Face model without bertkit.json)."""
+
+    def encode(self, tokenizer, text: str, pair: str | None, question: str | None, info: dict) -> tuple[dict, Encoded]:
+        """The bundle's settings as the task reads them, and the input with its words."""
+        raise NotImplementedError
+
+    def plan(self, model, info: dict, encoded: Encoded, target: str | None) -> Plan:
+        raise NotImplementedError
+
+    def lay_out(self, explained: list[dict]) -> dict:
+        raise NotImplementedError
+
+
+def model_output(model, encoded: Encoded):
+    import torch
+
+    with torch.no_grad():
+        return model(**encoded.tensors(model.device))
+
+
+def label_index(value: str, labels: list[str], option: str = "--target") -> int:
+    """A label given by name or by number."""
+    if value in labels:
+        return labels.index(value)
+    if value.strip().lstrip("-").isdigit() and 0 <= int(value) < len(labels):
+        return int(value)
+    raise BertkitError(
+        f"{option} {value}: not a label of this model; its labels are {', '.join(labels)} "
+        f"(or their numbers, 0 to {len(labels) - 1})"
+    )
