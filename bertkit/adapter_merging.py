@@ -23,10 +23,10 @@ def not_an_adapter(path: str) -> BertkitError:
 def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
     """Write the merged bundle of the adapter bundle at `path` to `output`; returns its path."""
     from bertkit.core import outputs
-    from bertkit.core import plots as reports
     from bertkit.core.run_info import INFO_FILE
     from bertkit.tasks import get_task
     from bertkit.tasks.bundle import open_bundle
+    from bertkit.training import card
 
     if (Path(path) / "config.json").is_file() and not is_adapter_bundle(path):
         raise not_an_adapter(path)
@@ -46,7 +46,7 @@ def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
         for plot in Path(path).glob("*.png"):
             shutil.copyfile(plot, staged / plot.name)
         outputs.write_json(staged / INFO_FILE, info, undefined_as_null=True)
-        reports.model_card(info, staged / "README.md")
+        card.model_card(info, staged / "README.md")
     return target
 
 

@@ -11,12 +11,13 @@ from bertkit.core.errors import BertkitError
 def summary_rows(model: str) -> list[tuple[str, str]]:
     """What the bundle at `model` is: task, labels, inputs, what training found in its data (NER's
     tag scheme), its scores, and where it came from."""
-    from bertkit.core.run_info import INFO_FILE, read_info
+    from bertkit.core.run_info import INFO_FILE
+    from bertkit.tasks.bundle import read_info
 
     root = Path(model)
     if not root.is_dir():
         raise BertkitError(f"--model {model}: no such folder; give a bundle written by `bertkit train`")
-    info = read_info(root, pooling_needed=False)
+    info = read_info(root, complete=False)
     if info is None:
         raise BertkitError(
             f"{root / INFO_FILE} is not there: {model} is not a bertkit bundle (a plain Hugging Face folder "

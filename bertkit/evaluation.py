@@ -9,8 +9,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from bertkit.core import outputs, sharding
-from bertkit.core import plots as reports
+from bertkit.core import outputs, plots, sharding
 from bertkit.core.progress import status
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
@@ -56,5 +55,5 @@ def evaluate_file(
         if staged is not None:
             record = {"data": data, "model": model, **scores}
             outputs.write_json(staged / "metrics.json", record, undefined_as_null=True)
-            reports.task_plots(scores, staged)
+            plots.task_plots(scores, staged)
     return scores, target

@@ -60,9 +60,10 @@ def train(task: str, config: Path, sets, output_dir, overwrite: bool, resume: bo
     cfg = load_config(config, sets, task=task, output_dir=output_dir, **extra)
     from bertkit import training
     from bertkit.core.progress import console
+    from bertkit.core.sharding import is_main
 
     final, scores = training.train(cfg, overwrite=overwrite, resume=resume, protect=[config])
-    if training.is_main_process():
+    if is_main():
         _print_metrics(scores)
         console.print(f"[green]model saved to[/green] {final}")
 

@@ -10,8 +10,7 @@ import math
 from pathlib import Path
 
 from bertkit.comparison.bootstrap import ALPHA, LEVEL
-from bertkit.core import outputs
-from bertkit.core import plots as reports
+from bertkit.core import outputs, plots
 
 
 def main_metric(metrics: list[str]) -> str:
@@ -173,7 +172,7 @@ def write_csv(comparison, path: Path) -> None:
 def bar_chart(comparison, path: Path) -> None:
     import numpy as np
 
-    plt = reports.pyplot()
+    plt = plots.pyplot()
     metrics, rows = comparison.metrics, comparison.rows
     width = 0.8 / len(rows)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(metrics) * len(rows) ** 0.5 + 2), 4.2))
@@ -192,7 +191,7 @@ def bar_chart(comparison, path: Path) -> None:
     ax.set_title(f"{comparison.examples} examples of {Path(comparison.data).name}: {LEVEL:.0%} intervals")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(len(rows), 3), frameon=False)
     fig.tight_layout()
-    reports.save_png(fig, path)
+    plots.save_png(fig, path)
 
 
 def write_report(comparison, folder: Path) -> None:

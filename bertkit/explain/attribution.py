@@ -17,19 +17,12 @@ the attribution is the score's drop.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-
-@dataclass
-class Target:
-    """A score read from the model's output: the sum of its `terms`, each (output field, position or
-    None, column or None), e.g. ("logits", None, 2) for a classifier's third logit."""
-
-    name: str
-    terms: list[tuple[str, int | None, int | None]]
-    extra: dict = field(default_factory=dict)
+if TYPE_CHECKING:
+    from bertkit.tasks.explaining import Target
 
 
 def target_scores(output, targets: list[Target]):

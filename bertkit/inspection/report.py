@@ -15,17 +15,17 @@ def as_json(report: dict) -> str:
 
 def write_plots(report: dict, folder: Path) -> list[Path]:
     """A length histogram and a label chart in `folder` (each written whole or not at all)."""
-    from bertkit.core import plots as reports
+    from bertkit.core import plots
     from bertkit.core.outputs import atomic_path, ensure_folder
 
     ensure_folder(folder, folder)
     written = []
-    plots = []
+    drawings = []
     if report.get("_lengths"):
-        plots.append(("lengths.png", lambda p: reports.length_histogram(report["_lengths"], report["max_length"], p)))
+        drawings.append(("lengths.png", lambda p: plots.length_histogram(report["_lengths"], report["max_length"], p)))
     if report.get("labels"):
-        plots.append(("labels.png", lambda p: reports.label_bars(report["labels"], p)))
-    for name, draw in plots:
+        drawings.append(("labels.png", lambda p: plots.label_bars(report["labels"], p)))
+    for name, draw in drawings:
         with atomic_path(folder / name) as tmp:
             draw(tmp)
         written.append(folder / name)

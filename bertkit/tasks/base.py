@@ -17,6 +17,7 @@ The path of a training run, in the order the hooks are called:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bertkit.core.data.records import blank, text_value
@@ -146,7 +147,7 @@ class Task:
         default the configured text (and pair) column, and the label column's values as labels
         when the split has one."""
         from bertkit.core.data import WHERE, column
-        from bertkit.inspection.texts import View
+        from bertkit.tasks.inspecting import View
 
         d = cfg.data
         texts = [str(t) if t is not None else "" for t in column(split, d.text_column)]
@@ -205,6 +206,13 @@ class Task:
         raise NotImplementedError
 
     # ------------------------------------------------------------ using a bundle: optional hooks
+
+    def check_info(self, root: Path, file: Path, info: dict, complete: bool) -> None:
+        """Refuse a bundle's description (`file`, the bertkit.json of the model folder `root`) that
+        this task cannot run, with a `BertkitError` naming the file and the key; `complete` is false
+        when the command supplies some settings itself or only shows the bundle. Called by every
+        command that opens a bundle (`tasks.bundle.read_info`), after the checks every task shares."""
+        return None
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """Whether a record has nothing to predict on (its text is blank)."""

@@ -1,6 +1,7 @@
 """The model bundle: a Hugging Face model directory plus `bertkit.json`, which says what bertkit
 needs to run it (task, labels, input settings, metrics). Plain HF model directories work too:
-their settings are inferred from `config.json`."""
+their settings are inferred from `config.json` (`infer_info`). Opening one means knowing its task:
+`read_info` checks the description as every task needs it, then by the task's own rules."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertkit.core.errors import BertkitError
-from bertkit.core.run_info import RunInfo, infer_info, read_info
+from bertkit.core.run_info import INFO_FILE, RESTORE, RunInfo, positive_int, read_object, shown
+from bertkit.tasks import registry
 
 
 @dataclass
@@ -124,3 +126,65 @@ def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None 
         check_custom_code(str(root), trust_remote_code)
     info = read_info(root)
     return Bundle(root, info if info is not None else infer_info(root), trust_remote_code, chosen, opened)
+
+
+def read_info(root: Path, complete: bool = True) -> RunInfo | None:
+    """The checked content of `root/bertkit.json`, or None when there is none. Every command that
+    runs a model reads the file here, so whatever is wrong with it is one error naming it:
+    not an object, no task or an unknown one, a `max_length` that is not a positive whole
+    number, or what the task's own check (`Task.check_info`) refuses: labels that do not fit the
+    model's head (classify, NER), an embed bundle's pooling. `complete` is false for a command that
+    supplies some settings itself (embed's --pooling) or only shows the bundle."""
+    file = root / INFO_FILE
+    if not file.is_file():
+        return None
+    info = read_object(file, RESTORE)
+    task = info.get("task")
+    if task is None or task == "":
+        raise BertkitError(
+            f"{file} does not name the model's task (no 'task' key); restore the file, or delete it "
+            "to run the model as a plain Hugging Face model"
+        )
+    if not isinstance(task, str) or task not in registry.names():
+        known = ", ".join(registry.names())
+        raise BertkitError(
+            f"{file}: unknown task {shown(task)}; 'task' must be one of {known}. {RESTORE.capitalize()}."
+        )
+    if "max_length" in info and not positive_int(info["max_length"]):
+        raise BertkitError(
+            f"{file}: 'max_length' must be a positive whole number of tokens, not {shown(info['max_length'])}; "
+            f"{RESTORE}"
+        )
+    registry.get_task(task).check_info(root, file, info, complete)
+    return RunInfo(info)
+
+
+def infer_info(root: Path) -> RunInfo:
+    config = read_object(root / "config.json", "restore it from the original model")
+    task = registry.task_for_architecture(config.get("architectures", []))
+    if task is None:
+        raise BertkitError(
+            f"{root}: a {', '.join(config.get('architectures') or ['plain encoder'])} model, which "
+            "bertkit cannot run for predictions (it has no task head bertkit knows)"
+        )
+    id2label = config.get("id2label") or {}
+    try:
+        labels = [str(id2label[k]) for k in sorted(id2label, key=int)] if id2label else []
+    except (AttributeError, TypeError, ValueError):
+        raise BertkitError(
+            f"{root / 'config.json'}: 'id2label' must map label numbers to names; restore it from the original model"
+        ) from None
+    problem = {
+        "multi_label_classification": "multi_label",
+        "regression": "regression",
+    }.get(config.get("problem_type"), "single_label")
+    if config.get("num_labels", len(labels)) == 1 and problem == "single_label" and len(labels) <= 1:
+        problem = "regression"
+    return RunInfo(
+        {
+            "task": task,
+            "labels": labels,
+            "problem_type": problem,
+            "max_length": min(int(config.get("max_position_embeddings", 512)), 512),
+        }
+    )

@@ -14,10 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bertkit.core.errors import BertkitError
-from bertkit.explain.attribution import Target
 from bertkit.tasks.explain_inputs import Encoded
 
 __all__ = ["Encoded", "Explainer", "Plan", "Target", "label_index", "model_output"]
+
+
+@dataclass
+class Target:
+    """A score read from the model's output: the sum of its `terms`, each (output field, position or
+    None, column or None), e.g. ("logits", None, 2) for a classifier's third logit."""
+
+    name: str
+    terms: list[tuple[str, int | None, int | None]]
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass

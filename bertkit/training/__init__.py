@@ -7,6 +7,6 @@ leaves a half-written model behind.
 """
 
 from bertkit.training.run import run_inputs, train
-from bertkit.training.run_dir import is_main_process, work_dir
+from bertkit.training.run_dir import work_dir
 
-__all__ = ["is_main_process", "run_inputs", "train", "work_dir"]
+__all__ = ["run_inputs", "train", "work_dir"]

@@ -6,7 +6,7 @@ import os
 
 from bertkit.config import Config
 from bertkit.core.learning_rates import AUTO, planned_steps
-from bertkit.training.run_dir import is_main_process
+from bertkit.core.sharding import is_main
 
 
 def resolve_rates(cfg: Config, train, say: bool = True) -> tuple[Config, dict]:
@@ -28,7 +28,7 @@ def resolve_rates(cfg: Config, train, say: bool = True) -> tuple[Config, dict]:
         rates["head_learning_rate"] = float(f"{rule.head * factor:.3g}") if rule.head else None
     resolved = cfg.model_copy(update={"train": t.model_copy(update=rates)})
     note = {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
-    if say and is_main_process():
+    if say and is_main():
         from bertkit.core.progress import console
 
         chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in note["auto"] if rates[k] is not None)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from bertkit import __version__
 from bertkit.config import Config
-from bertkit.core import outputs
-from bertkit.core import plots as reports
+from bertkit.core import outputs, plots
 from bertkit.core.adapters.training import is_adapted
 from bertkit.core.adapters.training import save as save_adapter
 from bertkit.core.outputs.strict_json import undefined_as_null
 from bertkit.core.run_info import INFO_FILE, RunInfo
+from bertkit.training import card
 
 
 def library_versions() -> dict:
@@ -72,6 +72,6 @@ def write_bundle(
         )
         outputs.write_json(staged / INFO_FILE, bundle_info.to_dict(), undefined_as_null=True)
         outputs.write_json(staged / "metrics.json", {**headline, **scores, "training": stats}, undefined_as_null=True)
-        reports.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
-        reports.task_plots(scores.get(main_role, {}), staged)
-        reports.model_card(bundle_info, staged / "README.md")
+        plots.training_curves(trainer.state.log_history, best, staged / "training_curves.png")
+        plots.task_plots(scores.get(main_role, {}), staged)
+        card.model_card(bundle_info, staged / "README.md")

@@ -12,11 +12,12 @@ from bertkit.config import Config
 from bertkit.core import models, outputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.run_info import RunInfo
+from bertkit.core.sharding import is_main
 from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
 from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
-from bertkit.training.run_dir import check_dirs, discard_if_empty, is_main_process, mark_run_dir, run_facts, work_dir
+from bertkit.training.run_dir import check_dirs, discard_if_empty, mark_run_dir, run_facts, work_dir
 from bertkit.training.trainer import (
     RememberEvaluations,
     check_metric,
@@ -50,7 +51,7 @@ def train(
         )
     final = Path(cfg.output_dir)
     inputs = run_inputs(cfg, task, protect)
-    lock = outputs.OutputLock(final) if is_main_process() else contextlib.nullcontext()
+    lock = outputs.OutputLock(final) if is_main() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)
         return _run(cfg, task, final, overwrite, checkpoint, inputs, [*callbacks], progress)
@@ -115,7 +116,7 @@ def _run(
         from bertkit.core.adapters.training import check_resume
 
         check_resume(checkpoint, info.get("adapter"), run_facts(work))
-    freeze(model, cfg)
+    freeze(model, cfg.train)
     if cfg.train.gradient_checkpointing:
         models.checkpoint_activations(model)
 

@@ -11,10 +11,7 @@ from pathlib import Path
 
 from bertkit.core import outputs
 from bertkit.core.errors import BertkitError
-
-
-def is_main_process() -> bool:
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0
+from bertkit.core.sharding import is_main
 
 
 def work_dir(final: Path) -> Path:
@@ -48,7 +45,7 @@ def discard_if_empty(work: Path) -> None:
     short) leaves nothing to resume: no `.partial`."""
     from bertkit.core.checkpoints import last_complete
 
-    if work.is_dir() and last_complete(work)[0] is None and is_main_process():
+    if work.is_dir() and last_complete(work)[0] is None and is_main():
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -97,7 +94,7 @@ def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -
                 f"[yellow]note:[/yellow] {folder.name} was not completely written (a full disk or an interrupted "
                 "save?); it is removed"
             )
-            if is_main_process():
+            if is_main():
                 shutil.rmtree(folder, ignore_errors=True)
         console.print(f"resuming from {found.name}")
         return found
@@ -115,6 +112,6 @@ def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -
                 f"an unfinished run left checkpoints in {work} (last complete: {found.name}): pass --resume to "
                 "continue it, or --overwrite to start again"
             )
-        if is_main_process():
+        if is_main():
             shutil.rmtree(work)
     return None

@@ -108,9 +108,9 @@ def moves_vectors(model, tokenizer, row: dict, layer) -> bool:
     if kept[0].requires_grad:
         return True
     from bertkit.core.progress import console
-    from bertkit.training.run_dir import is_main_process
+    from bertkit.core.sharding import is_main
 
-    if is_main_process():
+    if is_main():
         console.print(
             "contrastive tuning: skipped, the encoder is frozen (train.freeze_embeddings and train.freeze_layers "
             "hold every layer): the head is fitted on the untuned sentence vectors"
@@ -167,9 +167,9 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
 def _steps_shown(pairs: int, steps: int, settings):
     """The route's own settings said once, and a bar over its steps (the main process only)."""
     from bertkit.core.progress import bar, console
-    from bertkit.training.run_dir import is_main_process
+    from bertkit.core.sharding import is_main
 
-    if not is_main_process():
+    if not is_main():
         yield lambda: None
         return
     console.print(

@@ -172,7 +172,7 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
     """Whether the freezing keys hold the whole encoder in every run: with the config's values, and
     with each value `space` (tune.space) searches for them. The model is built from its config on
     the meta device (no weights read, no memory) and frozen as training freezes it
-    (`trainer.freeze`, whose refusals are training's): frozen when no parameter of its encoder but
+    (`core.freezing.freeze`, whose refusals are training's): frozen when no parameter of its encoder but
     the pooler can learn. Counting layers is not enough: MPNet's relative attention bias,
     DeBERTa's relative embeddings and ELECTRA's embedding projection lie outside what it freezes,
     and the contrastive route tunes them (contrastive.moves_vectors)."""
@@ -193,7 +193,7 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     from bertkit.core import models
-    from bertkit.training.trainer import freeze
+    from bertkit.core.freezing import freeze
 
     trusted = cfg.model.trust_remote_code
     try:
@@ -202,7 +202,7 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
             model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=trusted)
     except Exception:  # a model that cannot be built from its config here: not judged (training says why)
         return False
-    freeze(model, SimpleNamespace(train=SimpleNamespace(freeze_embeddings=True, freeze_layers=min(layers))))
+    freeze(model, SimpleNamespace(freeze_embeddings=True, freeze_layers=min(layers)))
     encoder = getattr(model, model.base_model_prefix)
     return not any(p.requires_grad for name, p in encoder.named_parameters() if not name.startswith("pooler."))
 
@@ -227,10 +227,10 @@ def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
 
 def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
     from bertkit.core.progress import console
-    from bertkit.training.run_dir import is_main_process
+    from bertkit.core.sharding import is_main
 
     unused = unused_settings(cfg, route)
-    if not unused or not is_main_process():
+    if not unused or not is_main():
         return
     if route == CONTRASTIVE:
         console.print(
@@ -247,7 +247,7 @@ def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
 
 def say(route: str, why: str) -> None:
     from bertkit.core.progress import console
-    from bertkit.training.run_dir import is_main_process
+    from bertkit.core.sharding import is_main
 
-    if is_main_process():  # one line, not one a process
+    if is_main():  # one line, not one a process
         console.print(f"classify strategy: {route} ({why})")

@@ -13,7 +13,7 @@ from bertkit.core import models
 from bertkit.core.data.records import blank
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record, forward, sigmoid, softmax
-from bertkit.core.run_info import RunInfo
+from bertkit.core.run_info import RESTORE, RunInfo, check_labels, shown
 from bertkit.tasks.base import Task
 from bertkit.tasks.classify import strategy
 from bertkit.tasks.classify.encoding import (
@@ -27,6 +27,7 @@ from bertkit.tasks.classify.encoding import (
 from bertkit.tasks.classify.label_pairs import can_pair
 from bertkit.tasks.classify.labels import (
     MULTI,
+    PROBLEM_TYPES,
     REGRESSION,
     SINGLE,
     check_finite,
@@ -347,6 +348,14 @@ class ClassifyTask(Task):
         pair_column = options.pair_field(info)
         if pair_column:
             text_at(record, pair_column, where, "--text-pair-column")
+
+    def check_info(self, root, file, info: dict, complete: bool) -> None:
+        check_labels(root, file, info)
+        if info.get("problem_type") not in PROBLEM_TYPES:
+            raise BertkitError(
+                f"{file}: 'problem_type' must be one of {', '.join(PROBLEM_TYPES)}, not "
+                f"{shown(info.get('problem_type'))}; {RESTORE}"
+            )
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A text (and its pair, if any) with nothing in it."""

@@ -27,8 +27,8 @@ class Teacher:
 
 def teacher_of(cfg) -> Teacher:
     """The teacher named by distill.teacher, and the run's config in its task's terms."""
-    from bertkit.core.run_info import read_info
     from bertkit.tasks import get_task
+    from bertkit.tasks.bundle import read_info
 
     path = cfg.distill.teacher
     folder = Path(path)

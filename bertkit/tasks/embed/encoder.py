@@ -28,7 +28,8 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     or the sentence-transformers files (pooling mode, Normalize module, max_seq_length). Each
     file is checked as it is read, so a damaged one is an error naming it; the pooling the files
     give is checked only when it is used (`pooling_needed`: no --pooling was given)."""
-    from bertkit.core.run_info import positive_int, read_info, read_json, read_object
+    from bertkit.core.run_info import positive_int, read_json, read_object
+    from bertkit.tasks.bundle import read_info
 
     root = Path(path)
     limit = _limit(config)
@@ -257,7 +258,7 @@ def _onnx_encoder(
     """An exported embed bundle: pooling and normalisation are inside its graph, so options that
     ask for others cannot be honoured."""
     from bertkit.core import onnx_runtime
-    from bertkit.core.run_info import read_info
+    from bertkit.tasks.bundle import read_info
 
     info = read_info(Path(name))
     if info is None or info["task"] != "embed":

@@ -11,7 +11,8 @@ from bertkit.core import data as data_mod
 from bertkit.core import models
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record
-from bertkit.core.run_info import RunInfo
+from bertkit.core.pooling import POOLINGS
+from bertkit.core.run_info import RESTORE, RunInfo, shown
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.embed.encoder import Encoder, Settings
 from bertkit.tasks.embed.losses import pair_metrics, pair_results
@@ -189,6 +190,23 @@ class EmbedTask(Task):
         labels = np.asarray(scores_of(ds[info["label_column"]], places)) / info["score_max"] if scored else None
         groups = group_ids([plain_text(t) for t in ds[info["text_pair_column"]]])
         return pair_results(first, second, labels, groups, scored)
+
+    def check_info(self, root, file, info: dict, complete: bool) -> None:
+        """The pooling, when the command reads it from the bundle (`complete`: not when --pooling is
+        given), and `normalize`, when present."""
+        choices = ", ".join(POOLINGS)
+        pooling = info.get("pooling")
+        if complete and pooling is None:
+            raise BertkitError(
+                f"{file} gives no pooling for this embed bundle (no 'pooling' key); restore the file, "
+                f"or pass --pooling ({choices})"
+            )
+        if complete and pooling not in POOLINGS:
+            raise BertkitError(f"{file}: 'pooling' must be one of {choices}, not {shown(pooling)}; {RESTORE}")
+        if "normalize" in info and not isinstance(info["normalize"], bool):
+            raise BertkitError(
+                f"{file}: 'normalize' must be true or false, not {shown(info['normalize'])}; {RESTORE}"
+            )
 
     def empty_result(self, model, record: dict, info: RunInfo, options: PredictOptions) -> dict:
         """An empty text's vector is all zeros (its cosine with anything is 0)."""

@@ -188,7 +188,7 @@ class MlmTask(Task):
     # ------------------------------------------------------------ inspecting the data
 
     def inspect_view(self, split, cfg: Config, info: RunInfo):
-        from bertkit.inspection.texts import View
+        from bertkit.tasks.inspecting import View
 
         return View(list(split["text"]))
 

@@ -10,7 +10,7 @@ from bertkit.tasks.ner import tags
 
 def view(split):
     from bertkit.core.data import WHERE
-    from bertkit.inspection.texts import View
+    from bertkit.tasks.inspecting import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])
     if "tags" in split.column_names:

@@ -14,7 +14,7 @@ from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError, RecordError
 from bertkit.core.inference import chunks, empty_record
 from bertkit.core.progress import console
-from bertkit.core.run_info import RunInfo
+from bertkit.core.run_info import RunInfo, check_labels
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.reading import (
@@ -257,6 +257,9 @@ class NerTask(Task):
 
             return on_characters(split["text"], split["entities"], [t.tags for t in tagged], tokenizer)
         return Tagged([t.tags for t in tagged], word_tags, score_tags)
+
+    def check_info(self, root, file, info: dict, complete: bool) -> None:
+        check_labels(root, file, info)
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A token list with no tokens, or a text with nothing in it."""

@@ -8,7 +8,7 @@ from collections import Counter
 
 def view(split):
     from bertkit.core.data import WHERE
-    from bertkit.inspection.texts import View
+    from bertkit.tasks.inspecting import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])
     labels = [["answerable" if answers["text"] else "unanswerable"] for answers in split["answers"]]
