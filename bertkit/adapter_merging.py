@@ -7,8 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from bertkit.core import outputs
 from bertkit.core.adapters.base import bundle_inputs, is_adapter_bundle
 from bertkit.core.errors import BertkitError
+from bertkit.core.run_info import INFO_FILE
+from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
+from bertkit.training import card
 
 KEPT = ("metrics.json",)  # files of the adapter bundle that hold for the merged one as they are
 
@@ -22,11 +27,6 @@ def not_an_adapter(path: str) -> BertkitError:
 
 def merge_bundle(path: str, output: str, overwrite: bool = False) -> Path:
     """Write the merged bundle of the adapter bundle at `path` to `output`; returns its path."""
-    from bertkit.core import outputs
-    from bertkit.core.run_info import INFO_FILE
-    from bertkit.tasks import get_task
-    from bertkit.tasks.bundle import open_bundle
-    from bertkit.training import card
 
     if (Path(path) / "config.json").is_file() and not is_adapter_bundle(path):
         raise not_an_adapter(path)

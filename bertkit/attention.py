@@ -15,7 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core import models
+from bertkit.core.adapters.loading import load_weights
 from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
+from bertkit.core.plots import pyplot
+from bertkit.core.tokenization import load_tokenizer
 
 
 @dataclass
@@ -36,7 +41,6 @@ def attention_of(
     each word; a text longer than the model reads is refused with the limit named."""
     import torch
 
-    from bertkit.core import models
 
     fast = getattr(tokenizer, "is_fast", False)
     encoded = tokenizer(text, pair, return_tensors="pt", truncation=False, verbose=False, return_offsets_mapping=fast)
@@ -158,7 +162,6 @@ def _index(value, count: int, option: str) -> int:
 
 def draw(matrices: np.ndarray, titles: list[str], tokens: list[str], path: Path) -> None:
     """Heatmaps with the tokens on both axes; for a single head, the [CLS] row as a bar chart below."""
-    from bertkit.core.plots import pyplot
 
     plt = pyplot()
     count = len(matrices)
@@ -209,7 +212,6 @@ def attention_file(
 ) -> Attention:
     """Load `model`, compute its attention on `text`, and write the picture and the JSON; every
     output is checked before the model loads."""
-    from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to look at")
@@ -223,8 +225,6 @@ def attention_file(
         check_output_file(json_path, model, example="attention.json", flag="--json")
     import transformers
 
-    from bertkit.core import models
-    from bertkit.core.tokenization import load_tokenizer
 
     source = models.resolve(model)  # any encoder will do: a bundle, a plain model folder, a Hub id
     if (Path(source) / "model.onnx").is_file() and not any(Path(source).glob("*.safetensors")):
@@ -234,7 +234,6 @@ def attention_file(
         )
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     models.quiet_transformers()
-    from bertkit.core.adapters.loading import load_weights
 
     network = load_weights(transformers.AutoModel, source, trust_remote_code).eval()
     attention, groups = attention_of(network, tokenizer, text, pair)

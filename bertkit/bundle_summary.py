@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bertkit.core.adapters.base import find_base
 from bertkit.core.errors import BertkitError
+from bertkit.core.run_info import INFO_FILE
+from bertkit.tasks.bundle import read_info
 
 
 def summary_rows(model: str) -> list[tuple[str, str]]:
     """What the bundle at `model` is: task, labels, inputs, what training found in its data (NER's
     tag scheme), its scores, and where it came from."""
-    from bertkit.core.run_info import INFO_FILE
-    from bertkit.tasks.bundle import read_info
 
     root = Path(model)
     if not root.is_dir():
@@ -63,7 +64,6 @@ def summary_rows(model: str) -> list[tuple[str, str]]:
 def _adapter_row(root: Path, adapter: dict) -> str:
     """An adapter bundle holds the adapter and the head only: what it runs on, and whether that base
     is here (found and its hash checked as every command does)."""
-    from bertkit.core.adapters.base import find_base
 
     hashed = str(adapter.get("base_hash", ""))[:19]
     shape = f"LoRA r={adapter.get('r')} on the base {adapter.get('base_model')} ({hashed}...)"

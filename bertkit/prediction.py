@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bertkit.core import sharding
+from bertkit.core.data.formats import detect_format
 from bertkit.core.data.readers import count_records, located_records
 from bertkit.core.data.records import Blank, place_of, placed
 from bertkit.core.errors import BertkitError
@@ -57,7 +58,6 @@ def predict_file(
 ) -> int:
     """Predict for every record of `source` (or of `records`, when given) and write the results.
     `precision`: as `inference.precision_for` (auto: half precision on a CUDA GPU, fp32 elsewhere)."""
-    from bertkit.core.data.formats import detect_format
 
     here = sharding.place()
     if here is not None:

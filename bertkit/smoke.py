@@ -21,7 +21,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertkit import training
+from bertkit.config import DataSource
+from bertkit.core import models
+from bertkit.core.data.formats import Layout, detect_format
+from bertkit.core.data.readers import located_records
+from bertkit.core.data.records import placed
 from bertkit.core.errors import BertkitError
+from bertkit.core.extras import install_command
+from bertkit.core.run_info import RunInfo
+from bertkit.core.tokenization import load_tokenizer
+from bertkit.evaluation import evaluate_file
+from bertkit.exporting.onnx import export_bundle
+from bertkit.prediction import predict_file
+from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
+from bertkit.tasks.options import EvaluateOptions, PredictOptions
+from bertkit.tiny_models import build_tiny
+from bertkit.training.run import run_tokenizer, starting_model
 
 STAGES = ("read", "train", "evaluate", "predict", "reload", "export")
 TRAIN_SAMPLES, EVAL_SAMPLES, PREDICT_RECORDS, STEPS = 32, 16, 4, 2
@@ -110,11 +127,6 @@ def run_smoke(load, config: Path, stages: tuple[str, ...] = STAGES) -> list[Stag
 
 
 def _read(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit.core import models
-    from bertkit.core.run_info import RunInfo
-    from bertkit.core.tokenization import load_tokenizer
-    from bertkit.tasks import get_task
-    from bertkit.tiny_models import build_tiny
 
     cfg = load([])
     sets: list[str] = []
@@ -150,7 +162,6 @@ def _load_real_model(cfg, job, whole, info, source: str) -> str:
     functions), then dropped: a truncated weights file, a broken tokenizer or config, weights that
     are not finite stop the smoke run with the real run's message. A Hub model whose weights are
     not downloaded is not fetched for this (a smoke run fetches configs and tokenizers only)."""
-    from bertkit.training.run import run_tokenizer, starting_model
 
     tokenizer = run_tokenizer(cfg, job, whole, source)
     facts = job.tokenizer_facts(tokenizer, info)
@@ -200,7 +211,6 @@ def _as_whole(cfg, info) -> list[str]:
 
 
 def _train(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit import training
 
     final, scores = training.train(state["smoke_cfg"], protect=[config])
     state["bundle"] = final
@@ -222,7 +232,6 @@ def _scored_source(cfg):
 def _predicted_source(cfg):
     """The file `predict` reads: the scored one, else the first file of a `files:` source, a text
     file as a user's predict input would be."""
-    from bertkit.config import DataSource
 
     try:
         return _scored_source(cfg)
@@ -236,8 +245,6 @@ def _predicted_source(cfg):
 
 
 def _evaluate(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit.evaluation import evaluate_file
-    from bertkit.tasks.options import EvaluateOptions
 
     role, source = _scored_source(state["cfg"])
     options = EvaluateOptions(
@@ -253,11 +260,6 @@ def _evaluate(load, config: Path, folder: Path, state: dict) -> str:
 def _predict(load, config: Path, folder: Path, state: dict) -> str:
     from itertools import islice
 
-    from bertkit.core.data.formats import Layout, detect_format
-    from bertkit.core.data.readers import located_records
-    from bertkit.core.data.records import placed
-    from bertkit.prediction import predict_file
-    from bertkit.tasks.options import PredictOptions
 
     role, source = _predicted_source(state["cfg"])
     if source.path == "-":
@@ -295,7 +297,6 @@ def _masked(record, column: str):
 
 
 def _reload(load, config: Path, folder: Path, state: dict) -> str:
-    from bertkit.tasks.bundle import open_bundle
 
     bundle = open_bundle(str(state["bundle"]))
     bundle.load_tokenizer()
@@ -307,11 +308,9 @@ def _export(load, config: Path, folder: Path, state: dict) -> str:
     """`bertkit export --format onnx` of the bundle, with its own check against PyTorch."""
     from importlib.util import find_spec
 
-    from bertkit.core.extras import install_command
 
     if find_spec("onnxruntime") is None or find_spec("onnx") is None:
         raise Skipped(f"the onnx extra is not installed ({install_command('onnx')})")
-    from bertkit.exporting.onnx import export_bundle
 
     _, record = export_bundle(str(state["bundle"]), output=str(folder / "onnx"))
     fp32 = record["check"]["fp32"]

@@ -14,31 +14,15 @@ answerdotai/ModernBERT-base. The sizes and the writing are `bertkit.tiny_models`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-from bertkit.core.errors import BertkitError, did_you_mean
+from bertkit.core import models, outputs
+from bertkit.core.data.corpus import read_lines
+from bertkit.core.errors import BertkitError
 from bertkit.core.stable_vocab import settle
+from bertkit.families import FAMILIES, canonical, check_family
+from bertkit.tiny_models import KIND, Shape, write_tiny
 
-
-@dataclass(frozen=True)
-class Family:
-    config: str  # the transformers config class
-    tokenizer: str | None  # the family's tokenizer class; None: ModernBERT's plain BPE
-    kind: str  # the tokenizer model: WordPiece, BPE or Unigram
-
-
-FAMILIES = {
-    "bert": Family("BertConfig", "BertTokenizer", "WordPiece"),
-    "distilbert": Family("DistilBertConfig", "DistilBertTokenizer", "WordPiece"),
-    "electra": Family("ElectraConfig", "ElectraTokenizer", "WordPiece"),
-    "mpnet": Family("MPNetConfig", "MPNetTokenizer", "WordPiece"),
-    "roberta": Family("RobertaConfig", "RobertaTokenizer", "BPE"),
-    "modernbert": Family("ModernBertConfig", None, "BPE"),
-    "albert": Family("AlbertConfig", "AlbertTokenizer", "Unigram"),
-    "deberta-v2": Family("DebertaV2Config", "DebertaV2Tokenizer", "Unigram"),
-    "xlm-roberta": Family("XLMRobertaConfig", "XLMRobertaTokenizer", "Unigram"),
-}
 DEFAULT_VOCAB_SIZE = 1000  # at most: a small text gives a Unigram vocabulary fewer pieces than this
 
 # the text a vocabulary is learnt from when none is given: short sentences of the kinds the tasks
@@ -57,30 +41,10 @@ Chiara saw the show near Perth and said: "really quite good!"
 """.splitlines()
 
 
-def family_names() -> list[str]:
-    return list(FAMILIES)
-
-
-def canonical(name: str) -> str:
-    """A family's name as FAMILIES has it: case and `_` for `-` do not matter (BERT, deberta_v2)."""
-    key = name.strip().lower().replace("_", "-")
-    if key not in FAMILIES:
-        raise BertkitError(
-            f"--family {name}: not a family bertkit builds from scratch{did_you_mean(key, FAMILIES)}; "
-            f"families: {', '.join(FAMILIES)}. For another family give --from with a model of it."
-        )
-    return key
-
-
-def check_family(name: str) -> Family:
-    return FAMILIES[canonical(name)]
-
-
 def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, max_length: int = 512):
     """The family's tokenizer with a vocabulary of at most `vocab_size` entries learnt from `texts`."""
     import transformers
 
-    from bertkit.core import models
 
     models.quiet_transformers()
     spec = check_family(family)
@@ -148,7 +112,6 @@ def family_config(family: str):
 
 def family_texts(paths: list[str], column: str) -> tuple[list[str], str]:
     """The lines to learn from (`--vocab-from` files, else the built-in sentences) and where they came from."""
-    from bertkit.core.data.corpus import read_lines
 
     if not paths:
         return list(BUILT_IN_TEXT), "built-in sentences"
@@ -167,8 +130,6 @@ def build_family(
     overwrite: bool = False,
 ):
     """Build and write a tiny random `family` model to `output` (`bertkit.tiny_models.TinyModel`)."""
-    from bertkit.core import outputs
-    from bertkit.tiny_models import KIND, Shape, write_tiny
 
     family = canonical(family)
     spec = FAMILIES[family]

@@ -16,7 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertkit.core import japanese, models, outputs
+from bertkit.core.data.corpus import read_lines
 from bertkit.core.errors import BertkitError, first_line
+from bertkit.core.models import POSITION_OFFSET, position_limit
+from bertkit.core.tokenization import load_tokenizer
+from bertkit.core.tokenizer_training import train_wordpiece
 
 KIND = "model"  # the manifest kind: --overwrite replaces only a tiny model bertkit wrote
 MAX_POSITIONS = 512  # longer position tables (Longformer, ModernBERT) are cut to this
@@ -78,7 +83,6 @@ def build_tiny(
     overwrite: bool = False,
 ) -> TinyModel:
     """Build and write a tiny random model of `name`'s family to `output`; see the module."""
-    from bertkit.core import outputs
 
     vocab_from = [str(v) for v in vocab_from]
     shape.check()
@@ -119,7 +123,6 @@ def write_tiny(
     vocabulary was `learnt`, or is the source's; `segments`, default `learnt`: give the model
     the tokenizer's segment ids) to `output`; shared by `--from` and `--family`
     (bertkit/tiny_families.py)."""
-    from bertkit.core import outputs
 
     shrink(config, shape, source)
     _fit_vocabulary(config, tokenizer, learnt=learnt)
@@ -154,8 +157,6 @@ def _load_source(name: str):
     uncached Hub id offline, or with the Hub out of reach, is one clear error (`models.resolve`)."""
     from transformers import AutoConfig
 
-    from bertkit.core import models
-    from bertkit.core.tokenization import load_tokenizer
 
     models.quiet_transformers()
     source = models.resolve(name, tokenizer_only=True)
@@ -197,7 +198,6 @@ def shrink(config, shape: Shape, name: str = "the model") -> None:
     """Set `config` to `shape`: layers, hidden size, heads, feed-forward width, the sizes tied to
     the hidden size (ELECTRA's and ALBERT's embedding size, DeBERTa's pooler), and at most
     MAX_POSITIONS positions. The model type and the vocabulary stay as they are."""
-    from bertkit.core.models import POSITION_OFFSET
 
     config.num_hidden_layers = shape.layers  # attribute_map turns these into DistilBERT's n_layers, ...
     config.hidden_size = shape.hidden
@@ -231,7 +231,6 @@ def shrink(config, shape: Shape, name: str = "the model") -> None:
 def _fit_vocabulary(config, tokenizer, learnt: bool) -> None:
     """The embedding matrix covers every token id; a learnt vocabulary sets its size and the
     special token ids. The tokenizer reads no more tokens than the positions hold."""
-    from bertkit.core.models import position_limit
 
     if learnt:
         config.vocab_size = len(tokenizer)
@@ -251,9 +250,6 @@ def _fit_vocabulary(config, tokenizer, learnt: bool) -> None:
 def _learn_vocabulary(source_tokenizer, paths: list[str], size: int, column: str, min_frequency: int):
     """A WordPiece tokenizer learnt from `paths` (Japanese: MeCab words first, as the source),
     cased or not as the source is."""
-    from bertkit.core import japanese
-    from bertkit.core.data.corpus import read_lines
-    from bertkit.core.tokenizer_training import train_wordpiece
 
     is_japanese = japanese.is_japanese(source_tokenizer)
     lowercase = bool(getattr(source_tokenizer, "do_lower_case", False))
@@ -268,7 +264,6 @@ def _segments(tokenizer, model, config) -> None:
     segment (RoBERTa) or none (DistilBERT) would fail on it, so its tokenizer gives none."""
     import inspect
 
-    from bertkit.core import japanese
 
     takes_types = "token_type_ids" in inspect.signature(model.forward).parameters
     if not japanese.is_japanese(tokenizer) and (not takes_types or (_get(config, "type_vocab_size") or 0) < 2):

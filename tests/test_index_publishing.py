@@ -186,7 +186,7 @@ def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypat
     import errno
 
     from bertkit.core import outputs
-    from bertkit.embeddings import ann
+    from bertkit.embeddings import ann, index_publishing
 
     folder = tmp_path / "idx"
     build(folder, "g1", 20)
@@ -202,13 +202,13 @@ def test_a_full_disk_while_adding_leaves_the_index_as_it_was(tmp_path, monkeypat
             raise OSError(errno.ENOSPC, "No space left on device")
         real_json(path, data, **kwargs)
 
-    for target, failing in ((ann, ("save", faiss_full)), (outputs, ("write_json", info_full))):
+    for target, failing in ((ann, ("save", faiss_full)), (index_publishing, ("write_json", info_full))):
         monkeypatch.setattr(target, *failing)
         code, _, err = cli("index", "add", "--index", folder, "--corpus", more)
         flat = " ".join(err.split())
         assert code == 2 and "No space left on device" in flat and "Traceback" not in err, err
         monkeypatch.setattr(ann, "save", real_save)
-        monkeypatch.setattr(outputs, "write_json", real_json)
+        monkeypatch.setattr(index_publishing, "write_json", real_json)
         assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before  # nothing left behind
         assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert check_search(folder) == ("g1", 17)
@@ -592,6 +592,7 @@ def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_
 
     from bertkit.core import outputs, tokenization
     from bertkit.core.errors import BertkitError
+    from bertkit.tasks.embed import encoder
     from bertkit.tasks.embed.encoder import load_encoder
 
     final = tmp_path / "model"
@@ -607,10 +608,10 @@ def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_
         publish()  # another run's --overwrite, between the weights and the tokenizer
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tokenization, "load_tokenizer", replaced_meanwhile)
+    monkeypatch.setattr(encoder, "load_tokenizer", replaced_meanwhile)
     with pytest.raises(BertkitError, match="was replaced while it was being read"):
         load_encoder(str(final), "mean")
-    monkeypatch.setattr(tokenization, "load_tokenizer", real)
+    monkeypatch.setattr(encoder, "load_tokenizer", real)
     assert load_encoder(str(final), "mean").dimension == 64
 
 
@@ -630,7 +631,7 @@ def test_a_model_replaced_while_an_encoder_loads_it_is_not_mixed(tmp_path, tiny_
     ],
 )
 def test_a_number_faiss_cannot_hold_is_refused_naming_the_option_and_its_limit(tmp_path, cli, args):
-    from bertkit.embeddings import ann
+    from bertkit.embeddings import ann_params
 
     folder = tmp_path / "idx"
     build(folder, "g1", 20)
@@ -640,7 +641,7 @@ def test_a_number_faiss_cannot_hold_is_refused_naming_the_option_and_its_limit(t
     option = next(a for a in asked if a.startswith("--") and a.lstrip("-") in ("ef-search", "probes", "links",
                   "ef-construction", "lists"))  # fmt: skip
     flat = " ".join(err.split())
-    limit = ann.LIMITS[{"links": "m"}.get(option[2:], option[2:].replace("-", "_"))]
+    limit = ann_params.LIMITS[{"links": "m"}.get(option[2:], option[2:].replace("-", "_"))]
     assert code == 2 and option in flat and str(limit) in flat.replace(",", ""), err
     assert "Traceback" not in err and not (tmp_path / "b").exists()
 

@@ -126,6 +126,7 @@ def test_streamed_training_runs_max_steps(tiny_model, corpus, tmp_path, cli):
 
 def test_only_what_training_asks_for_is_read(tiny_model, tmp_path, monkeypatch):
     from bertkit.core.data import corpus as corpus_module
+    from bertkit.tasks.mlm import streaming
 
     big = tmp_path / "big.txt"
     big.write_text("".join(f"line {i} the hotel was lovely and the film was great\n" for i in range(20000)))
@@ -137,7 +138,7 @@ def test_only_what_training_asks_for_is_read(tiny_model, tmp_path, monkeypatch):
             read["lines"] += 1
             yield text
 
-    monkeypatch.setattr(corpus_module, "read_lines", counting)
+    monkeypatch.setattr(streaming, "read_lines", counting)
     _, features, _ = prepared(tiny_model, config(tiny_model, big))
     assert read["lines"] == 20  # the held-out validation texts, nothing more yet
     next(iter(features["train"]))

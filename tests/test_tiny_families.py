@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bertkit.tiny_families import FAMILIES
+from bertkit.families import FAMILIES
 
 
 def printed(out: str) -> dict[str, str]:

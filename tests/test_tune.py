@@ -285,7 +285,7 @@ def test_an_interrupted_trial_is_marked_failed_not_left_running(tmp_path, monkey
     def interrupted(*args, **kwargs):
         raise Interrupted(15)
 
-    monkeypatch.setattr("bertkit.training.train", interrupted)
+    monkeypatch.setattr("bertkit.tuning.study.train", interrupted)
     path = tmp_path / "run.yaml"
     path.write_text(
         f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\ndata:\n  train: {easy_data['train']}\n"

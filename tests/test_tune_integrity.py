@@ -43,7 +43,7 @@ def quick_trials(monkeypatch):
         rate = cfg.train.learning_rate if isinstance(cfg.train.learning_rate, float) else 1e-3
         return Path(cfg.output_dir), {"validation": {"f1_macro": round(rate * 50 + cfg.train.batch_size / 1000, 6)}}
 
-    monkeypatch.setattr("bertkit.training.train", train)
+    monkeypatch.setattr("bertkit.tuning.study.train", train)
     return ran
 
 
@@ -419,7 +419,7 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     assert ".trash-" in moved.name and (out / ".bertkit-output.json").is_file()
     moved.rename(out / ".best.trash-999999999-0")  # what a process that no longer runs left
     quick = pytest.MonkeyPatch()
-    quick.setattr("bertkit.training.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}))
+    quick.setattr("bertkit.tuning.study.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}))
     try:
         code, _, err = cli("tune", "-c", config, "--trials", "1")
     finally:
@@ -490,7 +490,7 @@ def test_a_user_error_in_a_trial_stops_the_study_in_one_line(cli, tmp_path, tiny
     def train(cfg, callbacks=(), progress=True, **kwargs):
         raise BertkitError("data.train: something only a trial finds")
 
-    monkeypatch.setattr("bertkit.training.train", train)
+    monkeypatch.setattr("bertkit.tuning.study.train", train)
     config = write_config(tmp_path, tiny_model, easy_data["train"])
     code, _, err = cli("tune", "-c", config, "--trials", "3")
     assert code == 2 and "something only a trial finds" in err
@@ -504,7 +504,7 @@ def test_a_diverged_trial_fails_alone_without_a_traceback(cli, tmp_path, tiny_mo
     def train(cfg, callbacks=(), progress=True, **kwargs):
         raise TrainingDiverged(3, "the loss is NaN")
 
-    monkeypatch.setattr("bertkit.training.train", train)
+    monkeypatch.setattr("bertkit.tuning.study.train", train)
     config = write_config(tmp_path, tiny_model, easy_data["train"])
     code, _, err = cli("tune", "-c", config, "--trials", "2")
     assert code == 0, err
@@ -529,7 +529,7 @@ def test_retrain_best_puts_back_a_moved_bundle_before_deciding(cli, tmp_path, ti
         return Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}
 
     mp = pytest.MonkeyPatch()
-    mp.setattr("bertkit.training.train", train)
+    mp.setattr("bertkit.tuning.study.train", train)
     try:
         code, _, err = cli("tune", "-c", config, "--trials", "1", "--retrain-best")
     finally:

@@ -15,7 +15,7 @@ from bertkit.cli.options import (
     TextColumnOption,
     TrustOption,
 )
-from bertkit.embeddings.ann import IVF_MIN, LIMITS, Params
+from bertkit.embeddings.ann_params import IVF_MIN, LIMITS, Params
 
 index_app = typer.Typer(
     help="Approximate nearest-neighbour indexes for `bertkit search --index` (large corpora).", no_args_is_help=True

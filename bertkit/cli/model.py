@@ -9,7 +9,7 @@ import typer
 from bertkit.cli.options import TextColumnOption
 from bertkit.core.errors import BertkitError
 from bertkit.core.seeds import MAX_SEED
-from bertkit.tiny_families import FAMILIES
+from bertkit.families import FAMILIES
 
 MAX_VOCABULARY = 1_000_000  # more than any BERT-family vocabulary (XLM-R: 250,002); a larger number overflowed
 

@@ -18,7 +18,7 @@ from bertkit.cli.options import (
     TrustOption,
 )
 from bertkit.core.errors import BertkitError
-from bertkit.embeddings.ann import LIMITS
+from bertkit.embeddings.ann_params import LIMITS
 
 
 def search(

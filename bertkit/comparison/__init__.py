@@ -15,9 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bertkit.comparison import baseline as baselines
+from bertkit.comparison.bootstrap import interval, pair_tests, resample_all
+from bertkit.comparison.report import write_report
 from bertkit.core import outputs
 from bertkit.core.adapters.base import adapter_of, find_base
 from bertkit.core.errors import BertkitError
+from bertkit.core.onnx_runtime import ONNX_FILE
 from bertkit.core.progress import status
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
@@ -136,7 +140,6 @@ def count_parameters(network) -> int | None:
         import onnx
     except ImportError:
         return None
-    from bertkit.core.onnx_runtime import ONNX_FILE
 
     graph = onnx.load(str(network.path / ONNX_FILE), load_external_data=False).graph
     return sum(int(math.prod(tensor.dims)) for tensor in graph.initializer)
@@ -171,8 +174,6 @@ def compare_models(
     """Score every model in `models` (and the baseline) on `data`, bootstrap, test every pair and
     write the report into `output` (staged and published in one step; `in_place`: written file by
     file into a folder that holds other bertkit outputs, as after `compare --config`)."""
-    from bertkit.comparison import baseline as baselines
-    from bertkit.comparison.report import write_report
 
     options = options or EvaluateOptions()
     if not models:
@@ -210,7 +211,6 @@ def compare_models(
 
 def summarise(task: str, data: str, rows: list[Row], rounds: int, seed: int) -> Comparison:
     """Point scores, bootstrap intervals and the pairwise tests."""
-    from bertkit.comparison.bootstrap import interval, pair_tests, resample_all
 
     metrics = list(rows[0].scored.metrics)
     for row in rows:

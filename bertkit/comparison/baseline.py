@@ -12,8 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.config import config_class
+from bertkit.core import data as data_mod
+from bertkit.core.data.records import text_value
 from bertkit.core.errors import BertkitError
+from bertkit.core.japanese import split_words
+from bertkit.tasks import get_task
 from bertkit.tasks.classify.labels import SINGLE
+from bertkit.tasks.classify.scored import scored
 
 BASELINES = ("tfidf",)
 NAME = "tfidf+logreg"
@@ -31,9 +37,6 @@ def training_split(bundle, train_file: str | None, options):
     """The examples the baseline learns from: `train_file` when given, else the bundle's own
     training split, read again from its recorded config as training read it (validation share
     split off, samples and cleaning as configured)."""
-    from bertkit.config import config_class
-    from bertkit.core import data as data_mod
-    from bertkit.tasks import get_task
 
     info = bundle.info
     if train_file:
@@ -62,7 +65,6 @@ def training_split(bundle, train_file: str | None, options):
 
 def texts_of(ds, info: dict) -> list[str]:
     """The text of each example, with its pair (if the model reads pairs) after a space."""
-    from bertkit.core.data.records import text_value
 
     column, pair = info.get("text_column") or "text", info.get("text_pair_column")
     texts = [text_value(t, None, column) for t in ds[column]]
@@ -80,7 +82,6 @@ def word_splitter(texts: list[str]) -> dict:
     no other text shares; there MeCab's words (the `ja` extra), as bertkit's Japanese models read."""
     if not any(JAPANESE.search(t) for t in texts[:1000]):
         return {}
-    from bertkit.core.japanese import split_words
 
     return {"tokenizer": split_words, "token_pattern": None, "lowercase": False}
 
@@ -91,8 +92,6 @@ def fit_and_score(bundle, data: str, train_file: str | None, options) -> tuple:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
 
-    from bertkit.tasks import get_task
-    from bertkit.tasks.classify.scored import scored
 
     info = {**bundle.info, **options.column_options()}
     train, train_labels = training_split(bundle, train_file, options)

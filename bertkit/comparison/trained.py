@@ -7,9 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertkit.comparison import KIND, Comparison, compare_models
-from bertkit.core import outputs
+from bertkit.core import models, outputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.progress import console
+from bertkit.tasks import get_task
+from bertkit.tasks.base import Task
+from bertkit.training import train
 
 
 def scoring_data(cfg, data: str | None) -> tuple[str, str]:
@@ -28,9 +31,6 @@ def scoring_data(cfg, data: str | None) -> tuple[str, str]:
 def check_before_training(configs: dict) -> None:
     """What would stop the comparison after hours of training, refused before any: a task compare
     cannot score, a model that is not there (or reads fewer tokens than model.max_length)."""
-    from bertkit.core import models
-    from bertkit.tasks import get_task
-    from bertkit.tasks.base import Task
 
     for cfg in configs.values():
         if type(get_task(cfg.task)).evaluate_examples is Task.evaluate_examples:
@@ -46,7 +46,6 @@ def train_and_compare(
 ) -> tuple[Comparison, Path, str]:
     """Train each config (`{model name: its config}`, output_dir already inside `output`), then
     compare the bundles. Returns the comparison, the output folder and which data scored them."""
-    from bertkit.training import train
 
     target = Path(output)
     check_before_training(configs)

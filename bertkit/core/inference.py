@@ -34,6 +34,7 @@ from itertools import chain, islice
 import numpy as np
 
 from bertkit.core import sharding
+from bertkit.core.errors import BertkitError
 
 BUCKET_STEP = 8  # a feature is padded to the next multiple of this (bucket_length)
 BUCKET_TOKENS = 1024  # a fixed-shape batch holds about this many token positions (bucket_rows)
@@ -50,7 +51,6 @@ def pick_device(name: str | None = None):
 
 
 def _named_device(name: str | None, torch):
-    from bertkit.core.errors import BertkitError
 
     if name:
         try:
@@ -72,7 +72,6 @@ def _named_device(name: str | None, torch):
 def _own_gpu(device, torch):
     """Under a launcher (torchrun, accelerate launch), a GPU named without its number ("cuda", or
     none named) is this process's own: the machine's GPU number LOCAL_RANK."""
-    from bertkit.core.errors import BertkitError
 
     local = sharding.local_rank()
     if local is None or device.type != "cuda" or device.index is not None:
@@ -232,7 +231,6 @@ def precision_for(choice: str, device) -> str:
     """The precision a PyTorch model runs in on `device` when `choice` (`--precision`) is asked:
     `auto` is half precision on a CUDA GPU (`gpu_half`) and fp32 elsewhere; fp32, bf16 and fp16 are
     taken as asked (on a CPU, half precision is slower unless it has bf16 instructions)."""
-    from bertkit.core.errors import BertkitError
 
     if choice not in PRECISIONS:
         raise BertkitError(f"--precision {choice}: use one of {', '.join(PRECISIONS)}")

@@ -18,13 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.run_info import INFO_FILE
 
 AGAIN = "copy the bundle again, or train it again"
 PROBE_TOKENS = 4  # token ids 0..3 of the model's vocabulary: any id the embeddings hold will do
 
 
 def is_bertkit_bundle(source: str) -> bool:
-    from bertkit.core.run_info import INFO_FILE
 
     return (Path(source) / INFO_FILE).is_file()
 

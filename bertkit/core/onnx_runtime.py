@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from bertkit.core import japanese
 from bertkit.core.errors import BertkitError, first_line
 from bertkit.core.extras import install_command
 
@@ -132,7 +133,6 @@ def load_tokenizer(path: Path):
     from transformers (a tokenization module, never a modelling one), else the generic fast one."""
     import transformers
 
-    from bertkit.core import japanese
 
     config_file = Path(path) / "tokenizer_config.json"
     named = None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bertkit.core.outputs import atomic_path
+
 # Fonts with Japanese and Chinese glyphs, tried after the default for labels such as 人名 or 地名.
 CJK_FONTS = ["Noto Sans CJK JP", "IPAexGothic", "IPAGothic", "TakaoGothic", "Hiragino Sans", "Yu Gothic", "MS Gothic"]
 
@@ -34,7 +36,6 @@ def save_png(fig, path, dpi: int = 110) -> None:
     """Write `fig` to `path` as a PNG, atomically (a crash leaves no half picture), and close it."""
     import matplotlib.pyplot as plt
 
-    from bertkit.core.outputs import atomic_path
 
     with atomic_path(Path(path)) as tmp:
         fig.savefig(tmp, dpi=dpi, format="png")

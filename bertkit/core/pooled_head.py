@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import types
 
+from bertkit.core.errors import BertkitError
+from bertkit.core.pooling import l2_normalize, mean_in_token_order
+
 POOLING_KEY = "bertkit_pooling"
 POOLINGS = ("mean", "cls")
 
@@ -42,7 +45,6 @@ def restore(model):
         # (the model inside it is the one to give the forward pass)
         return model
     if pooling not in POOLINGS:
-        from bertkit.core.errors import BertkitError
 
         raise BertkitError(
             f"config.json: '{POOLING_KEY}': {pooling!r} is not a pooling bertkit knows ({', '.join(POOLINGS)}); "
@@ -59,7 +61,6 @@ def head_name(model) -> str:
     n_labels = model.config.num_labels
     names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m.out_features == n_labels]
     if not names:
-        from bertkit.core.errors import BertkitError
 
         raise BertkitError(
             f"{type(model).__name__}: no linear layer gives one output a label ({n_labels}), so there is no "
@@ -70,7 +71,6 @@ def head_name(model) -> str:
 
 def sentence_vectors(out, attention_mask, pooling: str):
     """Unit-length sentence vectors of a base model's output."""
-    from bertkit.core.pooling import l2_normalize, mean_in_token_order
 
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
     vectors = hidden[:, 0] if pooling == "cls" else mean_in_token_order(out, attention_mask)

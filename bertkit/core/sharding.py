@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import cannot_write, ensure_folder
+from bertkit.core.outputs.files import tmp_prefix
+from bertkit.core.progress import console
 
 TIMEOUT_VARIABLE = "BERTKIT_DIST_TIMEOUT"
 # torch's own default for a gloo group (30 minutes): an exchange waits for the slowest process to
@@ -110,7 +113,6 @@ def group(here: Place) -> Iterator[Place]:
 
     import torch.distributed as dist
 
-    from bertkit.core.progress import console
 
     made = False
     if not dist.is_initialized():
@@ -254,8 +256,6 @@ def shards(here: Place, output: str) -> Iterator[Shards]:
     import shutil
     import tempfile
 
-    from bertkit.core.outputs import cannot_write, ensure_folder
-    from bertkit.core.outputs.files import tmp_prefix
 
     target = Path(output)
     name = None

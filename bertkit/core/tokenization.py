@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from bertkit.core import graphemes, japanese
+from bertkit.core import graphemes, japanese, models
 from bertkit.core.errors import BertkitError, first_line
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -17,7 +17,6 @@ def load_tokenizer(name: str, revision: str | None = None, trust_remote_code: bo
 
     from transformers import AutoTokenizer
 
-    from bertkit.core import models
 
     source = models.resolve(name, revision, tokenizer_only=True)
     folder = Path(source)

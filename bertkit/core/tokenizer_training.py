@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from bertkit.core import outputs
 from bertkit.core.errors import BertkitError
+from bertkit.core.japanese import split_words, with_token_types
+from bertkit.core.stable_vocab import word_counts, wordpiece_vocab
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -32,7 +35,6 @@ def train_wordpiece(
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertTokenizerFast
 
-    from bertkit.core.stable_vocab import word_counts, wordpiece_vocab
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise BertkitError(
@@ -41,7 +43,6 @@ def train_wordpiece(
     counted = _Counted(texts)
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     if japanese:
-        from bertkit.core.japanese import split_words
 
         counted = _Counted(" ".join(split_words(text)) for text in counted)
         tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -77,7 +78,6 @@ def japanese_tokenizer(tok, max_length: int):
 
     from transformers import BertJapaneseTokenizer
 
-    from bertkit.core.japanese import with_token_types
 
     vocab = sorted(tok.get_vocab().items(), key=lambda item: item[1])
     with tempfile.TemporaryDirectory() as folder:
@@ -109,7 +109,6 @@ class _Counted:
 
 def save_tokenizer(tokenizer, output: Path, overwrite: bool = False, protect=()) -> None:
     """Write the tokenizer directory in one step (staged, then renamed)."""
-    from bertkit.core import outputs
 
     with outputs.staged_dir(output, overwrite, "tokenizer", protect) as staged:
         tokenizer.save_pretrained(str(staged))

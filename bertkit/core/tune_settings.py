@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from bertkit.core.errors import did_you_mean
 from bertkit.core.settings import Section
 
 
@@ -95,7 +96,6 @@ def check_searched_key(key: str, searched: SearchRange, sections: dict) -> None:
     that each end of the range, and each choice, is valid for."""
     from pydantic import ValidationError
 
-    from bertkit.core.errors import did_you_mean
 
     section, _, name = key.partition(".")
     if section == "tune" or not name or "." in name:

@@ -11,9 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.core.data.records import place_of, text_value
+from bertkit.core import sharding
+from bertkit.core.data.formats import detect_format
+from bertkit.core.data.readers import count_records, located_records
+from bertkit.core.data.records import place_of, placed, text_value
 from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks
+from bertkit.core.outputs import atomic_path
 from bertkit.core.outputs.records import json_line
+from bertkit.core.outputs.strict_json import NotFinite
+from bertkit.core.progress import bar
 
 VECTOR_FORMATS = {".npy": "npy", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl"}
 
@@ -39,7 +46,6 @@ class VectorWriter:
     def write(self, records: list[dict], vectors: np.ndarray) -> None:
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():  # in every format: a NaN vector is no embedding (and .jsonl cannot hold it)
-            from bertkit.core.outputs.strict_json import NotFinite
 
             first = int(np.argmin(finite))
             raise NotFinite(
@@ -106,11 +112,6 @@ def embed_file(
 ) -> int:
     """Encode every record of `source` and write the vectors to `output`; returns the count (0 on
     a process other than the first of several, which writes nothing itself)."""
-    from bertkit.core import sharding
-    from bertkit.core.data.formats import detect_format
-    from bertkit.core.data.readers import count_records
-    from bertkit.core.outputs import atomic_path
-    from bertkit.core.progress import bar
 
     fmt = vector_format(output)
     here = sharding.place()
@@ -143,9 +144,6 @@ def embed_file(
 def _encoded(encoder, source, input_format, text_column, batch_size, chunk_size, here):
     """(unit, records, vectors) for each chunk of `chunk_size` records (one unit), or for this
     process's units only (unit u is process u mod N's)."""
-    from bertkit.core.data.readers import located_records
-    from bertkit.core.data.records import placed
-    from bertkit.core.inference import chunks
 
     located = located_records(source, input_format, text_column=text_column, keep_blank=True)
     for unit, chunk in enumerate(chunks((placed(w, r) for w, r in located), chunk_size)):

@@ -28,10 +28,26 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.data.corpus import read_lines
 from bertkit.core.errors import BertkitError
-from bertkit.embeddings import ann
+from bertkit.core.outputs import (
+    OutputLock,
+    RecordWriter,
+    atomic_text,
+    cannot_write,
+    check_output_dir,
+    check_output_file,
+    check_writable,
+    writing_failed,
+)
+from bertkit.core.pooling import unit_vectors
+from bertkit.core.progress import console, status
+from bertkit.embeddings import ann, index_folder, index_publishing
+from bertkit.embeddings.ann_params import CHECK_QUERIES, CHECK_RECALL, Params
 from bertkit.embeddings.index_folder import INFO, KIND, TEXTS  # noqa: F401 (the names of the files)
-from bertkit.embeddings.index_info import FORMAT
+from bertkit.embeddings.index_info import FORMAT, REBUILD
+from bertkit.embeddings.search import asked_queries, hit_records
+from bertkit.tasks.embed.encoder import load_encoder
 
 # ---------------------------------------------------------------- reading an index
 
@@ -39,7 +55,6 @@ from bertkit.embeddings.index_info import FORMAT
 def read_index(folder: str) -> dict:
     """index.json of the index at `folder`, checked: a missing or foreign folder, a damaged file or a
     missing part is an error naming it."""
-    from bertkit.embeddings import index_folder
 
     return index_folder.load(folder, texts=False, vectors=False).info
 
@@ -48,8 +63,6 @@ def index_encoder(info: dict, device: str | None, trust_remote_code: bool, runti
     """The encoder the index was built with, set up as it was; a model that has changed since
     (other weights, other settings, another width) would put queries in another space, so it is
     an error rather than quietly worse hits."""
-    from bertkit.embeddings.index_info import REBUILD
-    from bertkit.tasks.embed.encoder import load_encoder
 
     stored, where = info["settings"], f"{INFO}'s 'settings.max_length'"
     try:
@@ -95,7 +108,6 @@ def _settings(encoder) -> dict:
 
 
 def _corpus_texts(corpus: str, text_column: str) -> list[str]:
-    from bertkit.core.data.corpus import read_lines
 
     texts = list(read_lines(corpus, text_column, keep_blank=True, option="--text-column"))
     if not any(t.strip() for t in texts):
@@ -105,8 +117,6 @@ def _corpus_texts(corpus: str, text_column: str) -> list[str]:
 
 def _embed(encoder, texts: list[str], first: int, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """(keys, unit vectors) of the non-blank texts; a key is the text's position counted from `first`."""
-    from bertkit.core.pooling import unit_vectors
-    from bertkit.core.progress import status
 
     filled = [i for i, t in enumerate(texts) if t.strip()]
     with status(f"embedding {len(filled):,} corpus texts"):
@@ -121,7 +131,6 @@ def _writer(info: dict, index, old, texts: list[str]) -> Callable[[Path], dict]:
     checksums, which the publisher writes as index.json naming the generation."""
 
     def fill(folder: Path) -> dict:
-        from bertkit.embeddings import index_folder
 
         ann.save(index, folder / ann.FILE)
         digest = hashlib.sha256()
@@ -152,12 +161,11 @@ def _corpus_record(corpus: str, first: int, texts: list[str]) -> dict:
 
 def build_index(
     load: Callable, model: str, corpus: str, output: str, text_column: str, batch_size: int, overwrite: bool,
-    params: ann.Params,
+    params: Params,
 ) -> dict:  # fmt: skip
     """Embed `corpus` with the encoder `load()` gives and publish the index at `output`; returns
     index.json. Every check that can fail is made before the model loads; the run holds the
     output's lock throughout, so no `index add` or other build writes it meanwhile."""
-    from bertkit.core.outputs import OutputLock, check_output_dir, check_writable
 
     ann.require()
     folder = Path(output)
@@ -170,7 +178,6 @@ def build_index(
 
 
 def _build(load, model, corpus, output, text_column, batch_size, overwrite, params) -> dict:
-    from bertkit.core.outputs import check_output_dir
 
     check_output_dir(Path(output), overwrite, [corpus, model], KIND)  # as it is now that the lock is held
     texts = _corpus_texts(corpus, text_column)
@@ -184,7 +191,7 @@ def _build(load, model, corpus, output, text_column, batch_size, overwrite, para
     check = None
     if params.kind == "ivf":
         check = ann.check_recall(index, keys, vectors, params.probes)
-        if check < ann.CHECK_RECALL:
+        if check < CHECK_RECALL:
             index, params = _crowded(asked, params, check, index, encoder.dimension, count, keys, vectors)
     info = {
         "format": FORMAT,
@@ -206,8 +213,6 @@ def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
     """A new folder is renamed into place whole; an index already there (or an empty folder) gets
     a new generation, which readers switch to in one step (index.json replaced to name it).
     Returns index.json."""
-    from bertkit.core.outputs import cannot_write, writing_failed
-    from bertkit.embeddings import index_publishing
 
     if not folder.exists() or folder.is_symlink():
         return index_publishing.publish_new(folder, overwrite, protect, fill)
@@ -222,16 +227,15 @@ def _publish(folder: Path, overwrite: bool, protect: list, fill) -> dict:
         raise
 
 
-def _crowded(asked: ann.Params, params: ann.Params, check: float, index, dimension: int, count: int, keys, vectors):
+def _crowded(asked: Params, params: Params, check: float, index, dimension: int, count: int, keys, vectors):
     """An IVF index that failed its recall check: `auto` builds the graph instead; an IVF index
     asked for is kept, with a note of what it found."""
     from dataclasses import replace
 
-    from bertkit.core.progress import console
 
     found = (
         f"[yellow]note:[/yellow] the IVF index found {check:.0%} of exact search's top 10 for "
-        f"{min(ann.CHECK_QUERIES, count)} of the corpus's own texts (its vectors are crowded together, as an "
+        f"{min(CHECK_QUERIES, count)} of the corpus's own texts (its vectors are crowded together, as an "
         "untuned model's can be)"
     )
     if asked.kind == "ivf":
@@ -259,7 +263,6 @@ def _writable(folder: str) -> None:
     """What `index add` needs to write the index at `folder`, checked before the model loads: the
     folder itself, not a symbolic link to it (bertkit replaces what it writes in place, and never
     through a link: give the folder it points to), and one this user may write in."""
-    from bertkit.core.outputs import check_writable
 
     path = Path(folder)
     _not_a_link("--index", path, "index add")
@@ -274,8 +277,6 @@ def add_to_index(
     the corpora already there. The index is written as a new generation beside the old one and
     index.json replaced to name it, so a failure or a kill leaves the old one as it was and a search running
     meanwhile reads one or the other; one writer at a time holds the folder's lock."""
-    from bertkit.core.outputs import OutputLock
-    from bertkit.embeddings import index_folder
 
     ann.require()
     _writable(folder)
@@ -315,7 +316,6 @@ def search_index(
 ) -> Iterator[dict]:  # fmt: skip
     """The same records as exact search (`embeddings.search.search`), from the index; `breadth`
     overrides the index's own search breadth (efSearch of a graph, probes of an IVF index)."""
-    from bertkit.embeddings import index_folder
 
     ann.require()
     loaded = index_folder.load(folder)
@@ -324,8 +324,6 @@ def search_index(
 
 def _search(loaded, queries, top_k, batch_size, device, trust_remote_code, runtime, breadth) -> Iterator[dict]:
     """Search one generation, read whole (`index_folder.load`): its texts and vectors belong together."""
-    from bertkit.core.pooling import unit_vectors
-    from bertkit.embeddings.search import hit_records
 
     info = loaded.info
     encoder = index_encoder(info, device, trust_remote_code, runtime)
@@ -352,9 +350,6 @@ def search_index_file(
     `breadths` the search-breadth options given ({"--ef-search": N or None, "--probes": N or None}), of
     which only the index's kind's may be set; `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates."""
-    from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
-    from bertkit.embeddings import index_folder
-    from bertkit.embeddings.search import asked_queries
 
     ann.require()
     _breadth(folder, read_index(folder)["ann"], breadths or {})  # a wrong option fails before the corpus is read

@@ -11,6 +11,7 @@ import re
 from bertkit.core.errors import BertkitError
 from bertkit.core.pooling import POOLINGS
 from bertkit.embeddings import ann
+from bertkit.embeddings.ann_params import KIND_NAMES, LIMITS
 
 FLAT, FORMAT = 1, 2  # index.json's layouts: 1 the data files beside it, 2 in the generation it names
 GENERATION_NAME = re.compile(r"gen-([0-9]{6,18})")  # ASCII digits, few enough to be a number
@@ -128,14 +129,14 @@ def check_info(path, info) -> None:
 
 def _check_ann(path, described: dict) -> None:
     """index.json's "ann": a kind bertkit writes and the settings of that kind, each in its range
-    (`ann.LIMITS`: a value past it would overflow FAISS's integers or exhaust the memory)."""
+    (`ann_params.LIMITS`: a value past it would overflow FAISS's integers or exhaust the memory)."""
     kind = _field(path, described, "kind", (str,), "ann.")
-    if kind not in ann.KIND_NAMES:
-        raise damaged(path, f"'ann.kind' is {json.dumps(kind)}, not one of {', '.join(ann.KIND_NAMES)}")
+    if kind not in KIND_NAMES:
+        raise damaged(path, f"'ann.kind' is {json.dumps(kind)}, not one of {', '.join(KIND_NAMES)}")
     ivf = ann.is_ivf(described)
     for key in ("lists", "probes") if ivf else ("m", "ef_construction", "ef_search"):
         optional = key != ("probes" if ivf else "ef_search")  # the breadth a search uses; the rest are a record
-        _field(path, described, key, (int,), "ann.", optional=optional, least=1, most=ann.LIMITS[key])
+        _field(path, described, key, (int,), "ann.", optional=optional, least=1, most=LIMITS[key])
     if kind != "HNSW":
         _field(path, described, "rescore", (int, float), "ann.", optional=True, least=1, most=1000)
     recall = _field(path, described, "check_recall", (int, float), "ann.", optional=True, least=0)

@@ -12,6 +12,9 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from bertkit import __version__
+from bertkit.core.outputs import MANIFEST, cannot_write, staged_dir, staging_dir, write_json, write_manifest
+from bertkit.core.outputs.files import follow_umask_tree, is_leftover
 from bertkit.embeddings import ann
 from bertkit.embeddings.index_folder import GENERATION_KIND, INFO, KIND, TEXTS, generation_name, named_now
 from bertkit.embeddings.index_info import FORMAT, GENERATION_NAME
@@ -45,8 +48,6 @@ def _generations(folder: Path) -> dict[int, Path]:
 def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
     """The generation's data files, written by `fill(dir)` (which returns index.json's other
     fields), its manifest, all flushed."""
-    from bertkit.core.outputs import write_manifest
-    from bertkit.core.outputs.files import follow_umask_tree
 
     info = fill(staged)
     follow_umask_tree(staged)
@@ -58,7 +59,6 @@ def _fill_generation(staged: Path, fill: Callable[[Path], dict]) -> dict:
 def _write_info(folder: Path, info: dict, name: str) -> dict:
     """Replace `folder`/index.json in one step by `info` naming the generation `name` (written
     beside it, flushed, renamed over it)."""
-    from bertkit.core.outputs import write_json
 
     rest = {k: v for k, v in info.items() if k not in ("format", "generation")}
     record = {"format": FORMAT, "generation": name, **rest}  # the two first, for a reader's eye
@@ -84,7 +84,6 @@ def _clear_odd(path: Path) -> None:
 def publish_new(folder: Path, overwrite: bool, protect, fill: Callable[[Path], dict]) -> dict:
     """Publish a new index folder whose first generation `fill(dir)` writes: assembled beside
     `folder` and renamed into place whole (`outputs.staged_dir`). Returns index.json."""
-    from bertkit.core.outputs import staged_dir
 
     with staged_dir(folder, overwrite, KIND, protect) as staged:
         name = generation_name(1)
@@ -99,7 +98,6 @@ def publish_generation(folder: Path, fill: Callable[[Path], dict]) -> dict:
     index.json to name it; the caller holds the folder's lock. The previous generation stays for
     the readers still on it; older ones, and what killed writers left, are removed. Returns
     index.json."""
-    from bertkit.core.outputs import MANIFEST, cannot_write, staging_dir
 
     before = named_now(folder)
     taken = [int(m[1]) for m in map(GENERATION_NAME.fullmatch, os.listdir(folder)) if m]  # folders or not
@@ -129,8 +127,6 @@ def publish_generation(folder: Path, fill: Callable[[Path], dict]) -> dict:
 def _list_info(manifest: Path) -> None:
     """The folder's manifest lists index.json (an empty folder's has no manifest yet), so that
     `--overwrite` counts it as bertkit's."""
-    from bertkit import __version__
-    from bertkit.core.outputs import write_json
 
     try:
         record = json.loads(manifest.read_text(encoding="utf-8"))
@@ -146,7 +142,6 @@ def _list_info(manifest: Path) -> None:
 def _remove_old(folder: Path, keep: set) -> None:
     """Generations other than `keep` (a flat index's data files once generation 0 is not kept),
     and generations that killed writers were assembling."""
-    from bertkit.core.outputs.files import is_leftover
 
     for number, path in _generations(folder).items():
         if number not in keep:

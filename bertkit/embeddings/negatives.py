@@ -11,7 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.data.readers import located_records
+from bertkit.core.data.records import blank, text_value
 from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
+from bertkit.core.pooling import unit_vectors
+from bertkit.core.progress import bar, status
+from bertkit.embeddings.search import corpus_vectors, top_hits
 
 FIELD = "negatives"  # the field each output row gains; `train embed` reads it as data.negative_column
 CHUNK = 1024  # pairs encoded and ranked at a time: the progress bar's step, and a bound on the score matrix
@@ -69,8 +75,6 @@ class Mined:
 
 def read_pairs(path: str, options: MineOptions) -> list[tuple[str, dict]]:
     """(where, record) of every pair, each with a non-blank anchor and positive."""
-    from bertkit.core.data.readers import located_records
-    from bertkit.core.data.records import blank, text_value
 
     rows = []
     for where, record in located_records(path, None, options.text_column):
@@ -96,8 +100,6 @@ def read_pairs(path: str, options: MineOptions) -> list[tuple[str, dict]]:
 
 def mine(encoder, rows: list[dict], texts: list[str], vectors: np.ndarray, options: MineOptions, summary: Mined):
     """Each row with its negatives (a list of corpus texts, best-ranked first)."""
-    from bertkit.core.pooling import unit_vectors
-    from bertkit.embeddings.search import top_hits
 
     anchors = [str(r[options.text_column]).strip() for r in rows]
     positives = [str(r[options.text_pair_column]).strip() for r in rows]
@@ -136,8 +138,6 @@ def mine_file(
     """Mine negatives for every pair of `pairs` from `corpus` (the pairs' distinct positives
     when None) and write the rows, with `negatives`, as JSON lines to `output`. Every check that
     can fail is made before the model loads."""
-    from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
-    from bertkit.core.progress import bar
 
     options.check()
     check_output_file(output, pairs, corpus, model, replace=overwrite, example="triplets.jsonl")
@@ -156,9 +156,6 @@ def mine_file(
 
 
 def _corpus(encoder, corpus: str | None, rows: list[dict], options: MineOptions, cache_dir, summary: Mined):
-    from bertkit.core.pooling import unit_vectors
-    from bertkit.core.progress import status
-    from bertkit.embeddings.search import corpus_vectors
 
     if corpus is not None:
         found = corpus_vectors(encoder, corpus, options.corpus_column, cache_dir, options.batch_size)

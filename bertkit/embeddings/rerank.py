@@ -13,6 +13,8 @@ import numpy as np
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks
+from bertkit.tasks.bundle import open_bundle
+from bertkit.tasks.rerank.scoring import pair_scores
 
 QUERIES_PER_PASS = 32  # queries whose candidates are scored together: full batches, bounded memory
 
@@ -21,7 +23,6 @@ class Reranker:
     """A cross-encoder checked at construction (before any model loads) and loaded on first use."""
 
     def __init__(self, path: str, top: int, batch_size: int, device=None, trust_remote_code=False, runtime=None):
-        from bertkit.tasks.bundle import open_bundle
 
         if top < 1:
             raise BertkitError(f"--rerank-top {top}: give 1 or more candidates to re-score")
@@ -41,7 +42,6 @@ class Reranker:
         return max(top_k, self.top)
 
     def scores(self, queries: list[str], passages: list[str]) -> np.ndarray:
-        from bertkit.tasks.rerank.scoring import pair_scores
 
         if self.model is None:
             self.tokenizer = self.bundle.load_tokenizer()

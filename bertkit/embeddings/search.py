@@ -10,10 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bertkit.core.data.corpus import read_lines
+from bertkit.core.caches import cache_root
+from bertkit.core.data.corpus import corpus_files, read_lines
 from bertkit.core.errors import BertkitError
-from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
+from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
 from bertkit.core.pooling import unit_vectors
+from bertkit.core.progress import console, status
 
 # ---------------------------------------------------------------- search
 
@@ -33,7 +35,6 @@ def corpus_key(files: list[str], encoder, text_column: str) -> str:
 def default_cache_dir() -> Path:
     """`search/` in bertkit's cache folder, the one the feature cache uses ($BERTKIT_CACHE, else
     $XDG_CACHE_HOME/bertkit, else ~/.cache/bertkit): one place decides where bertkit caches."""
-    from bertkit.training.feature_cache import cache_root
 
     return cache_root() / "search"
 
@@ -41,8 +42,6 @@ def default_cache_dir() -> Path:
 def corpus_vectors(encoder, corpus: str, text_column: str, cache_dir: Path | None, batch_size: int):
     """(texts, unit vectors, whether they came from the cache) for a corpus path. Blank lines
     keep their place (their text is '', their vector zeros), so hit indices are line positions."""
-    from bertkit.core.data.corpus import corpus_files, read_lines
-    from bertkit.core.progress import console, status
 
     texts = list(read_lines(corpus, text_column, keep_blank=True, option="--text-column"))
     if not any(texts):
@@ -89,8 +88,6 @@ def _write_cache(path: Path, vectors: np.ndarray) -> None:
     costs only the time saved next time, so it is a warning, not an error."""
     from rich.markup import escape
 
-    from bertkit.core.outputs import atomic_path
-    from bertkit.core.progress import console
 
     try:
         with atomic_path(path) as tmp, open(tmp, "wb") as handle:

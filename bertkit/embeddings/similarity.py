@@ -14,6 +14,7 @@ from bertkit.core.data.readers import located_records
 from bertkit.core.data.records import Blank, place_of, placed, text_value
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
+from bertkit.core.plots import pyplot, save_png
 from bertkit.core.pooling import unit_vectors
 from bertkit.prediction import output_format
 
@@ -70,7 +71,6 @@ def _rounded(value) -> float | None:
 
 
 def heatmap(matrix: np.ndarray, texts: list[str], path: Path) -> None:
-    from bertkit.core.plots import pyplot, save_png
 
     plt = pyplot()
     n = len(texts)

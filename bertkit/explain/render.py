@@ -9,6 +9,8 @@ import html
 import re
 from pathlib import Path
 
+from bertkit.core.plots import pyplot
+
 FOR, AGAINST = (46, 160, 67), (215, 48, 39)
 LABELS = {"text": "text", "text_pair": "pair", "question": "question", "context": "context"}
 
@@ -174,7 +176,6 @@ def _method(result: dict) -> str:
 
 def png(result: dict, path: Path) -> None:
     """The same view as a picture: one block per explanation, its words on coloured backgrounds."""
-    from bertkit.core.plots import pyplot
 
     plt = pyplot()
     width, size, margin = 1000, 13, 16  # pixels (dpi 100), points, pixels

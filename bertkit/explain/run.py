@@ -8,6 +8,14 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
+from bertkit.explain import render
+from bertkit.explain.attribution import integrated_gradients, occlusion
+from bertkit.explain.render import explanations
+from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
+from bertkit.tasks.explain_inputs import BASELINES
+from bertkit.tasks.registry import names
 
 METHODS = ("integrated-gradients", "occlusion")
 # Gauss-Legendre points on the path (bench/explain_faithfulness.py, MiniLM on 200 SST-2 dev
@@ -32,7 +40,6 @@ def attribute(
 ) -> list[dict]:
     """One explanation per target: token and word attributions, the score at the input and at the
     baseline, and (integrated gradients) the completeness error."""
-    from bertkit.explain.attribution import integrated_gradients, occlusion
 
     if not targets:
         return []
@@ -101,8 +108,6 @@ def explain(
 
 def _explainer(task: str):
     """The task's `Explainer` (bertkit/tasks/<task>/explaining.py), or an error saying why it has none."""
-    from bertkit.tasks import get_task
-    from bertkit.tasks.registry import names
 
     found = get_task(task).explainer()
     if found is None:
@@ -114,7 +119,6 @@ def _explainer(task: str):
 
 def incomplete(result: dict) -> list[str]:
     """The targets whose integrated gradients miss completeness by more than the tolerance."""
-    from bertkit.explain.render import explanations
 
     if result["method"] != "integrated-gradients":
         return []
@@ -151,9 +155,6 @@ def explain_file(
 ) -> dict:
     """Load `model`, explain its prediction on `text`, write the picture and the JSON; every
     option and output is checked before the model loads."""
-    from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
-    from bertkit.tasks.bundle import open_bundle
-    from bertkit.tasks.explain_inputs import BASELINES
 
     if not text.strip():
         raise BertkitError("--text is empty: give the text to explain")
@@ -179,14 +180,12 @@ def explain_file(
         )
     plain = not (bundle.path / "bertkit.json").is_file()
     check_request(bundle.task, text, pair, question, bundle.info, plain)
-    from bertkit.tasks import get_task
 
     # fp32 on a GPU too: attributions sum gradients over many steps, which half precision would blur
     network = bundle.load_model(get_task(bundle.task).auto_model, device, precision="fp32")
     tokenizer = bundle.load_tokenizer()
     result = explain(network, tokenizer, bundle.info, text, pair, question, target, method, steps, baseline, batch_size)
     if picture is not None:
-        from bertkit.explain import render
 
         with atomic_path(Path(picture)) as tmp:
             if Path(picture).suffix.lower() == ".png":

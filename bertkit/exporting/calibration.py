@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.onnx_runtime import need_onnx
+from bertkit.tasks.options import EvaluateOptions
 
 CALIBRATION_SAMPLE = 200  # examples the task scores to record the ranges (seeded, as evaluate samples)
 METHOD = "minmax"
@@ -52,7 +54,6 @@ class Recorder:
 def evaluate_on_check_data(task, model, tokenizer, info, data: Path, fmt: str | None, sample: int, why: str) -> dict:
     """`task.evaluate` of `model` on a seeded sample of the check data, read with the bundle's own
     columns; data it cannot score is an error saying what the int8 export needs (`why`: the step)."""
-    from bertkit.tasks.options import EvaluateOptions
 
     options = EvaluateOptions(max_samples=sample, data_format=fmt, columns_settable=False)
     try:
@@ -89,7 +90,6 @@ def quantize_static(source: Path, target: Path, rows: list[dict[str, np.ndarray]
     the nodes in `keep_fp32` untouched."""
     import logging
 
-    from bertkit.core.onnx_runtime import need_onnx
 
     quantization = need_onnx("--quantize int8", "onnxruntime.quantization")
     import onnxruntime

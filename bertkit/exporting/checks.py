@@ -15,7 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.config import DataSource
+from bertkit.core.data.formats import detect_format
+from bertkit.core.data.readers import located_records, placed
 from bertkit.core.errors import BertkitError
+from bertkit.exporting.calibration import evaluate_on_check_data
+from bertkit.prediction import aligned
+from bertkit.tasks.options import PredictOptions
 
 TOLERANCE = 1e-4
 SAMPLE = 200
@@ -86,7 +92,6 @@ def check_format(task, data: Path | None, given: bool = False) -> str | None:
     """The check data's format as the task reads it, told once for every check that reads the
     file (each telling it again said "read as ..." again). Data the user gave whose format cannot
     be told is an error."""
-    from bertkit.config import DataSource
 
     if data is None:
         return None
@@ -104,7 +109,6 @@ def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -
     (`given`, --check-data) that gives no text is an error: the check asked for cannot run."""
     from itertools import islice
 
-    from bertkit.core.data.readers import located_records
 
     texts = list(BUILT_IN)
     if data is not None and fmt is not None:
@@ -135,7 +139,6 @@ def _reason(err: Exception) -> str:
 def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None, report: Report) -> None:
     """Share of equal predictions and the main metric, fp32 ONNX against int8 ONNX; data on which
     either cannot be computed is an error (exit 2): the export is not kept unchecked."""
-    from bertkit.exporting.calibration import evaluate_on_check_data
 
     agree = _agreement(task, fp32, int8, tokenizer, info, data, fmt)
     if agree is not None:
@@ -163,10 +166,6 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None,
 def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -> dict | None:
     from itertools import islice
 
-    from bertkit.core.data.formats import detect_format
-    from bertkit.core.data.readers import located_records, placed
-    from bertkit.prediction import aligned
-    from bertkit.tasks.options import PredictOptions
 
     if task.name == "mlm-adapt":
         return None  # its records need a [MASK]; the metric (perplexity) is the check

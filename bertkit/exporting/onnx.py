@@ -12,12 +12,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bertkit.adapter_merging import merged_info
+from bertkit.core import outputs
 from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_torch, need_onnx
+from bertkit.core.progress import status
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
 from bertkit.exporting.checks import Report, check_format, check_fp32, check_texts, compare_int8
 from bertkit.exporting.graphs import OPSET, export_graph, residual_projections
+from bertkit.tasks import get_task
+from bertkit.tasks.bundle import open_bundle
 
 FORMATS = ("onnx",)
 QUANTIZE = ("int8",)
@@ -109,11 +114,6 @@ def export_bundle(
     trust_remote_code: bool = False,
 ) -> tuple[Path, dict]:
     """Export the bundle at `model`; returns the new bundle's path and its `export` record."""
-    from bertkit.adapter_merging import merged_info
-    from bertkit.core import outputs
-    from bertkit.core.progress import status
-    from bertkit.tasks import get_task
-    from bertkit.tasks.bundle import open_bundle
 
     if fmt not in FORMATS:
         raise BertkitError(f"--format {fmt}: use one of {', '.join(FORMATS)}")

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from bertkit.core import models
 from bertkit.core.errors import BertkitError
+from bertkit.core.run_info import RunInfo
+from bertkit.core.tokenization import load_tokenizer
 from bertkit.inspection import texts as text_checks
 from bertkit.inspection import tokens as token_checks
+from bertkit.tasks import get_task
 
 ORDER = ("train", "validation", "test")
 # what deserves a look (thresholds of the warnings)
@@ -23,7 +26,6 @@ UNKNOWN_RATE = 0.01
 
 def inspect_run(cfg) -> dict:
     """The report on `cfg`'s data (see the module's docs)."""
-    from bertkit.tasks import get_task
 
     task = get_task(cfg.task)
     report: dict = {
@@ -44,7 +46,6 @@ def inspect_run(cfg) -> dict:
     except BertkitError as err:
         report["errors"].append(str(err))
         return _verdict(report)
-    from bertkit.core.run_info import RunInfo
 
     info = RunInfo(info)
     views = {role: task.inspect_view(ds[role], cfg, info) for role in ORDER if role in ds}
@@ -70,7 +71,6 @@ def inspect_run(cfg) -> dict:
 
 
 def _tokenizer(cfg, report: dict):
-    from bertkit.core.tokenization import load_tokenizer
 
     try:
         return load_tokenizer(cfg.model.tokenizer or cfg.model.name, cfg.model.revision, cfg.model.trust_remote_code)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bertkit.core import plots
+from bertkit.core.outputs import atomic_path, ensure_folder
+from bertkit.core.outputs.strict_json import dumps, undefined_as_null
+
 
 def as_json(report: dict) -> str:
     """The report as strict JSON: a number that the data leaves undefined is null (`strict_json`)."""
-    from bertkit.core.outputs.strict_json import dumps, undefined_as_null
 
     shown = undefined_as_null({k: v for k, v in report.items() if not k.startswith("_")})
     return dumps(shown, "the inspection report", ensure_ascii=False, indent=2)
@@ -15,8 +18,6 @@ def as_json(report: dict) -> str:
 
 def write_plots(report: dict, folder: Path) -> list[Path]:
     """A length histogram and a label chart in `folder` (each written whole or not at all)."""
-    from bertkit.core import plots
-    from bertkit.core.outputs import atomic_path, ensure_folder
 
     ensure_folder(folder, folder)
     written = []

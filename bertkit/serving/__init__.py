@@ -8,8 +8,11 @@ import signal
 import socket
 from contextlib import contextmanager, suppress
 
+from bertkit.core.adapters.loading import SharedBases
 from bertkit.core.errors import BertkitError
 from bertkit.core.extras import install_command
+from bertkit.core.progress import console, status
+from bertkit.serving.predictor import Predictor, public_name
 
 
 def require_serving() -> None:
@@ -48,9 +51,7 @@ def serve(
         import uvicorn
         from rich.markup import escape
 
-        from bertkit.core.progress import console, status
         from bertkit.serving.app import build_app
-        from bertkit.serving.predictor import Predictor
 
         listener = listener or listening_socket(host, port)
         if isinstance(model, list) and len(model) > 1:
@@ -86,9 +87,6 @@ def serve(
 def load_several(paths: list[str], device, trust_remote_code: bool, batch_size, runtime) -> list:
     """One `Predictor` per path, adapter bundles of one base sharing its weights; two paths that
     a request could not tell apart (the same last name) are refused."""
-    from bertkit.core.adapters.loading import SharedBases
-    from bertkit.core.progress import status
-    from bertkit.serving.predictor import Predictor, public_name
 
     names = [public_name(p) for p in paths]
     twice = sorted({n for n in names if names.count(n) > 1})

@@ -20,8 +20,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bertkit.core.data import WHERE, column
+from bertkit.core.data.formats import detect_format
 from bertkit.core.data.records import blank, text_value
 from bertkit.core.errors import BertkitError, RecordError
+from bertkit.tasks import record
+from bertkit.tasks.inspecting import View
 
 if TYPE_CHECKING:
     from bertkit.config import Config
@@ -146,8 +150,6 @@ class Task:
         """What `bertkit inspect` looks at in one split (`bertkit.inspection.texts.View`): by
         default the configured text (and pair) column, and the label column's values as labels
         when the split has one."""
-        from bertkit.core.data import WHERE, column
-        from bertkit.tasks.inspecting import View
 
         d = cfg.data
         texts = [str(t) if t is not None else "" for t in column(split, d.text_column)]
@@ -164,7 +166,6 @@ class Task:
         """The format this task reads the file of `source` (a `DataSource`) in, told from its
         extension or its content as `load` and `evaluate` tell it (said once when from content):
         a command that reads one file several times tells it once and passes it on."""
-        from bertkit.core.data.formats import detect_format
 
         return detect_format(source.path, source.format)
 
@@ -260,7 +261,6 @@ class Task:
         return f"bertkit predict --model {where} --input texts.txt --output predictions.jsonl"
 
     def python_usage(self, where: str, info: dict | None = None) -> list[str]:
-        from bertkit.tasks import record
 
         pipeline = record(self.name).pipeline
         return ["from transformers import pipeline", f'model = pipeline("{pipeline}", model="{where}")']

@@ -9,8 +9,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bertkit.core import models, onnx_runtime
+from bertkit.core.adapters.loading import load_weights
 from bertkit.core.errors import BertkitError
+from bertkit.core.inference import in_precision, pick_device, precision_for
+from bertkit.core.models import check_custom_code
+from bertkit.core.onnx_runtime import OnnxModel, choose_runtime
 from bertkit.core.run_info import INFO_FILE, RESTORE, RunInfo, positive_int, read_object, shown
+from bertkit.core.tokenization import load_tokenizer
 from bertkit.tasks import registry
 
 
@@ -38,10 +44,8 @@ class Bundle:
 
     def load_tokenizer(self):
         if self.runtime == "onnx":
-            from bertkit.core import onnx_runtime
 
             return self._unchanged(onnx_runtime.load_tokenizer(self.path))
-        from bertkit.core.tokenization import load_tokenizer
 
         return self._unchanged(load_tokenizer(str(self.path), trust_remote_code=self.trust_remote_code))
 
@@ -52,15 +56,11 @@ class Bundle:
         `shared`, a `SharedBases`, on base weights shared with the other adapter bundles of the same
         base), or `merged` into them (for writing a new model: merge, export)."""
         if self.runtime == "onnx":
-            from bertkit.core.onnx_runtime import OnnxModel
 
             refuse_half_onnx(precision, self.path)
             return self._unchanged(OnnxModel(self.path))
         import transformers
 
-        from bertkit.core import models
-        from bertkit.core.adapters.loading import load_weights
-        from bertkit.core.inference import in_precision, pick_device, precision_for
 
         models.quiet_transformers()
         loader = getattr(transformers, auto_class)
@@ -107,8 +107,6 @@ def check_unchanged(path, opened: tuple | None) -> None:
 
 def open_bundle(path: str, trust_remote_code: bool = False, runtime: str | None = None) -> Bundle:
     """The bundle at `path`, to be run with `runtime` (auto, torch or onnx; None is auto)."""
-    from bertkit.core.models import check_custom_code
-    from bertkit.core.onnx_runtime import choose_runtime
 
     root = Path(path)
     if not path or not root.exists():

@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bertkit.core.data.formats import Layout
+from bertkit.core.data_settings import DataSource
+
 LONG_TEXT = ("truncate", "windows")
 
 
@@ -39,7 +42,6 @@ class ModelOptions:
 
     def layout(self):
         """How the input file is written (`bertkit.core.data.readers.Layout`)."""
-        from bertkit.core.data.formats import Layout
 
         return Layout(self.columns, None, self.encoding)
 
@@ -98,7 +100,6 @@ class EvaluateOptions(ModelOptions):
 
     def source(self, path: str):
         """The labelled file as a data source, with its format and layout."""
-        from bertkit.core.data_settings import DataSource
 
         columns = list(self.columns) if self.columns else None
         return DataSource(path=path, format=self.data_format, columns=columns, encoding=self.encoding)

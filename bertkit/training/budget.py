@@ -6,6 +6,7 @@ import os
 
 from bertkit.config import Config
 from bertkit.core.learning_rates import AUTO, planned_steps
+from bertkit.core.progress import console
 from bertkit.core.sharding import is_main
 
 
@@ -29,7 +30,6 @@ def resolve_rates(cfg: Config, train, say: bool = True) -> tuple[Config, dict]:
     resolved = cfg.model_copy(update={"train": t.model_copy(update=rates)})
     note = {"auto": sorted(rates), "steps": steps, "factor": round(factor, 3), **rates}
     if say and is_main():
-        from bertkit.core.progress import console
 
         chosen = ", ".join(f"{k.replace('_', ' ')} {rates[k]:g}" for k in note["auto"] if rates[k] is not None)
         console.print(f"{chosen} (auto: ×{note['factor']:g} for a {steps:,}-step run)")

@@ -28,17 +28,9 @@ import time
 from pathlib import Path
 
 import bertkit
+from bertkit.core.caches import cache_root
 
 KEY_FILE = "key.json"  # written last: an entry without it is incomplete and never read
-
-
-def cache_root() -> Path:
-    """The folder holding bertkit's caches ($BERTKIT_CACHE, else the XDG cache folder)."""
-    given = os.environ.get("BERTKIT_CACHE")
-    if given:
-        return Path(given).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "bertkit"
 
 
 def features_dir() -> Path:

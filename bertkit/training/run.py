@@ -10,18 +10,23 @@ from pathlib import Path
 
 from bertkit.config import Config
 from bertkit.core import models, outputs
+from bertkit.core.adapters.base import refuse_adapter_bundle
+from bertkit.core.adapters.training import attach, check_resume
 from bertkit.core.errors import BertkitError
+from bertkit.core.freezing import freeze
+from bertkit.core.progress import RichProgress, console, status
 from bertkit.core.run_info import RunInfo
 from bertkit.core.sharding import is_main
+from bertkit.core.tokenization import load_tokenizer
 from bertkit.tasks import get_task
 from bertkit.training.budget import resolve_rates
 from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
+from bertkit.training.feature_cache import cached_prepare
 from bertkit.training.run_dir import check_dirs, discard_if_empty, mark_run_dir, run_facts, work_dir
 from bertkit.training.trainer import (
     RememberEvaluations,
     check_metric,
-    freeze,
     longest_first,
     resolve_precision,
     score_split,
@@ -82,11 +87,9 @@ def _run(
     scratch = task.starts_from_scratch(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
-        from bertkit.core.adapters.base import refuse_adapter_bundle
 
         refuse_adapter_bundle(cfg.model.name, source)  # before anything reads it as a whole model
         models.check_max_length(source, cfg)
-    from bertkit.core.progress import RichProgress, console, status
 
     with status("reading data"):
         raw = task.load(cfg)
@@ -107,13 +110,11 @@ def _run(
     cfg, rates = resolve_rates(cfg, features["train"], say=not task.trains_itself(info))
     model = starting_model(cfg, task, source, info)
     if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
-        from bertkit.core.adapters.training import attach
 
         saved = task.export(model, info) or model
         model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
         info = info.replace(adapter=adapter)
     if checkpoint is not None:
-        from bertkit.core.adapters.training import check_resume
 
         check_resume(checkpoint, info.get("adapter"), run_facts(work))
     freeze(model, cfg.train)
@@ -207,7 +208,6 @@ def _run(
 def run_tokenizer(cfg: Config, task, raw, source: str | None):
     """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
     the model's. `bertkit smoke` loads it here too."""
-    from bertkit.core.tokenization import load_tokenizer
 
     tokenizer = task.new_tokenizer(raw, cfg)
     if tokenizer is None:
@@ -226,7 +226,6 @@ def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
     """`task.prepare` through the on-disk feature cache (training/feature_cache.py), unless
     data.cache is off or the training split is streamed (tokenized as training reads it)."""
-    from bertkit.core.progress import console, status
 
     counts = {role: _count(split) for role, split in raw.items()}
     sizes = ", ".join(f"{role} (streamed)" if n is None else f"{n:,} {role}" for role, n in counts.items())
@@ -237,7 +236,6 @@ def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
 
     if not cfg.data.cache or None in counts.values():
         return build()
-    from bertkit.training.feature_cache import cached_prepare
 
     features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, task.inputs(cfg), say=console.print)
     return features

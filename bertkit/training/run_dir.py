@@ -9,8 +9,10 @@ import os
 import shutil
 from pathlib import Path
 
-from bertkit.core import outputs
+from bertkit.core import checkpoints, outputs
+from bertkit.core.checkpoints import RUN_MARKER, last_complete
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 from bertkit.core.sharding import is_main
 
 
@@ -21,7 +23,6 @@ def work_dir(final: Path) -> Path:
 
 def mark_run_dir(work: Path, facts: dict | None = None) -> None:
     """Marks `work` as a bertkit run's, with `facts` a resumed run must agree with (`run_facts`)."""
-    from bertkit.core.checkpoints import RUN_MARKER
 
     work.mkdir(parents=True, exist_ok=True)
     recorded = json.dumps(facts) + "\n" if facts else ""
@@ -30,7 +31,6 @@ def mark_run_dir(work: Path, facts: dict | None = None) -> None:
 
 def run_facts(work: Path) -> dict:
     """The facts the run that made `work` recorded (an older marker has none)."""
-    from bertkit.core.checkpoints import RUN_MARKER
 
     try:
         lines = (work / RUN_MARKER).read_text(encoding="utf-8").splitlines()
@@ -43,7 +43,6 @@ def run_facts(work: Path) -> dict:
 def discard_if_empty(work: Path) -> None:
     """A run that stops before its first complete checkpoint (a full disk can cut the first one
     short) leaves nothing to resume: no `.partial`."""
-    from bertkit.core.checkpoints import last_complete
 
     if work.is_dir() and last_complete(work)[0] is None and is_main():
         shutil.rmtree(work, ignore_errors=True)
@@ -52,8 +51,6 @@ def discard_if_empty(work: Path) -> None:
 def check_dirs(final: Path, work: Path, overwrite: bool, resume: bool, inputs) -> Path | None:
     """Everything about the output and work directories that can fail, checked before training;
     returns the checkpoint to resume from."""
-    from bertkit.core import checkpoints
-    from bertkit.core.progress import console
 
     if final.exists() and not overwrite:
         what = "the run would replace it when it finishes" if resume else "it would be replaced"

@@ -10,7 +10,9 @@ from pathlib import Path
 from bertkit.config import Config
 from bertkit.core import metrics
 from bertkit.core.errors import BertkitError, did_you_mean
+from bertkit.core.inference import gpu_half
 from bertkit.core.progress import callback_base
+from bertkit.training.sampling import ShuffledLengthGroups
 
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
 
@@ -18,7 +20,6 @@ LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae", "perplexity")
 def resolve_precision(choice: str) -> str:
     import torch
 
-    from bertkit.core.inference import gpu_half
 
     cuda = torch.cuda.is_available()
     if choice == "auto":
@@ -118,7 +119,6 @@ def trainer_class(cfg: Config):
         def _get_train_sampler(self, train_dataset=None):
             if not grouped:
                 return super()._get_train_sampler(train_dataset)
-            from bertkit.training.sampling import ShuffledLengthGroups
 
             data = train_dataset if train_dataset is not None else self.train_dataset
             lengths = [len(ids) for ids in data["input_ids"]]

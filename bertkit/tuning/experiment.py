@@ -23,6 +23,8 @@ from pathlib import Path
 
 from bertkit.config import Config
 from bertkit.core.errors import BertkitError
+from bertkit.tasks import registry
+from bertkit.tasks.distill.teacher import TEACHER_TASKS
 
 ATTRIBUTE = "experiment"  # the study's user attribute holding it
 NO_EFFECT = (
@@ -54,12 +56,10 @@ def experiment_of(cfg: Config, searched: list[str], inputs: list) -> dict:
 def _sections_read(cfg: Config) -> set[str]:
     """The config's sections a run of its task reads: the common ones, its task's own, and for
     distill the sections of the tasks it distils from (its teacher's settings fill them in)."""
-    from bertkit.tasks import registry
 
     own = registry.record(cfg.task).section
     sections = {"task", "model", "data", "train", own}
     if cfg.task == "distill":
-        from bertkit.tasks.distill.teacher import TEACHER_TASKS
 
         sections |= {registry.record(task).section for task in TEACHER_TASKS}
     return sections

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bertkit.config import Config, to_yaml
 from bertkit.core import outputs
+from bertkit.core.plots import pyplot, save_png
 from bertkit.core.progress import console
 from bertkit.tuning.space import with_values
 from bertkit.tuning.storage import shown_url
@@ -148,7 +149,6 @@ def _importances(study, rows: list[dict], result) -> dict | None:
 
 def _history_plot(rows: list[dict], result, path: Path) -> None:
     """Each trial's value by trial number (pruned ones at their last evaluation), and the best so far."""
-    from bertkit.core.plots import pyplot, save_png
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -181,7 +181,6 @@ def _history_plot(rows: list[dict], result, path: Path) -> None:
 
 
 def _importance_plot(importances: dict, metric: str, path: Path) -> None:
-    from bertkit.core.plots import pyplot, save_png
 
     plt = pyplot()
     names = list(importances)[::-1]

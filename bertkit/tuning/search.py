@@ -7,6 +7,8 @@ import contextlib
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.extras import install_command
+from bertkit.core.progress import callback_base, console
+from bertkit.training.divergence import TrainingDiverged
 
 
 def require_optuna():
@@ -26,8 +28,6 @@ def user_errors_untraced():
     a trial that diverged (caught: the study goes on) is said in one line, no traceback."""
     import logging
 
-    from bertkit.core.progress import console
-    from bertkit.training.divergence import TrainingDiverged
 
     dropped: list = []  # a trial whose error record was dropped: its "failed with value" one goes too
 
@@ -108,7 +108,6 @@ def pruning_callback(trial, metric: str):
     """A Trainer callback that reports the validation metric of each evaluation to the study and
     stops the trial (optuna.TrialPruned, out of the Trainer) when the pruner says it lags."""
     optuna = require_optuna()
-    from bertkit.core.progress import callback_base
 
     class ReportToStudy(callback_base()):
         def __init__(self):

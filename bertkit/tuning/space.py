@@ -11,6 +11,7 @@ from bertkit.core.errors import BertkitError
 from bertkit.core.learning_rates import AUTO
 from bertkit.core.tune_settings import SearchRange
 from bertkit.tasks import registry
+from bertkit.tasks.classify import strategy
 
 # Learning rates: a quarter to four times the run's own (the config's, else the task's measured
 # default). bertkit's benchmarks moved QA from F1 12 to 33 between 5e-5 and 3e-4 (6x), and
@@ -84,7 +85,6 @@ def refuse_unused_keys(space: dict, route: str | None, frozen: bool = False) -> 
     """A searched key the run's route never reads would make every trial the same run: refused,
     once, before the first trial (a space that searches classify.strategy itself is left alone).
     `frozen`: the freezing keys hold the whole encoder in every trial (strategy.frozen_in_every_trial)."""
-    from bertkit.tasks.classify import strategy
 
     if route is None or "classify.strategy" in space:
         return

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from bertkit.core.errors import BertkitError
+from bertkit.tuning.search import require_optuna
 
 STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
 # SQLite's companions of a database file: the journal of an unfinished write (which a process
@@ -176,7 +177,6 @@ def scrub(text: str, url: str) -> str:
 def open_storage(url: str, attempts: int = 5):
     """Optuna's RDBStorage on `url`; an error opening it is exit 2 naming the storage (its
     credentials hidden, also where the database's own message repeats them)."""
-    from bertkit.tuning.search import require_optuna
 
     optuna = require_optuna()
     import time

@@ -10,13 +10,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bertkit.config import Config
-from bertkit.core import outputs
+from bertkit.core import models, outputs
 from bertkit.core.errors import BertkitError
+from bertkit.core.metrics import scalars
 from bertkit.core.outputs.files import contains, is_leftover
 from bertkit.core.progress import console, status
-from bertkit.tuning import search, storage
+from bertkit.core.run_info import RunInfo
+from bertkit.tasks import get_task
+from bertkit.tasks.classify import strategy
+from bertkit.training import run_inputs, train
+from bertkit.training.divergence import TrainingDiverged
+from bertkit.training.run import run_tokenizer
+from bertkit.training.trainer import LOWER_IS_BETTER, check_metric
+from bertkit.tuning import report, search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
-from bertkit.tuning.space import check_space, check_study_space, describe, refuse_unused_keys, space_of, with_values
+from bertkit.tuning.report import REPORTS, short_params
+from bertkit.tuning.space import (
+    check_space,
+    check_study_space,
+    describe,
+    refuse_unused_keys,
+    space_of,
+    suggest,
+    with_values,
+)
 
 KIND = "tune"  # the manifest's kind for a tune output folder
 
@@ -59,10 +76,6 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
 
 def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     optuna = search.require_optuna()
-    from bertkit.tasks import get_task
-    from bertkit.tasks.classify import strategy
-    from bertkit.training import run_inputs
-    from bertkit.tuning import report
 
     final = Path(cfg.output_dir)
     own_storage = options.storage is None  # study.db in the output folder by default
@@ -78,8 +91,6 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
         check_space(cfg, space)
         if route == "contrastive":
             console.print("classify takes the contrastive route on this data: the search varies its keys")
-    from bertkit.training.divergence import TrainingDiverged
-    from bertkit.training.trainer import LOWER_IS_BETTER
 
     direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
     # What bertkit wrote stays bertkit's; what the user named is never deleted: the default
@@ -165,9 +176,6 @@ def metric_of(cfg: Config) -> tuple[str, str | None]:
     """The validation metric the study optimises: tune.metric, else train.metric_for_best_model,
     else the task's own (which may depend on the data: regression or classes, scored pairs...);
     and the route the run takes on the data (classify's `strategy`, None for other tasks)."""
-    from bertkit.core.run_info import RunInfo
-    from bertkit.tasks import get_task
-    from bertkit.training.trainer import check_metric
 
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
@@ -193,8 +201,6 @@ def check_model(cfg: Config, task, raw) -> None:
     `bertkit smoke` find and load them (`models.resolve`, `training.run.run_tokenizer`): a model
     folder that does not exist is one clear error before the output folder or any trial, not a
     failed trial in a study."""
-    from bertkit.core import models
-    from bertkit.training.run import run_tokenizer
 
     source = None
     if not task.starts_from_scratch(cfg):
@@ -259,7 +265,6 @@ def write_manifest(final: Path, own_storage: bool, named=()) -> None:
     """The manifest lists what bertkit tune writes there: the reports, and study.db when bertkit
     made it (`own_storage`), never a storage the user named with --storage nor anything else;
     `named`: the user's storage files in the folder, recorded so that they stay the user's."""
-    from bertkit.tuning.report import REPORTS
 
     names = [*REPORTS, *(storage.companions(storage.STUDY_FILE) if own_storage else ())]
     files = [n for n in names if (final / n).is_file()]
@@ -310,10 +315,6 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
 def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path, current: dict):
     from transformers.utils import logging as hf_logging
 
-    from bertkit.core.metrics import scalars
-    from bertkit.training import train
-    from bertkit.training.divergence import TrainingDiverged
-    from bertkit.tuning.space import suggest
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar per trial: one line each
     override = {"train.metric_for_best_model": metric} if cfg.tune.metric else {}
@@ -355,7 +356,6 @@ def _out_of_memory() -> tuple:
 
 
 def _progress_line(metric: str):
-    from bertkit.tuning.report import short_params
 
     def line(study, trial) -> None:
         state = trial.state.name.lower()
@@ -375,7 +375,6 @@ def _progress_line(metric: str):
 
 def _retrain(best: Config, protect) -> tuple[Path, dict]:
     """The best config trained as `bertkit train --config best.yaml` would (test data scored)."""
-    from bertkit.training import train
 
     console.print(f"[bold]retraining the best config[/bold] into {best.output_dir}")
     final = Path(best.output_dir)

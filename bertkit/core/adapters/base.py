@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from bertkit.core import models
 from bertkit.core.errors import BertkitError
 
 ADAPTER_FILE = "adapter_config.json"  # peft's: an adapter bundle holds it beside bertkit.json
@@ -96,7 +97,6 @@ def describe_base(name: str, source: str, revision: str | None = None) -> dict:
 def find_base(bundle: Path, adapter: dict) -> str:
     """The base an adapter bundle was trained on, found by its name (or the folder it was read
     from) and checked by its hash; a clear error naming both when it is not here or not the same."""
-    from bertkit.core import models
 
     name, recorded = adapter.get("base_model"), adapter.get("base_hash")
     if not isinstance(name, str) or not isinstance(recorded, str):

@@ -16,6 +16,7 @@ from bertkit.core.adapters import quiet_peft, require_peft
 from bertkit.core.adapters.base import ADAPTER_FILE, adapter_of, find_base, is_adapter_bundle
 from bertkit.core.errors import BertkitError, first_line
 from bertkit.core.loaded_checks import AGAIN, check_adapter_tensors, check_finite_output, check_whole, is_bertkit_bundle
+from bertkit.core.run_info import read_object
 
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")  # peft's weight files, in the order it reads
 ADAPTER_KIND = "LORA"  # the peft_type bertkit trains and reads
@@ -115,7 +116,6 @@ def check_adapter_files(bundle: Path) -> Path:
     """The adapter's files are there and whole, as a whole model's are checked: peft would look for
     a missing one on the Hub, and a cut one fails deep inside safetensors or json. Returns the
     weights file peft reads."""
-    from bertkit.core.run_info import read_object
 
     config = bundle / ADAPTER_FILE
     if not config.is_file():

@@ -6,6 +6,7 @@ a classifier, a QA span head) is not adapted but trained in full (`head_modules`
 from __future__ import annotations
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.pooled_head import pooling_of
 
 KEY = "train.adapter.target_modules"
 
@@ -87,7 +88,6 @@ def head_modules(model) -> list[str]:
     the pooler is the head's first layer there, and frozen it held LoRA back on SST-2, docs/adapters.md)."""
     import torch
 
-    from bertkit.core.pooled_head import pooling_of
 
     prefix = base_prefix(model)
     if not prefix:

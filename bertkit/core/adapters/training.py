@@ -9,6 +9,9 @@ from pathlib import Path
 from bertkit.core.adapters import quiet_peft, require_peft
 from bertkit.core.adapters.base import ADAPTER_FILE, describe_base
 from bertkit.core.adapters.targets import head_modules, target_modules
+from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
+from bertkit.core.run_info import read_object
 
 
 def attach(model, saved, settings, name: str, source: str, revision: str | None = None):
@@ -41,7 +44,6 @@ def attach(model, saved, settings, name: str, source: str, revision: str | None 
         "parameters": total,
         **describe_base(name, source, revision),
     }
-    from bertkit.core.progress import console
 
     narrowest = min(min(saved.get_submodule(name).weight.shape) for name in targets)
     if settings.r >= narrowest:
@@ -83,8 +85,6 @@ def check_resume(checkpoint: Path, record: dict | None, facts: dict | None = Non
     Trainer otherwise stopped on mismatched tensors or optimizer groups, with a traceback); and an
     adapter's checkpoint holds the adapter only, so it continues on the base it started on (the
     hash the run recorded in `facts`, bertkit/training/run_dir.py: `run_facts`)."""
-    from bertkit.core.errors import BertkitError
-    from bertkit.core.run_info import read_object
 
     saved_file = Path(checkpoint) / ADAPTER_FILE
     saved = read_object(saved_file, "start again without --resume (--overwrite)") if saved_file.is_file() else None

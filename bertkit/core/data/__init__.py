@@ -8,9 +8,16 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from bertkit.core import hub
+from bertkit.core.data.class_folders import class_files_records
+from bertkit.core.data.formats import Layout, detect_format, told_by
+from bertkit.core.data.readers import located_records
+from bertkit.core.data.records import kind_hint, text_value
+from bertkit.core.data.sniffing import sniff_format
 from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError, did_you_mean
-from bertkit.core.text_columns import parts_of
+from bertkit.core.progress import console
+from bertkit.core.text_columns import fill_joined, parts_of
 
 if TYPE_CHECKING:
     from bertkit.config import Config
@@ -25,16 +32,12 @@ def load_source(source: DataSource, text_column: str = "text", label_column: str
     label in); a text column that joins several (`title + description`) is made from them."""
     import datasets
 
-    from bertkit.core.text_columns import fill_joined
 
     if source.hub:
         ds = _load_hub(source)
         if text_column not in ds.column_names and all(p in ds.column_names for p in parts_of(text_column)):
             ds = ds.map(lambda row: fill_joined(dict(row), text_column, text_join))
         return ds.add_column(WHERE, [f"{source.describe()}, row {i + 1}" for i in range(len(ds))])
-    from bertkit.core.data.class_folders import class_files_records
-    from bertkit.core.data.formats import Layout
-    from bertkit.core.data.readers import located_records
 
     layout = Layout.of(source)
     if source.files:
@@ -69,14 +72,11 @@ def table_format(source: DataSource) -> str:
     """The format of a table source. A `.txt` (or `.text`) file given `columns` is a table without a
     header: it is read as TSV when every line has the same number of tabs (the UCI sentiment
     files' `text<TAB>label`), as the log says."""
-    from bertkit.core.data.formats import detect_format
-    from bertkit.core.data.sniffing import sniff_format
 
     fmt = detect_format(source.path, source.format)
     if fmt == "text" and source.format is None and source.columns and source.path != "-":
         sniffed, why = sniff_format(source.path, source.encoding or "utf-8")
         if sniffed in ("tsv", "jsonl"):
-            from bertkit.core.progress import console
 
             console.print(f"{source.path}: read as {sniffed} ({why})")
             return sniffed
@@ -117,7 +117,6 @@ def odd_record(records: list[dict]) -> str | None:
 def _load_hub(source: DataSource):
     import datasets
 
-    from bertkit.core import hub
 
     what = f"data set '{source.hub}'"
     if not hub.offline() and not hub.reachable():
@@ -169,7 +168,6 @@ def require_columns(ds, columns: dict[str, str | None], where: str, options: dic
         # a joined column made from some of its parts only: one part is never there (a typo?)
         partial = 0 < sum(part not in present for part in parts_of(column or "")) < len(parts_of(column or ""))
         if column and (column not in present or partial):
-            from bertkit.core.data.records import kind_hint
 
             missing = next((part for part in parts_of(column) if part not in present), column)
             setting = (options or {}).get(key) or f"data.{key}"
@@ -185,7 +183,6 @@ def _format_hint(source: DataSource) -> str:
     """What format a file without the needed columns was read as, and how to read it otherwise."""
     if not source.path or source.format or source.files:
         return ""
-    from bertkit.core.data.formats import detect_format, told_by
 
     if detect_format(source.path) == "text":
         return (
@@ -216,7 +213,6 @@ def check_texts(ds, names, role: str) -> None:
     """Text columns hold text (a string; a number or null is read as text): a list, a JSON object
     or true/false is an error naming its `file:line` (`records.text_value`). Checked as the split
     is read, so training and `bertkit inspect` (which read through the same `Task.load`) agree."""
-    from bertkit.core.data.records import text_value
 
     for name in (n for n in names if n and n in ds.column_names):
         values = column(ds, name)

@@ -9,7 +9,12 @@ import glob
 from collections.abc import Iterator
 from pathlib import Path
 
+from bertkit.core.data import load_source, require_columns
+from bertkit.core.data.formats import PLAIN, Layout, detect_format
+from bertkit.core.data.readers import located_records
+from bertkit.core.data.records import Blank, text_value
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 
 TEXT_SUFFIXES = (".txt", ".text", ".txt.gz", ".text.gz")
 
@@ -41,7 +46,6 @@ def _folder_texts(folder: Path) -> list[str]:
     if not found:
         raise BertkitError(f"{folder}: a corpus folder needs .txt files inside, and it has none")
     if other:
-        from bertkit.core.progress import console
 
         shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
         console.print(
@@ -61,9 +65,6 @@ def read_lines(
 ) -> Iterator[str]:
     """The texts of a corpus path, line by line (or record by record), in order, stripped; blank
     ones are skipped, or (`keep_blank`, where results align with lines) given as ''."""
-    from bertkit.core.data.formats import PLAIN, detect_format
-    from bertkit.core.data.readers import located_records
-    from bertkit.core.data.records import Blank, text_value
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
@@ -90,7 +91,6 @@ def read_documents(path: str, text_column: str = "text", fmt: str | None = None,
     """The documents of a corpus path, each as its sentences. In plain text files a document is a
     run of non-blank lines (one sentence a line) between blank lines, and every file ends one; in
     tables (JSON lines, CSV, Parquet) each record's text is one document, one sentence a line."""
-    from bertkit.core.data.formats import detect_format
 
     for file in corpus_files(path):
         kind = detect_format(file, fmt if fmt not in (None, "folder") else None)
@@ -115,7 +115,6 @@ def load_corpus(source, text_column: str = "text", documents: bool = False):
     line breaks."""
     import datasets
 
-    from bertkit.core.data import load_source, require_columns
 
     column = text_column
     if source.hub:
@@ -128,7 +127,6 @@ def load_corpus(source, text_column: str = "text", documents: bool = False):
     elif source.files:
         raise BertkitError(f"{source.describe()}: one file per class is for classification; give the corpus as path")
     else:
-        from bertkit.core.data.formats import Layout
 
         layout = Layout.of(source)
         if documents:

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bertkit.core.data.files import STDIN
+from bertkit.core.data.sniffing import sniff_format
 from bertkit.core.data.squad import looks_like_squad
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 
 FORMATS = ("csv", "tsv", "jsonl", "json", "squad", "parquet", "text", "folder", "conll")
 EXTENSIONS = {
@@ -77,7 +79,6 @@ def detect_format(path: str, explicit: str | None = None) -> str:
     if fmt is None and not p.is_file():
         raise BertkitError(f"{path}: cannot tell the format from the name; set it (one of {', '.join(FORMATS)})")
     if fmt is None:
-        from bertkit.core.data.sniffing import sniff_format
 
         fmt, why = sniff_format(path)
         if fmt is None:
@@ -85,7 +86,6 @@ def detect_format(path: str, explicit: str | None = None) -> str:
                 f"{path}: cannot tell the format from the name or the content ({why}); set it "
                 f"(`format:` on the source, one of {', '.join(FORMATS)})"
             )
-        from bertkit.core.progress import console
 
         console.print(f"{path}: read as {fmt} ({why})")
     if fmt == "json" and p.is_file():

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from bertkit import __version__
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs.files import (
     cannot_write,
@@ -182,7 +183,6 @@ def staging_dir(final: Path) -> Path:
 def write_manifest(folder: Path, kind: str, files: Iterable[str] | None = None, **notes) -> None:
     """The manifest of `folder`: every file in it, or only `files` where others' may be there too
     (`notes`: more fields, such as the files a command keeps there for the user)."""
-    from bertkit import __version__
 
     if files is None:
         files = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.outputs import strict_json
+from bertkit.core.progress import console
 
 # `.NAME.tmp-PID-*`: being written; `.NAME.old-PID`: a whole old directory moved aside to be
 # replaced (put back if nothing replaced it); `.NAME.trash-PID-*`: being deleted (never put back)
@@ -144,7 +146,6 @@ def recover_dir(final: Path) -> None:
         newest.rename(final)
     except OSError:
         return
-    from bertkit.core.progress import console
 
     console.print(f"[yellow]note:[/yellow] put back {final}, which a run killed while replacing it had moved aside")
 
@@ -378,7 +379,6 @@ def write_json(path: Path, data, undefined_as_null: bool = False, sync: bool = F
     of them written as null and listed under `"undefined"`. Checked before anything is written.
     `sync`: flushed to the disk before it replaces the old file (a file that says which others are
     current: a power cut must not leave it empty)."""
-    from bertkit.core.outputs import strict_json
 
     if undefined_as_null:
         data = strict_json.undefined_as_null(data)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs.files import cannot_write, ensure_folder, follow_umask, host, pid_alive, tmp_prefix
+from bertkit.core.progress import console
 
 LOCK_UNREADABLE_AFTER = 60  # seconds after which a lock that cannot be read is taken over
 
@@ -30,7 +31,6 @@ class OutputLock:
         self.held = False
 
     def acquire(self) -> OutputLock:
-        from bertkit.core.progress import console
 
         ensure_folder(self.path.parent, self.target)
         mine = {"pid": os.getpid(), "host": host(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

@@ -19,17 +19,19 @@ import time
 import numpy as np
 
 from bertkit.core.errors import BertkitError
-from bertkit.core.pooled_head import use_pooling
+from bertkit.core.pooled_head import head_name, use_pooling
+from bertkit.core.progress import bar, console
+from bertkit.core.sharding import is_main
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.label_pairs import label_sets, make_pairs
 from bertkit.tasks.classify.labels import MULTI
+from bertkit.tasks.embed.losses import pair_loss
 
 FAR = 10.0  # the logit given to a label the training data never shows on (or always shows on)
 
 
 def head_layer(model):
     """The last linear layer of the model's classification head (the one giving the logits)."""
-    from bertkit.core.pooled_head import head_name
 
     return model.get_submodule(head_name(model))
 
@@ -107,8 +109,6 @@ def moves_vectors(model, tokenizer, row: dict, layer) -> bool:
     model.train(training)
     if kept[0].requires_grad:
         return True
-    from bertkit.core.progress import console
-    from bertkit.core.sharding import is_main
 
     if is_main():
         console.print(
@@ -166,8 +166,6 @@ def tune(model, tokenizer, rows: list[dict], pairs: list, layer, settings, log_h
 @contextlib.contextmanager
 def _steps_shown(pairs: int, steps: int, settings):
     """The route's own settings said once, and a bar over its steps (the main process only)."""
-    from bertkit.core.progress import bar, console
-    from bertkit.core.sharding import is_main
 
     if not is_main():
         yield lambda: None
@@ -184,7 +182,6 @@ def _step(model, tokenizer, rows: list[dict], batch: list, layer, step: int, dev
     """One batch of pairs: forward both sides, the pair loss, backward; returns the loss."""
     import torch
 
-    from bertkit.tasks.embed.losses import pair_loss
 
     first = [rows[i] for i, _, _ in batch]
     second = [rows[j] for _, j, _ in batch]

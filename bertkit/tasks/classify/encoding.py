@@ -5,7 +5,7 @@ windows for long texts.
 from __future__ import annotations
 
 from bertkit.core import tokenization
-from bertkit.core.data.records import place_of, text_value
+from bertkit.core.data.records import kind_hint, place_of, text_value
 from bertkit.core.errors import BertkitError, RecordError
 from bertkit.core.text_columns import quoted_fields
 
@@ -56,7 +56,6 @@ def text_of(record: dict, column: str, number: int, option: str = "--text-column
 def text_at(record: dict, column: str, where: str, option: str = "--text-column") -> str:
     """The text of `record[column]`, or a `RecordError` naming `where` and the field."""
     if column not in record:
-        from bertkit.core.data.records import kind_hint
 
         raise RecordError(
             f"{where}: no {quoted_fields(column)} field (fields: {', '.join(map(str, record))}); set {option}."

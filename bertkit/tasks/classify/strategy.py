@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bertkit.core import models
 from bertkit.core.errors import BertkitError
+from bertkit.core.freezing import freeze
+from bertkit.core.pooled_head import POOLING_KEY
+from bertkit.core.progress import console
+from bertkit.core.run_info import read_json
+from bertkit.core.sharding import is_main
+from bertkit.tasks import registry
 from bertkit.tasks.classify.labels import REGRESSION
+from bertkit.tasks.embed.encoder import hub_settings, model_settings
 
 FINETUNE, CONTRASTIVE = "finetune", "contrastive"
 
@@ -46,10 +54,6 @@ def source_pooling(name: str, revision: str | None = None) -> str:
     into the cache), the mean of the tokens otherwise."""
     from pathlib import Path
 
-    from bertkit.core import models
-    from bertkit.core.pooled_head import POOLING_KEY
-    from bertkit.core.run_info import read_json
-    from bertkit.tasks.embed.encoder import hub_settings, model_settings
 
     try:
         folder = Path(models.resolve(name, revision)).expanduser()  # a packaged model's name is its folder
@@ -192,8 +196,6 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from bertkit.core import models
-    from bertkit.core.freezing import freeze
 
     trusted = cfg.model.trust_remote_code
     try:
@@ -210,7 +212,6 @@ def frozen_in_every_trial(cfg, space: dict | None = None) -> bool:
 def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
     """The settings the run's config changes from their defaults (the task's, else the field's)
     that `route` will not use."""
-    from bertkit.tasks import registry
 
     defaults = registry.record(cfg.task).defaults
 
@@ -226,8 +227,6 @@ def unused_settings(cfg, route: str = CONTRASTIVE) -> list[str]:
 
 
 def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
-    from bertkit.core.progress import console
-    from bertkit.core.sharding import is_main
 
     unused = unused_settings(cfg, route)
     if not unused or not is_main():
@@ -246,8 +245,6 @@ def warn_unused(cfg, route: str = CONTRASTIVE) -> None:
 
 
 def say(route: str, why: str) -> None:
-    from bertkit.core.progress import console
-    from bertkit.core.sharding import is_main
 
     if is_main():  # one line, not one a process
         console.print(f"classify strategy: {route} ({why})")

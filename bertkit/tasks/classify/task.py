@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bertkit.core import data as data_mod
-from bertkit.core import models
+from bertkit.core import losses, models
 from bertkit.core.data.records import blank
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record, forward, sigmoid, softmax
 from bertkit.core.run_info import RESTORE, RunInfo, check_labels, shown
 from bertkit.tasks.base import Task
-from bertkit.tasks.classify import strategy
+from bertkit.tasks.classify import contrastive, strategy
 from bertkit.tasks.classify.encoding import (
     encode_columns,
     encode_texts,
@@ -24,6 +24,7 @@ from bertkit.tasks.classify.encoding import (
     text_of,
     window_features,
 )
+from bertkit.tasks.classify.explaining import EXPLAINER
 from bertkit.tasks.classify.label_pairs import can_pair
 from bertkit.tasks.classify.labels import (
     MULTI,
@@ -64,7 +65,6 @@ class ClassifyTask(Task):
     auto_model = "AutoModelForSequenceClassification"
 
     def explainer(self):
-        from bertkit.tasks.classify.explaining import EXPLAINER
 
         return EXPLAINER
 
@@ -196,7 +196,6 @@ class ClassifyTask(Task):
         """The contrastive route (strategy.py, contrastive.py); None: the Trainer fine-tunes."""
         if not self.trains_itself(info):
             return None
-        from bertkit.tasks.classify import contrastive
 
         settings = strategy.ContrastiveSettings.of(cfg)
         return contrastive.fit(model, tokenizer, features["train"], info, settings, log_history)
@@ -227,7 +226,6 @@ class ClassifyTask(Task):
     def loss(self, info: dict, cfg: Config, train):
         """Class weights and / or focal loss (bertkit/core/losses.py) when the config asks, else None:
         per class for single-label, per label's positives (BCE's pos_weight) for multi-label."""
-        from bertkit.core import losses
 
         spec, kind, gamma = cfg.classify.class_weights, cfg.classify.loss, cfg.classify.focal_gamma
         if spec is None and kind == losses.CROSS_ENTROPY:

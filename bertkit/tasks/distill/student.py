@@ -4,6 +4,7 @@ from every other layer of BERT), and its vocabulary checked against the teacher'
 from __future__ import annotations
 
 from bertkit.core.errors import BertkitError
+from bertkit.core.tokenization import load_tokenizer
 
 # where encoder families keep their stack of layers, below the base model
 LAYER_STACKS = (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers"), ("layers",))
@@ -67,7 +68,6 @@ def keep_layers(model, layers: list[int] | None, start: str):
 def check_vocabulary(teacher_tokenizer, start: str, teacher: str, revision=None, trusted=False) -> None:
     """A student must read the teacher's tokens: a start whose vocabulary differs is refused
     (its embeddings would be looked up with ids that mean other words)."""
-    from bertkit.core.tokenization import load_tokenizer
 
     theirs = load_tokenizer(start, revision, trusted)
     if theirs.get_vocab() != teacher_tokenizer.get_vocab():

@@ -7,13 +7,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bertkit.core import models
+from bertkit.core.errors import BertkitError
+from bertkit.core.tokenization import load_tokenizer
+from bertkit.tasks import get_task
 from bertkit.tasks.base import Task
 from bertkit.tasks.distill import losses
+from bertkit.tasks.distill.student import check_layers, check_vocabulary, keep_layers, layer_count
 from bertkit.tasks.distill.teacher import (
     UNLABELED,
+    Teacher,
     check_labels,
     check_pairs,
     read_unlabeled,
+    teacher_logits,
     teacher_of,
     with_unlabeled,
 )
@@ -23,7 +30,6 @@ if TYPE_CHECKING:
 
 
 def _task_of(info):
-    from bertkit.tasks import get_task
 
     return get_task(info["task"])
 
@@ -50,8 +56,6 @@ class DistillTask(Task):
         return splits
 
     def setup(self, ds, cfg: Config) -> dict:
-        from bertkit.core import models
-        from bertkit.tasks.distill.student import check_layers, layer_count
 
         teacher = self.teacher(cfg)
         d = cfg.distill
@@ -88,16 +92,12 @@ class DistillTask(Task):
 
     def new_tokenizer(self, ds, cfg: Config):
         """The teacher's tokenizer: the student must read the same tokens."""
-        from bertkit.core.errors import BertkitError
-        from bertkit.core.tokenization import load_tokenizer
-        from bertkit.tasks.distill.student import check_vocabulary
 
         teacher = self.teacher(cfg)
         if cfg.model.tokenizer:
             raise BertkitError("model.tokenizer: a student uses the teacher's tokenizer; remove the key")
         tokenizer = load_tokenizer(teacher.path)
         if cfg.model.name != cfg.distill.teacher:
-            from bertkit.core import models
 
             start = models.resolve(cfg.model.name, cfg.model.revision)
             check_vocabulary(tokenizer, start, teacher.path, cfg.model.revision, cfg.model.trust_remote_code)
@@ -109,7 +109,6 @@ class DistillTask(Task):
     def prepare(self, ds, tokenizer, info):
         """The teacher task's features, and for training: the teacher's logits on each, the labels
         as prepared, whether the example was labelled, and the row number in place of the label."""
-        from bertkit.tasks.distill.teacher import Teacher, teacher_logits
 
         task = _task_of(info)
         features = task.prepare(ds, tokenizer, info)
@@ -135,7 +134,6 @@ class DistillTask(Task):
         return features
 
     def build_model(self, source: str, info, cfg: Config):
-        from bertkit.tasks.distill.student import keep_layers
 
         teacher = self.teacher(cfg)
         model = teacher.task.build_model(source, info, teacher.cfg)

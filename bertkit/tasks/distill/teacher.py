@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bertkit.core import data as data_mod
+from bertkit.core.data import WHERE
+from bertkit.core.data.records import blank
+from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError
+from bertkit.core.inference import chunks, forward
+from bertkit.core.progress import bar, console
+from bertkit.tasks import get_task, record
+from bertkit.tasks.bundle import open_bundle, read_info
+from bertkit.tasks.classify.labels import given_labels
+from bertkit.tasks.ner.tags import entity_types
 
 if TYPE_CHECKING:
     pass
@@ -27,8 +37,6 @@ class Teacher:
 
 def teacher_of(cfg) -> Teacher:
     """The teacher named by distill.teacher, and the run's config in its task's terms."""
-    from bertkit.tasks import get_task
-    from bertkit.tasks.bundle import read_info
 
     path = cfg.distill.teacher
     folder = Path(path)
@@ -47,7 +55,6 @@ def task_config(cfg, info: dict):
     task section and data columns where the distill config says nothing, its max_length when
     model.max_length is left out."""
 
-    from bertkit.tasks import record
 
     raw = cfg.dump()
     given = (info.get("config") or {}) if isinstance(info.get("config"), dict) else {}
@@ -92,11 +99,9 @@ def check_given_labels(given: list[str] | None, info: dict) -> None:
         )
     teachers = list(info["labels"])
     if info["task"] == "ner":
-        from bertkit.tasks.ner.tags import entity_types
 
         mine, theirs, what = entity_types(given), entity_types(teachers, "the teacher's labels"), "entity types"
     else:
-        from bertkit.tasks.classify.labels import given_labels
 
         mine, theirs, what = given_labels(given), teachers, "labels"
     if set(mine) != set(theirs):
@@ -110,7 +115,6 @@ def check_given_labels(given: list[str] | None, info: dict) -> None:
             "student's outputs are the teacher's, one for one: leave data.labels out, or list the teacher's"
         )
     if info["task"] != "ner" and mine != theirs:
-        from bertkit.core.progress import console
 
         console.print(
             f"data.labels: the teacher's labels in another order; the student's outputs keep the teacher's order "
@@ -152,9 +156,6 @@ def read_unlabeled(paths: list[str] | None, teacher: Teacher) -> list[dict]:
     does not set them): `{"text": ..., "pair": ...}` each (pair None for a teacher of single
     texts). A text file holds one text a line; a pair teacher needs a table with both columns,
     and a record without its second text is an error naming its file and line."""
-    from bertkit.core import data as data_mod
-    from bertkit.core.data.records import blank
-    from bertkit.core.data_settings import DataSource
 
     c = teacher.cfg.data
     pair_column = c.text_pair_column if teacher.info["task"] == "classify" else None
@@ -200,7 +201,6 @@ def with_unlabeled(train, unlabeled: list[dict], teacher: Teacher):
     the teacher's outputs teach from them."""
     import datasets
 
-    from bertkit.core.data import WHERE
 
     names = train.column_names
     first = train[0]
@@ -237,9 +237,6 @@ UNLABELED = "distill_unlabeled"
 def teacher_logits(teacher: Teacher, tokenizer, features, batch_size: int) -> list:
     """The teacher's logits on every feature (a row per example; for ner a row per token, as
     long as the feature), computed once, batched, without gradients."""
-    from bertkit.core.inference import chunks, forward
-    from bertkit.core.progress import bar
-    from bertkit.tasks.bundle import open_bundle
 
     # fp32 on a GPU too: computed once, the targets are worth their digits more than the time
     model = open_bundle(teacher.path).load_model(teacher.task.auto_model, precision="fp32")

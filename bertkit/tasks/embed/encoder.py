@@ -11,8 +11,17 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core import hub, models, onnx_runtime
+from bertkit.core.adapters.loading import load_weights
 from bertkit.core.errors import BertkitError
+from bertkit.core.inference import forward, in_precision, pick_device, precision_for
+from bertkit.core.models import position_limit
+from bertkit.core.onnx_runtime import choose_runtime
 from bertkit.core.pooling import POOLINGS, l2_normalize, pool
+from bertkit.core.progress import console
+from bertkit.core.run_info import positive_int, read_json, read_object
+from bertkit.core.tokenization import load_tokenizer
+from bertkit.tasks.bundle import check_unchanged, directory_identity, read_info, refuse_half_onnx
 
 
 @dataclass
@@ -28,8 +37,6 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
     or the sentence-transformers files (pooling mode, Normalize module, max_seq_length). Each
     file is checked as it is read, so a damaged one is an error naming it; the pooling the files
     give is checked only when it is used (`pooling_needed`: no --pooling was given)."""
-    from bertkit.core.run_info import positive_int, read_json, read_object
-    from bertkit.tasks.bundle import read_info
 
     root = Path(path)
     limit = _limit(config)
@@ -55,7 +62,6 @@ def model_settings(path: str, config, pooling_needed: bool = True) -> Settings:
             raise BertkitError(f"{modules_file}: each module's 'type' and 'path' must be text; {restore}")
         settings.normalize = any(m.get("type", "").endswith("Normalize") for m in modules)
         if any(m.get("type", "").endswith("Dense") for m in modules):
-            from bertkit.core.progress import console
 
             console.print(
                 f"note: {modules_file} lists a Dense module (a projection after the pooling), which bertkit does not "
@@ -92,13 +98,11 @@ def hub_settings(
     with the mean of its tokens, not unit length). When they cannot be read (offline and not in the
     cache, the Hub refusing them), the defaults, and that is said (`note`, by default when the
     pooling is used)."""
-    from bertkit.core import hub
 
     folder, known = hub.sentence_files(repo, revision)
     if folder is not None:
         return model_settings(str(folder), config, pooling_needed)
     if not known and (pooling_needed if note is None else note):
-        from bertkit.core.progress import console
 
         console.print(
             f"note: {repo}: its sentence-transformers files (modules.json, its pooling module's config.json) could "
@@ -138,7 +142,6 @@ class Encoder:
         return [dict(zip(encoded, values, strict=True)) for values in zip(*encoded.values(), strict=True)]
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        from bertkit.core.inference import forward
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -157,7 +160,6 @@ class Encoder:
 
     def report_truncation(self) -> None:
         if self.truncated:
-            from bertkit.core.progress import console
 
             console.print(
                 f"[yellow]note:[/yellow] {self.truncated:,} texts were longer than {self.settings.max_length} "
@@ -191,8 +193,6 @@ def load_encoder(
     export of an embed bundle (`runtime` auto or onnx) runs without torch. `length_from`: where
     `max_length` was read, when not from --max-length (an index's index.json), named in errors.
     `precision`: as `inference.precision_for` (auto: half precision on a CUDA GPU, fp32 elsewhere)."""
-    from bertkit.core.onnx_runtime import choose_runtime
-    from bertkit.tasks.bundle import check_unchanged, directory_identity, refuse_half_onnx
 
     opened = directory_identity(name) if Path(name).is_dir() else None  # before any of its files is read
     if opened is not None and choose_runtime(Path(name), runtime) == "onnx":
@@ -202,9 +202,6 @@ def load_encoder(
         return encoder
     from transformers import AutoConfig, AutoModel
 
-    from bertkit.core import models
-    from bertkit.core.inference import in_precision, pick_device, precision_for
-    from bertkit.core.tokenization import load_tokenizer
 
     models.quiet_transformers()
     path = models.resolve(name)
@@ -218,7 +215,6 @@ def load_encoder(
     settings = model_settings(path, config, pooling is None) if Path(path).is_dir() else hub_settings(
         path, config, pooling is None
     )
-    from bertkit.core.adapters.loading import load_weights
 
     model, loading = load_weights(AutoModel, path, trust_remote_code, output_loading_info=True)
     if pooling is not None:
@@ -257,8 +253,6 @@ def _onnx_encoder(
 ) -> Encoder:
     """An exported embed bundle: pooling and normalisation are inside its graph, so options that
     ask for others cannot be honoured."""
-    from bertkit.core import onnx_runtime
-    from bertkit.tasks.bundle import read_info
 
     info = read_info(Path(name))
     if info is None or info["task"] != "embed":
@@ -285,6 +279,5 @@ def _onnx_encoder(
 
 
 def _limit(config) -> int:
-    from bertkit.core.models import position_limit
 
     return min(position_limit(config) or 512, 512)

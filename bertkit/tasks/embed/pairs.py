@@ -6,6 +6,7 @@ them all with shared weights.
 from __future__ import annotations
 
 from bertkit.core import data as data_mod
+from bertkit.core.models import checkpoint_activations
 from bertkit.core.pooling import pool
 from bertkit.tasks.embed.losses import pair_loss
 from bertkit.tasks.embed.negatives import NEGATIVE, negative_texts
@@ -114,7 +115,6 @@ def pair_encoder_class():
             return pool(out, attention_mask, self.pooling)
 
         def activation_checkpointing_enable(self):  # train.gradient_checkpointing (models.checkpoint_activations)
-            from bertkit.core.models import checkpoint_activations
 
             checkpoint_activations(self.encoder)
 

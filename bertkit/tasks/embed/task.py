@@ -11,7 +11,7 @@ from bertkit.core import data as data_mod
 from bertkit.core import models
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record
-from bertkit.core.pooling import POOLINGS
+from bertkit.core.pooling import POOLINGS, mean_in_token_order, pool
 from bertkit.core.run_info import RESTORE, RunInfo, shown
 from bertkit.tasks.base import Task, pad_multiple
 from bertkit.tasks.embed.encoder import Encoder, Settings
@@ -36,7 +36,6 @@ class EmbedTask(Task):
         bundle's own settings as `bertkit.tasks.embed.encoder` reads them."""
         import torch
 
-        from bertkit.core.pooling import mean_in_token_order, pool
 
         pooling = info.get("pooling") or "mean"
         out, mask = model(**inputs), inputs["attention_mask"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 
+from bertkit.core.errors import BertkitError
+
 IGNORE = -100  # label of positions that are not predicted
 
 
@@ -73,7 +75,6 @@ class MaskingCollator:
 
     def __init__(self, tokenizer, probability: float = 0.15, whole_words: bool = False, pad_to_multiple_of=None):
         if tokenizer.mask_token_id is None:
-            from bertkit.core.errors import BertkitError
 
             raise BertkitError(
                 f"the tokenizer ({type(tokenizer).__name__}) has no [MASK] token: it cannot do masked LM"

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import random
 
+from bertkit.core import models
+from bertkit.core.data.corpus import load_corpus
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 
 NEXT, RANDOM = 0, 1  # next_sentence_label values
 
@@ -30,7 +33,6 @@ NEXT, RANDOM = 0, 1  # next_sentence_label values
 def read_documents(source, text_column: str):
     """A split as one row per document; at least two documents, or the random B has nowhere to
     come from."""
-    from bertkit.core.data.corpus import load_corpus
 
     ds = load_corpus(source, text_column, documents=True)
     if len(ds) < 2:
@@ -60,7 +62,6 @@ def check_settings(cfg) -> None:
         return
     from transformers import AutoConfig
 
-    from bertkit.core import models
 
     source = models.resolve(cfg.model.name, cfg.model.revision)
     config = models.from_pretrained(AutoConfig, source, cfg.model.trust_remote_code, revision=cfg.model.revision)
@@ -176,8 +177,6 @@ def build_model(source: str | None, info: dict, cfg, bert_config):
     head (said in the log) where the checkpoint has none."""
     from transformers import AutoModelForPreTraining, BertForPreTraining
 
-    from bertkit.core import models
-    from bertkit.core.progress import console
 
     if source is None:
         return BertForPreTraining(bert_config)

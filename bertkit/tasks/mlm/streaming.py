@@ -12,7 +12,12 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
+from bertkit.core.data import clean_text
+from bertkit.core.data.corpus import load_corpus, read_lines
+from bertkit.core.data.formats import Layout
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
+from bertkit.core.tokenization import wrap
 
 if TYPE_CHECKING:
     from bertkit.config import Config
@@ -56,8 +61,6 @@ def check(cfg: Config) -> None:
 
 def texts(path: str, column: str, fmt, layout, skip: int, strip_html: bool):
     """The corpus' texts, lazily (a generator datasets calls afresh for every pass)."""
-    from bertkit.core.data import clean_text
-    from bertkit.core.data.corpus import read_lines
 
     for text in itertools.islice(read_lines(path, column, fmt, layout=layout), skip, None):
         yield {"text": clean_text(text) if strip_html else text}
@@ -67,10 +70,6 @@ def load(cfg: Config) -> dict:
     """The splits: train as a `datasets.IterableDataset` of texts, the others in memory."""
     import datasets
 
-    from bertkit.core.data import clean_text
-    from bertkit.core.data.corpus import load_corpus, read_lines
-    from bertkit.core.data.formats import Layout
-    from bertkit.core.progress import console
 
     check(cfg)
     data, source = cfg.data, cfg.data.train
@@ -105,7 +104,6 @@ def load(cfg: Config) -> dict:
 def features(split, tokenizer, info: dict, make):
     """The streamed texts as shuffled model inputs; `make(tokenizer, texts, info, where, partial)`
     cuts a batch of texts into examples (the task's `examples`)."""
-    from bertkit.core.tokenization import wrap
 
     columns = list(wrap(tokenizer, []))  # the same columns for every batch, even one too short for a block
 

@@ -13,10 +13,13 @@ from bertkit.core.data.corpus import load_corpus
 from bertkit.core.data.records import place_of, text_value
 from bertkit.core.errors import BertkitError, RecordError
 from bertkit.core.inference import chunks, empty_record, forward, softmax, to_numpy
-from bertkit.core.progress import console
+from bertkit.core.progress import console, status
 from bertkit.core.run_info import RunInfo
+from bertkit.core.tokenizer_training import train_wordpiece
 from bertkit.tasks.base import Task, pad_multiple, require_field
+from bertkit.tasks.inspecting import View
 from bertkit.tasks.mlm import sentence_pairs, streaming
+from bertkit.tasks.mlm.masked_positions import predict_masked_only
 from bertkit.tasks.mlm.masking import MaskingCollator, fixed_masks
 from bertkit.tasks.mlm.scoring import losses_of_rows, mask_like, score, score_rows, token_losses
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
@@ -75,8 +78,6 @@ class MlmTask(Task):
         """From scratch without a given tokenizer: a WordPiece vocabulary learnt on the training text."""
         if not cfg.mlm.from_scratch or cfg.model.tokenizer:
             return None
-        from bertkit.core.progress import status
-        from bertkit.core.tokenizer_training import train_wordpiece
 
         with status(f"learning a {cfg.mlm.vocab_size:,}-entry WordPiece vocabulary"):
             return train_wordpiece(
@@ -188,7 +189,6 @@ class MlmTask(Task):
     # ------------------------------------------------------------ inspecting the data
 
     def inspect_view(self, split, cfg: Config, info: RunInfo):
-        from bertkit.tasks.inspecting import View
 
         return View(list(split["text"]))
 
@@ -362,7 +362,6 @@ def _no_mask(where: str, text: str, mask: str) -> str:
 def _masked_only(model):
     """Training scores only the masked positions against the vocabulary (same loss, about half
     the time of a step for a small model); see bertkit.tasks.mlm.masked_positions."""
-    from bertkit.tasks.mlm.masked_positions import predict_masked_only
 
     predict_masked_only(model)
     return model

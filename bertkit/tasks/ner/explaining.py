@@ -9,6 +9,8 @@ from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
 from bertkit.tasks.explain_inputs import Encoded, Word, check_length
 from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
+from bertkit.tasks.ner import tags
+from bertkit.tasks.ner.tagging import tag_words
 
 SCORE_KIND = "sum of the logits of the predicted tag at each word of the entity"
 
@@ -30,8 +32,6 @@ class NerExplainer(Explainer):
         return info, encode_words(tokenizer, text, info.get("max_length"))
 
     def plan(self, model, info, encoded, target) -> Plan:
-        from bertkit.tasks.ner import tags
-        from bertkit.tasks.ner.tagging import tag_words
 
         logits = model_output(model, encoded).logits[0].float().cpu().numpy()
         labels = list(info["labels"])

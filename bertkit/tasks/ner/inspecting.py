@@ -5,12 +5,15 @@ to nothing."""
 from __future__ import annotations
 
 from bertkit.core import tokenization
+from bertkit.core.data import WHERE
+from bertkit.tasks import get_task
+from bertkit.tasks.inspecting import View
 from bertkit.tasks.ner import tags
+from bertkit.tasks.ner.reading import words_and_tags
+from bertkit.tasks.ner.tagging import tag_ids
 
 
 def view(split):
-    from bertkit.core.data import WHERE
-    from bertkit.tasks.inspecting import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])
     if "tags" in split.column_names:
@@ -23,9 +26,6 @@ def view(split):
 
 
 def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
-    from bertkit.tasks import get_task
-    from bertkit.tasks.ner.reading import words_and_tags
-    from bertkit.tasks.ner.tagging import tag_ids
 
     numbers: dict = {}
     # what reading the data found (`load`, as training reads it), not a second reading of the files

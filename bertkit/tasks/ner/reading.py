@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from bertkit.core import data as data_mod
 from bertkit.core import graphemes, tokenization
+from bertkit.core.data.conll import read_conll
+from bertkit.core.data.formats import Layout, detect_format, told_by
+from bertkit.core.data.readers import read_records
 from bertkit.core.data.records import text_value
+from bertkit.core.data.sniffing import looks_like_conll
 from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError, RecordError
 from bertkit.core.progress import console
@@ -48,8 +52,6 @@ def ner_format(source: DataSource) -> str:
     """The format of an NER file. Where the extension does not say it all (`.txt`, `.tsv`, `.dat`,
     none), a file of CoNLL columns is read as CoNLL, and the log says so and why; a file that is
     plain text lines (no tags to learn from) is an error naming the format assumed."""
-    from bertkit.core.data.formats import detect_format, told_by
-    from bertkit.core.data.sniffing import looks_like_conll
 
     fmt = detect_format(source.path, source.format)
     if source.format is None and fmt in ("text", "tsv", "csv") and source.path != "-":
@@ -73,9 +75,6 @@ def read_examples(source: DataSource, ner: NerConfig, text_column: str, role: st
     if source.hub:
         ds = data_mod.load_source(source, text_column)
         return [{"tokens": list(r[ner.tokens_field]), "tags": list(r[ner.tags_field])} for r in _hub_tags(ds, ner)]
-    from bertkit.core.data.conll import read_conll
-    from bertkit.core.data.formats import Layout
-    from bertkit.core.data.readers import read_records
 
     if source.files:
         raise BertkitError(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bertkit.core import graphemes, metrics, tokenization
+from bertkit.core.data import WHERE
 from bertkit.core.data.records import place_of, text_value
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, forward, softmax
@@ -41,7 +42,6 @@ def tag_ids(word_tags: list[list[str]], info: dict, role: str, split=None) -> li
 
 def _place(split, number: int) -> str:
     """Where the `number`-th sentence of `split` (a `datasets.Dataset`) came from, when it says."""
-    from bertkit.core.data import WHERE
 
     names = getattr(split, "column_names", None) or []
     for name in (WHERE, "where"):

@@ -8,17 +8,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bertkit.core import data as data_mod
-from bertkit.core import models, tokenization
+from bertkit.core import losses, models, tokenization
 from bertkit.core.data.records import Blank, blank, place_of, text_value
 from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError, RecordError
 from bertkit.core.inference import chunks, empty_record
+from bertkit.core.outputs.records import conll_cell_error
 from bertkit.core.progress import console
 from bertkit.core.run_info import RunInfo, check_labels
 from bertkit.tasks.base import Task, pad_multiple
-from bertkit.tasks.ner import tags
+from bertkit.tasks.ner import inspecting, tags
+from bertkit.tasks.ner.character_scores import on_characters
+from bertkit.tasks.ner.explaining import EXPLAINER
 from bertkit.tasks.ner.reading import (
     NerSplits,
+    ner_format,
     normalise_scheme,
     read_examples,
     repair_note,
@@ -30,6 +34,7 @@ from bertkit.tasks.ner.reading import (
     words_and_tags,
 )
 from bertkit.tasks.ner.scored import Tagged
+from bertkit.tasks.ner.settings import NerConfig
 from bertkit.tasks.ner.tagging import (
     CHUNK,
     describe,
@@ -60,7 +65,6 @@ class NerTask(Task):
     onnx_per_token = True  # a row of tag logits per token
 
     def explainer(self):
-        from bertkit.tasks.ner.explaining import EXPLAINER
 
         return EXPLAINER
     records_per_pass = CHUNK  # as evaluate tags them: the same batches, so the same tags
@@ -90,7 +94,6 @@ class NerTask(Task):
         return splits
 
     def data_format(self, source) -> str:
-        from bertkit.tasks.ner.reading import ner_format
 
         return ner_format(source)
 
@@ -161,7 +164,6 @@ class NerTask(Task):
     def loss(self, info: dict, cfg: Config, train):
         """Tag weights and / or focal loss (bertkit/core/losses.py) over the sub-words that carry a tag
         (-100 positions skipped) when the config asks, else None (the model's own loss)."""
-        from bertkit.core import losses
 
         spec, kind = cfg.ner.class_weights, cfg.ner.loss
         if spec is None and kind == losses.CROSS_ENTROPY:
@@ -208,12 +210,10 @@ class NerTask(Task):
     # ------------------------------------------------------------ inspecting the data
 
     def inspect_view(self, split, cfg: Config, info: RunInfo):
-        from bertkit.tasks.ner import inspecting
 
         return inspecting.view(split)
 
     def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
-        from bertkit.tasks.ner import inspecting
 
         return inspecting.checks(ds, tokenizer, info, cfg)
 
@@ -226,7 +226,6 @@ class NerTask(Task):
         """The tags the model gives each sentence of `data`, beside the gold ones."""
         import datasets
 
-        from bertkit.tasks.ner.settings import NerConfig
 
         ner = NerConfig.model_validate(info.get("ner") or {})
         source = options.source(data)
@@ -253,7 +252,6 @@ class NerTask(Task):
         if unseen:
             say_unseen(int(unseen), data)
         if spans:
-            from bertkit.tasks.ner.character_scores import on_characters
 
             return on_characters(split["text"], split["entities"], [t.tags for t in tagged], tokenizer)
         return Tagged([t.tags for t in tagged], word_tags, score_tags)
@@ -340,7 +338,6 @@ def _no_text(record: dict, where: str, text_column: str, info: RunInfo) -> Recor
 def check_conll_tokens(tokens: list[str], where: str) -> None:
     """Refused before the model runs, naming the input's line: a token that CoNLL output cannot
     carry (the writer checks every row by the same rule)."""
-    from bertkit.core.outputs.records import conll_cell_error
 
     for position, token in enumerate(tokens):
         error = conll_cell_error(token, position, where)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bertkit.core.data import WHERE
+from bertkit.tasks.inspecting import View
+from bertkit.tasks.qa.answers import encode
+
 
 def view(split):
-    from bertkit.core.data import WHERE
-    from bertkit.tasks.inspecting import View
 
     places = list(split[WHERE]) if WHERE in split.column_names else list(split["where"])
     labels = [["answerable" if answers["text"] else "unanswerable"] for answers in split["answers"]]
@@ -16,7 +18,6 @@ def view(split):
 
 
 def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
-    from bertkit.tasks.qa.answers import encode
 
     numbers: dict = {}
     warnings: list[str] = []

@@ -5,6 +5,8 @@ answer checked against its context and given its character start.
 from __future__ import annotations
 
 from bertkit.core import data as data_mod
+from bertkit.core.data.formats import Layout, detect_format
+from bertkit.core.data.readers import read_records
 from bertkit.core.data.records import text_value
 from bertkit.core.data_settings import DataSource
 from bertkit.core.errors import BertkitError, RecordError
@@ -46,8 +48,6 @@ def read_examples(source: DataSource, qa: QaConfig, role: str) -> list[dict]:
         ds = data_mod.load_source(source)
         raw = ((f"{source.describe()}, row {n}", r) for n, r in enumerate(ds, start=1))
     else:
-        from bertkit.core.data.formats import Layout, detect_format
-        from bertkit.core.data.readers import read_records
 
         if source.files:
             raise BertkitError(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bertkit.core.metrics.squad import exact_chars, exact_words, f1_chars, f1_words, normalize_answer
 from bertkit.tasks.qa.answers import _f1_unit, score_answers
 from bertkit.tasks.scored import Scored, subset
 
@@ -34,7 +35,6 @@ class Answered(Scored):
         return score_answers(subset(self.found, indices), records, self.info, self.unit)
 
     def _each(self) -> np.ndarray:
-        from bertkit.core.metrics.squad import exact_chars, exact_words, f1_chars, f1_words, normalize_answer
 
         exact, f1 = (exact_chars, f1_chars) if self.unit == "char" else (exact_words, f1_words)
         rows = []

@@ -16,7 +16,9 @@ from bertkit.core.inference import chunks, empty_record
 from bertkit.core.run_info import RunInfo
 from bertkit.tasks.base import Task
 from bertkit.tasks.options import EvaluateOptions, PredictOptions
+from bertkit.tasks.qa import inspecting
 from bertkit.tasks.qa.answers import answer_questions, encode, extract_answers, feature_columns, score_answers
+from bertkit.tasks.qa.explaining import EXPLAINER
 from bertkit.tasks.qa.reading import (
     checked_record,
     complete_settings,
@@ -39,7 +41,6 @@ class QaTask(Task):
     onnx_per_token = True
 
     def explainer(self):
-        from bertkit.tasks.qa.explaining import EXPLAINER
 
         return EXPLAINER
 
@@ -119,12 +120,10 @@ class QaTask(Task):
     # ------------------------------------------------------------ inspecting the data
 
     def inspect_view(self, split, cfg: Config, info: RunInfo):
-        from bertkit.tasks.qa import inspecting
 
         return inspecting.view(split)
 
     def inspect_checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
-        from bertkit.tasks.qa import inspecting
 
         return inspecting.checks(ds, tokenizer, info, cfg)
 
