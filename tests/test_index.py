@@ -187,7 +187,8 @@ def test_ivf_index_through_the_cli(tmp_path, tiny_model, corpus_texts, cli, monk
     from bertkit.embeddings import ann
 
     monkeypatch.setattr(ann, "IVF_MIN", 100)  # auto would make this corpus an IVF index...
-    monkeypatch.setattr("bertkit.embeddings.index.CHECK_RECALL", 0.99)  # ...that fails its check, so it builds the graph
+    # ...that fails its check, so it builds the graph
+    monkeypatch.setattr("bertkit.embeddings.index.CHECK_RECALL", 0.99)
     code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", corpus, "-o", tmp_path / "a")
     assert code == 0 and "building an HNSW graph instead" in " ".join(err.split()), err
     assert json.loads((tmp_path / "a" / "index.json").read_text())["ann"]["kind"] == "HNSW-SQ8"

@@ -419,7 +419,9 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     assert ".trash-" in moved.name and (out / ".bertkit-output.json").is_file()
     moved.rename(out / ".best.trash-999999999-0")  # what a process that no longer runs left
     quick = pytest.MonkeyPatch()
-    quick.setattr("bertkit.tuning.study.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}))
+    quick.setattr(
+        "bertkit.tuning.study.train", lambda cfg, **kw: (Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}})
+    )
     try:
         code, _, err = cli("tune", "-c", config, "--trials", "1")
     finally:
