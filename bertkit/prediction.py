@@ -22,7 +22,7 @@ from bertkit.core.progress import bar, console
 from bertkit.core.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import PredictOptions
+from bertkit.tasks.contract.options import PredictOptions
 
 
 def output_format(output: str | None, explicit: str | None, input_format: str | None = None) -> str:
@@ -156,7 +156,7 @@ def units(
             hollow = is_empty(task, record, info, options)
             if checking is not None and not hollow:
                 checking(record, tokenizer, info, options, place_of(record, number), seen)
-            unit = taken // task.records_per_pass
+            unit = taken // task.prediction.records_per_pass
             taken += not hollow
             if keep is not None and not keep(unit):
                 continue
@@ -170,15 +170,15 @@ def units(
         # shape for a blank line wherever it is.
         if isinstance(record, Blank):
             record.like = first[0] if first else None
-        return task.empty_result(model, record, info, options)
+        return task.prediction.empty_result(model, record, info, options)
 
     def kept(record: dict, result: dict) -> dict:
         # the input is labelled when its first record holds a gold field: then every result keeps
         # the gold fields (null where a record lacks one), so a table's columns are the same for all
-        gold = [f for f in task.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
+        gold = [f for f in task.prediction.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
         return with_gold(record, result, gold) if gold else result
 
-    for result in task.predict(model, tokenizer, info, feed(), options):
+    for result in task.prediction.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
             _, record, unit = queue.popleft()
             yield unit, kept(record, empty(record))
@@ -213,7 +213,7 @@ def with_gold(record: dict, result: dict, gold: list[str]) -> dict:
 def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool:
     if isinstance(record, Blank):
         return True
-    return task.is_empty(record, info, options)
+    return task.prediction.is_empty(record, info, options)
 
 
 def asked_question(question: str, context_file: Path) -> list[dict]:

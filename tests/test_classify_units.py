@@ -6,6 +6,7 @@ from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import padding_efficiency
 from bertkit.tasks.classify.encoding import encode_columns
+from bertkit.tasks.classify.labels import encode_labels
 from bertkit.tasks.classify.task import TASK
 
 
@@ -14,7 +15,7 @@ def info_for(values, **cfg_values):
 
     cfg = load_config(None, [f"{k}={v}" for k, v in cfg_values.items()])
     ds = {"train": datasets.Dataset.from_dict({"text": ["x"] * len(values), "label": values})}
-    return TASK.setup(ds, cfg)
+    return TASK.training.setup(ds, cfg)
 
 
 def test_single_label_discovery_sorted_numerically():
@@ -25,13 +26,13 @@ def test_single_label_discovery_sorted_numerically():
 def test_fixed_label_order_is_kept():
     info = info_for(["pos", "neg"], **{"data.labels": "[pos, neg]"})
     assert info["labels"] == ["pos", "neg"]
-    assert TASK.encode_labels(["neg", "pos"], info, "train") == [1, 0]
+    assert encode_labels(["neg", "pos"], info, "train") == [1, 0]
 
 
 def test_unseen_label_is_an_error():
     info = info_for(["pos", "neg"])
     with pytest.raises(BertkitError, match="validation data, example 2: label 'meh'.*known labels: neg, pos"):
-        TASK.encode_labels(["pos", "meh"], info, "validation")
+        encode_labels(["pos", "meh"], info, "validation")
 
 
 def test_one_label_only_is_an_error():
@@ -42,18 +43,18 @@ def test_one_label_only_is_an_error():
 def test_regression_detected_from_floats():
     info = info_for(["0.5", "3.2", "1"])
     assert info["problem_type"] == "regression"
-    assert TASK.encode_labels(["0.5", 2], info, "train") == [0.5, 2.0]
+    assert encode_labels(["0.5", 2], info, "train") == [0.5, 2.0]
     with pytest.raises(BertkitError, match="not a number"):
-        TASK.encode_labels(["high"], info, "train")
+        encode_labels(["high"], info, "train")
 
 
 def test_multi_label_lists_and_separator():
     info = info_for([["a", "b"], ["c"], []])
     assert info["problem_type"] == "multi_label" and info["labels"] == ["a", "b", "c"]
-    assert TASK.encode_labels([["b"], []], info, "train") == [[0, 1, 0], [0, 0, 0]]
+    assert encode_labels([["b"], []], info, "train") == [[0, 1, 0], [0, 0, 0]]
     info = info_for(["a|b", "c"], **{"data.label_separator": "'|'"})
     assert info["labels"] == ["a", "b", "c"]
-    assert TASK.encode_labels(["c|a"], info, "train") == [[1, 0, 1]]
+    assert encode_labels(["c|a"], info, "train") == [[1, 0, 1]]
 
 
 def test_balanced_class_weights():
@@ -61,7 +62,7 @@ def test_balanced_class_weights():
 
     info = info_for(["a", "a", "a", "b"], **{"classify.class_weights": "balanced"})
     cfg = load_config(None, ["classify.class_weights=balanced"])
-    loss = TASK.loss(info, cfg, {"labels": [0, 0, 0, 1]})
+    loss = TASK.training.loss(info, cfg, {"labels": [0, 0, 0, 1]})
     logits = torch.zeros(2, 2)
 
     class Out:
@@ -75,7 +76,7 @@ def test_balanced_class_weights():
     assert value.item() == pytest.approx((4 / 6 + 2) * np.log(2) / 2, rel=1e-5)
     assert loss.settings["weights"] == pytest.approx({"a": 4 / 6, "b": 2.0})
     with pytest.raises(BertkitError, match="3 weights for 2 labels"):
-        TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
+        TASK.training.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
 
 
 def test_keep_modes():

@@ -58,7 +58,7 @@ def compare(
     report.csv, report.json and report.png."""
     from bertkit.comparison import compare_models
     from bertkit.core.errors import BertkitError
-    from bertkit.tasks.options import EvaluateOptions
+    from bertkit.tasks.contract.options import EvaluateOptions
 
     options = EvaluateOptions(
         text_column=text_column,

@@ -50,7 +50,7 @@ def evaluate(
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.evaluation import evaluate_file
-    from bertkit.tasks.options import EvaluateOptions
+    from bertkit.tasks.contract.options import EvaluateOptions
 
     scores, target = evaluate_file(
         model,

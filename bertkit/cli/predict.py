@@ -93,7 +93,7 @@ def predict(
         input = str(context_file)
     elif input is None:
         raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     count = predict_file(
         model,

@@ -109,10 +109,10 @@ def explain(
 def _explainer(task: str):
     """The task's `Explainer` (bertkit/tasks/<task>/explaining.py), or an error saying why it has none."""
 
-    found = get_task(task).explainer()
+    found = get_task(task).explainer
     if found is None:
         reason = get_task(task).explain_refusal or f"a {task} model gives no label or span to explain"
-        works_on = [name for name in names() if get_task(name).explainer() is not None]
+        works_on = [name for name in names() if get_task(name).explainer is not None]
         raise BertkitError(f"--model: {reason}; explain works on {', '.join(works_on[:-1])} and {works_on[-1]} models")
     return found
 

@@ -15,6 +15,7 @@ from bertkit.core.tokenization import load_tokenizer
 from bertkit.inspection import texts as text_checks
 from bertkit.inspection import tokens as token_checks
 from bertkit.tasks import get_task
+from bertkit.tasks.classify.settings import ClassifyConfig
 
 ORDER = ("train", "validation", "test")
 # what deserves a look (thresholds of the warnings)
@@ -41,17 +42,17 @@ def inspect_run(cfg) -> dict:
         "errors": [],
     }
     try:
-        ds = task.load(cfg)
-        info = task.setup(ds, cfg)
+        ds = task.training.load(cfg)
+        info = task.training.setup(ds, cfg)
     except BertkitError as err:
         report["errors"].append(str(err))
         return _verdict(report)
 
     info = RunInfo(info)
-    views = {role: task.inspect_view(ds[role], cfg, info) for role in ORDER if role in ds}
+    views = {role: task.inspection.view(ds[role], cfg, info) for role in ORDER if role in ds}
     _splits(report, views)
     _labels(report, views, cfg)
-    if task.starts_from_scratch(cfg):
+    if task.training.starts_from_scratch(cfg):
         report["warnings"].append("the tokenizer is learnt from the data when training starts: token counts skipped")
     else:
         damaged = models.damaged_weights(cfg.model.name)  # weights are not loaded, but one cut short stops training
@@ -61,7 +62,7 @@ def inspect_run(cfg) -> dict:
         if tokenizer is not None:
             _tokens(report, views, tokenizer, cfg)
             try:
-                checks, warnings = task.inspect_checks(ds, tokenizer, info, cfg)
+                checks, warnings = task.inspection.checks(ds, tokenizer, info, cfg)
             except BertkitError as err:  # what `prepare` would refuse (a label training never saw)
                 report["errors"].append(str(err))
             else:
@@ -139,7 +140,7 @@ def imbalance_hint(cfg) -> str:
         return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
     if cfg.task == "classify":
         per = {"multi_label": "per label's positives", "single_label": "per class"}.get(
-            cfg.classify.problem_type, "per class; per label's positives for multi-label"
+            cfg.section(ClassifyConfig).problem_type, "per class; per label's positives for multi-label"
         )
         return f"classify.class_weights: balanced ({per}) and / or classify.loss: focal"
     return "resampling the data (this task has no class weights)"

@@ -49,7 +49,7 @@ def train(
     task = get_task(cfg.task)
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
-    if cfg.data.streaming and not task.can_stream:
+    if cfg.data.streaming and not task.training.can_stream:
         raise BertkitError(
             f"data.streaming: the {task.name} task reads its training data whole; only plain-text training "
             "(mlm-adapt) streams. Remove data.streaming"
@@ -68,7 +68,7 @@ def run_inputs(cfg: Config, task, protect=()) -> list:
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
     data_files = [p for s in sources if s is not None for p in s.local_paths()]
     data_files += list(cfg.data.unlabeled or [])
-    return [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, *task.inputs(cfg)]
+    return [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, *task.training.inputs(cfg)]
 
 
 def _run(
@@ -84,22 +84,22 @@ def _run(
     precision = resolve_precision(cfg.train.precision)
     set_seed(cfg.train.seed)
 
-    scratch = task.starts_from_scratch(cfg)
+    scratch = task.training.starts_from_scratch(cfg)
     source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
     if source is not None:
 
         refuse_adapter_bundle(cfg.model.name, source)  # before anything reads it as a whole model
-        models.check_max_length(source, cfg)
+        models.check_max_length(source, cfg, task.training.lengths(cfg))
 
     with status("reading data"):
-        raw = task.load(cfg)
-        info = RunInfo(task.setup(raw, cfg))
-    for note in task.data_warnings(info):
+        raw = task.training.load(cfg)
+        info = RunInfo(task.training.setup(raw, cfg))
+    for note in task.training.data_warnings(info):
         console.print(f"[yellow]warning:[/yellow] {note}")
-    best = cfg.train.metric_for_best_model or task.best_metric(info)
-    check_metric(best, task.metric_names(info), cfg)
+    best = cfg.train.metric_for_best_model or task.training.best_metric(info)
+    check_metric(best, task.training.metric_names(info), cfg)
     tokenizer = run_tokenizer(cfg, task, raw, source)
-    facts = task.tokenizer_facts(tokenizer, info)
+    facts = task.training.tokenizer_facts(tokenizer, info)
     if facts:
         info = info.replace(**facts)
     features = _features(cfg, task, raw, tokenizer, info)
@@ -107,11 +107,11 @@ def _run(
         if role in features:
             features[role] = longest_first(features[role])
     # a task that trains itself (classify's contrastive route) has rates of its own: none is said
-    cfg, rates = resolve_rates(cfg, features["train"], say=not task.trains_itself(info))
+    cfg, rates = resolve_rates(cfg, features["train"], say=not task.training.trains_itself(info))
     model = starting_model(cfg, task, source, info)
     if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
 
-        saved = task.export(model, info) or model
+        saved = task.training.saved_model(model, info) or model
         model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
         info = info.replace(adapter=adapter)
     if checkpoint is not None:
@@ -122,13 +122,14 @@ def _run(
         models.checkpoint_activations(model)
 
     args = training_arguments(cfg, work, precision, best)
-    loss = task.loss(info, cfg, features["train"])
+    loss = task.training.loss(info, cfg, features["train"])
     roles = [role for role in ("validation", "test") if role in features]
-    scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
+    scorers = {role: task.training.metric_fn(info, features[role], raw[role]) for role in roles}
     remembered = RememberEvaluations(scorers["validation"])
     guard = DivergenceGuard(precision, advice(cfg, precision))
     callbacks = [guard, RichProgress(), remembered] if progress else [guard, remembered]
-    if cfg.train.early_stopping_patience and not task.trains_itself(info):  # the contrastive route: unused, said
+    # the contrastive route trains without the Trainer: early stopping is unused there, and said so
+    if cfg.train.early_stopping_patience and not task.training.trains_itself(info):
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
         callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
@@ -139,17 +140,17 @@ def _run(
         train_dataset=features["train"],
         eval_dataset=features["validation"],
         processing_class=tokenizer,
-        data_collator=task.collator(tokenizer, cfg),
+        data_collator=task.training.collator(tokenizer, cfg),
         compute_metrics=remembered.compute,
         compute_loss_func=loss,
-        preprocess_logits_for_metrics=task.reduce_logits,
+        preprocess_logits_for_metrics=task.training.reduce_logits,
         callbacks=callbacks,
     )
     guard.watch(trainer)
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
-    if task.scores_before_training:  # the untrained model's score, for tasks whose point is the change
+    if task.training.scores_before_training:  # the untrained model's score, for tasks whose point is the change
         with status("scoring the validation data before training"):
             before = score_split(trainer, scorers["validation"], features["validation"])
     adapter = info.get("adapter")
@@ -157,7 +158,7 @@ def _run(
     started = time.perf_counter()
     try:
         # a task may train its own way (classify's contrastive route); the Trainer then only scores
-        own = task.fit(trainer.model, tokenizer, features, info, cfg, trainer.state.log_history)
+        own = task.training.fit(trainer.model, tokenizer, features, info, cfg, trainer.state.log_history)
         if own is None:
             result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     except BaseException as err:
@@ -184,7 +185,7 @@ def _run(
     except TrainingDiverged:
         discard_if_empty(work)
         raise
-    headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
+    headline = task.training.compare(before, scores["validation"]) if task.training.scores_before_training else {}
     scores["validation"] = {**headline, **scores["validation"]}
     if trainer.is_world_process_zero():
         stats = {
@@ -200,7 +201,7 @@ def _run(
             stats[own["strategy"]] = own
         if getattr(loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
             stats["loss"] = loss.settings
-        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
+        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.training.saved_model, inputs)
         shutil.rmtree(work, ignore_errors=True)
     return final, {**(headline or {}), **scores}
 
@@ -209,7 +210,7 @@ def run_tokenizer(cfg: Config, task, raw, source: str | None):
     """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
     the model's. `bertkit smoke` loads it here too."""
 
-    tokenizer = task.new_tokenizer(raw, cfg)
+    tokenizer = task.training.new_tokenizer(raw, cfg)
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
     return tokenizer
@@ -220,11 +221,11 @@ def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
     weights read whole and finite (`models.weights_from_pretrained`: a diverged model to start from
     would look like divergence at step 1). `bertkit smoke` loads the real model here too, so a
     damaged one stops it as it stops the run."""
-    return task.build_model(source, info, cfg)
+    return task.training.build_model(source, info, cfg)
 
 
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
-    """`task.prepare` through the on-disk feature cache (training/feature_cache.py), unless
+    """`task.training.prepare` through the on-disk feature cache (training/feature_cache.py), unless
     data.cache is off or the training split is streamed (tokenized as training reads it)."""
 
     counts = {role: _count(split) for role, split in raw.items()}
@@ -232,12 +233,13 @@ def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
 
     def build():
         with status("tokenizing " + sizes):
-            return task.prepare(raw, tokenizer, info)
+            return task.training.prepare(raw, tokenizer, info)
 
     if not cfg.data.cache or None in counts.values():
         return build()
 
-    features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, task.inputs(cfg), say=console.print)
+    inputs = task.training.inputs(cfg)
+    features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, inputs, say=console.print)
     return features
 
 

@@ -181,14 +181,14 @@ def metric_of(cfg: Config) -> tuple[str, str | None]:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     task = get_task(cfg.task)
     with status("reading the data to find the task's metric"):
-        raw = task.load(cfg)
-        info = RunInfo(task.setup(raw, cfg))
+        raw = task.training.load(cfg)
+        info = RunInfo(task.training.setup(raw, cfg))
     check_model(cfg, task, raw)
     given = cfg.tune.metric or cfg.train.metric_for_best_model
-    metric = (given or task.best_metric(info)).removeprefix("eval_")
+    metric = (given or task.training.best_metric(info)).removeprefix("eval_")
     if cfg.tune.metric:
         try:
-            check_metric(metric, task.metric_names(info), cfg)
+            check_metric(metric, task.training.metric_names(info), cfg)
         except BertkitError as err:
             raise BertkitError(str(err).replace("train.metric_for_best_model", "tune.metric")) from None
     if cfg.train.eval_strategy == "no":
@@ -203,9 +203,9 @@ def check_model(cfg: Config, task, raw) -> None:
     failed trial in a study."""
 
     source = None
-    if not task.starts_from_scratch(cfg):
+    if not task.training.starts_from_scratch(cfg):
         source = models.resolve(cfg.model.name, cfg.model.revision)
-        models.check_max_length(source, cfg)
+        models.check_max_length(source, cfg, task.training.lengths(cfg))
     with status("loading the tokenizer"):
         run_tokenizer(cfg, task, raw, source)
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import sigmoid, softmax
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, label_index, model_output
 from bertkit.tasks.explain_inputs import encode_text
-from bertkit.tasks.explaining import Explainer, Plan, Target, label_index, model_output
 
 
 class ClassifyExplainer(Explainer):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from bertkit.core import data as data_mod
 from bertkit.core.errors import BertkitError
 
 SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
@@ -114,3 +115,34 @@ def check_finite(values: list, places: list[str], column: str, separator: str | 
                 raise BertkitError(
                     f"{place}: '{column}' is {one!r}, not a finite number or a label name; fix or remove this example"
                 )
+
+
+def encode_labels(values: list, info: dict, places: list[str] | str) -> list:
+    """Label ids (or rows of 0/1, or numbers); `places` says where each example is."""
+    problem, labels = info["problem_type"], info["labels"]
+    if isinstance(places, str):  # a split's name
+        places = [f"{places} data, example {i + 1}" for i in range(len(values))]
+    if problem == REGRESSION:
+        return data_mod.as_numbers(values, places)
+    check_finite(values, places, info.get("label_column") or "label", info.get("label_separator"))
+    index = {name: i for i, name in enumerate(labels)}
+    given = info.get("labels_given", False)
+    if problem == MULTI:
+        out = []
+        for i, group in enumerate(split_multi(values, info.get("label_separator"))):
+            row = [0.0] * len(labels)
+            for name in group:
+                if name not in index:
+                    unknown_label(name, labels, places[i], given)
+                row[index[name]] = 1.0
+            out.append(row)
+        return out
+    out = []
+    for i, v in enumerate(values):
+        name = label_name(v)
+        if v is None or name == "":
+            raise BertkitError(f"{places[i]}: the example has no label; label every example")
+        if name not in index:
+            unknown_label(name, labels, places[i], given)
+        out.append(index[name])
+    return out

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.explain_inputs import Encoded, Word, check_length
-from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.tagging import tag_words
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.explain_inputs import Encoded, words_in
-from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.qa.answers import NO_CONTEXT, answer_tokens, encode, extract_answers, feature_columns
 from bertkit.tasks.qa.reading import complete_settings
 
