@@ -127,7 +127,7 @@ def export_bundle(
     bundle = open_bundle(model, trust_remote_code, runtime="torch")
     task = get_task(bundle.task)
     if task.export is None:
-        raise BertkitError(f"--model {model}: a {task.name} model cannot be exported to ONNX (the task has no export part)")
+        raise BertkitError(f"--model {model}: {task.name} models have no ONNX export (the task has no export part)")
     target = Path(output) if output else default_output(model, quantize)
     protect = bundle_inputs(model)  # an adapter bundle's base too
     outputs.check_output_dir(target, overwrite, protect, "bundle")
