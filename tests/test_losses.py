@@ -187,7 +187,10 @@ def test_ner_weights_by_tag_type_and_list_errors():
 
 
 def test_inspect_hint_names_the_task_settings():
-    from bertkit.inspection import imbalance_hint
+    from bertkit.tasks import get_task
+
+    def imbalance_hint(cfg):
+        return get_task(cfg.task).inspection.imbalance_hint(cfg)
 
     assert "ner.class_weights" in imbalance_hint(load_config(None, ["task=ner"]))
     multi = load_config(None, ["classify.problem_type=multi_label"])

@@ -15,7 +15,6 @@ from bertkit.core.tokenization import load_tokenizer
 from bertkit.inspection import texts as text_checks
 from bertkit.inspection import tokens as token_checks
 from bertkit.tasks import get_task
-from bertkit.tasks.classify.settings import ClassifyConfig
 
 ORDER = ("train", "validation", "test")
 # what deserves a look (thresholds of the warnings)
@@ -118,7 +117,7 @@ def _labels(report: dict, views: dict, cfg) -> None:
         rare = min(train, key=train.get)
         report["warnings"].append(
             f"train: labels are imbalanced {ratio}:1 (rarest: '{rare}', {train[rare]} example(s)); consider "
-            + imbalance_hint(cfg)
+            + get_task(cfg.task).inspection.imbalance_hint(cfg)
         )
     report["unseen_labels"] = {}
     for role in ("validation", "test"):
@@ -134,18 +133,6 @@ def _labels(report: dict, views: dict, cfg) -> None:
         )
 
 
-def imbalance_hint(cfg) -> str:
-    """The settings that answer imbalanced labels in `cfg`'s task (see docs/classify.md, docs/ner.md)."""
-    if cfg.task == "ner":
-        return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
-    if cfg.task == "classify":
-        per = {"multi_label": "per label's positives", "single_label": "per class"}.get(
-            cfg.section(ClassifyConfig).problem_type, "per class; per label's positives for multi-label"
-        )
-        return f"classify.class_weights: balanced ({per}) and / or classify.loss: focal"
-    return "resampling the data (this task has no class weights)"
-
-
 def _tokens(report: dict, views: dict, tokenizer, cfg) -> None:
     max_length = cfg.model.max_length
     ids_by_split = {role: token_checks.token_ids(tokenizer, view.texts, view.pairs) for role, view in views.items()}
@@ -153,14 +140,13 @@ def _tokens(report: dict, views: dict, tokenizer, cfg) -> None:
     length = token_checks.length_numbers(every, max_length)
     length["by_split"] = {role: token_checks.length_numbers(ids, max_length) for role, ids in ids_by_split.items()}
     report["_lengths"] = {role: [len(row) for row in ids] for role, ids in ids_by_split.items()}  # for plots only
-    if cfg.task == "classify":
+    said = get_task(cfg.task).inspection.truncation_warning(
+        length["over_max_length_share"], length["tokens"]["max"], max_length
+    )
+    if said is not None:  # a task that cuts long texts (the others read them in windows)
         length["truncated_share"] = length["over_max_length_share"]
         if length["truncated_share"] > TRUNCATED_SHARE:
-            report["warnings"].append(
-                f"{length['truncated_share']:.1%} of the texts are longer than model.max_length ({max_length}) and "
-                f"will be cut (longest: {length['tokens']['max']} tokens); raise max_length or use "
-                "classify.truncation: head+tail"
-            )
+            report["warnings"].append(said)
     report["length"] = length
     every_text = [t for view in views.values() for t in view.texts + (view.pairs or [])]
     unknown = token_checks.unknown_numbers(tokenizer, every_text, every)

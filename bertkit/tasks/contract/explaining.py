@@ -62,6 +62,23 @@ class Explainer(ABC):
     def lay_out(self, explained: list[dict]) -> dict:
         """The result, from one explanation per target of the plan, in its order."""
 
+    @abstractmethod
+    def headline(self, result: dict) -> str:
+        """The result's first line when shown (terminal, HTML, PNG): the model's prediction."""
+
+    def shown(self, result: dict) -> list[dict]:
+        """Every explanation the result holds, in the order they are shown."""
+        return list(result["explanations"].values())
+
+    def title(self, explained: dict, result: dict) -> str:
+        """The name one explanation is shown under."""
+        return explained["target"]
+
+
+def number(value) -> str:
+    """A score as explanations show it: three significant digits, or one decimal from 1,000."""
+    return "-" if value is None else f"{value:.3g}" if abs(value) < 1000 else f"{value:.1f}"
+
 
 def model_output(model, encoded: Encoded):
     import torch

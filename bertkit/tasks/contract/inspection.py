@@ -54,3 +54,12 @@ class Inspection:
     def checks(self, ds: dict, tokenizer, info: RunInfo, cfg: Config) -> tuple[dict, list[str]]:
         """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
         return {}, []
+
+    def imbalance_hint(self, cfg: Config) -> str:
+        """The settings that answer imbalanced labels in this task (said with the imbalance found)."""
+        return "resampling the data (this task has no class weights)"
+
+    def truncation_warning(self, share: float, longest: int, max_length: int) -> str | None:
+        """What to say when `share` of the texts (the longest `longest` tokens) are cut at
+        model.max_length; None when this task does not cut texts (it reads them in windows)."""
+        return None

@@ -71,5 +71,14 @@ class NerExplainer(Explainer):
     def lay_out(self, explained: list[dict]) -> dict:
         return {"entities": [{k: v for k, v in e.items() if k != "target"} for e in explained]}
 
+    def headline(self, result: dict) -> str:
+        count = len(result["entities"])
+        if not count:
+            return "no entities found: nothing to explain"
+        return f"{count} entit{'y' if count == 1 else 'ies'} found"
+
+    def shown(self, result: dict) -> list[dict]:
+        return [{**e, "target": f"{e['label']}: {e['text']}"} for e in result["entities"]]
+
 
 EXPLAINER = NerExplainer()

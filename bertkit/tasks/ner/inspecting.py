@@ -54,6 +54,9 @@ def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
 
 
 class NerInspection(Inspection):
+    def imbalance_hint(self, cfg) -> str:
+        return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
+
     def view(self, split, cfg, info) -> View:
         return view(split)
 

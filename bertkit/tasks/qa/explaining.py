@@ -70,5 +70,11 @@ class QaExplainer(Explainer):
     def lay_out(self, explained: list[dict]) -> dict:
         return {"explanations": {"start": explained[0], "end": explained[1]}}
 
+    def headline(self, result: dict) -> str:
+        if result["start"] is None:
+            return f"no answer (probability {result['probability']:.3f})"
+        where = f"characters {result['start']}-{result['end']}"
+        return f"answer: {result['answer']!r} ({where}, probability {result['probability']:.3f})"
+
 
 EXPLAINER = QaExplainer()
