@@ -5,13 +5,15 @@ from __future__ import annotations
 import typer
 
 from bertkit.cli.options import (
+    BatchOption,
     ColumnsOption,
+    DeviceOption,
     EncodingOption,
+    MaxSamplesOption,
     PrecisionOption,
     RuntimeOption,
     TrustOption,
-    column_names,
-    encoding_name,
+    model_options,
 )
 
 
@@ -38,19 +40,16 @@ def evaluate(
         None, "--label-column", help="Label field (default: the one the model was trained on)."
     ),
     columns: str | None = ColumnsOption,
-    max_samples: int | None = typer.Option(
-        None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
-    ),
+    max_samples: int | None = MaxSamplesOption,
     encoding: str = EncodingOption,
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
     precision: str = PrecisionOption,
     trust_remote_code: bool = TrustOption,
     runtime: str = RuntimeOption,
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.evaluation import evaluate_file
-    from bertkit.tasks.contract.options import EvaluateOptions
 
     scores, target = evaluate_file(
         model,
@@ -61,16 +60,10 @@ def evaluate(
         trust_remote_code=trust_remote_code,
         runtime=runtime,
         precision=precision,
-        options=EvaluateOptions(
-            text_column=text_column,
-            text_pair_column=text_pair_column,
-            label_column=label_column,
-            batch_size=batch_size,
-            data_format=data_format,
-            columns=column_names(columns),
-            encoding=encoding_name(encoding),
-            max_samples=max_samples,
-        ),
+        options=model_options(
+            "evaluate", text_column, text_pair_column, batch_size, columns, encoding,
+            label_column=label_column, data_format=data_format, max_samples=max_samples,
+        ),  # fmt: skip
     )
     from rich.console import Console
 
