@@ -141,7 +141,7 @@ def units(
     are not empty (`records_per_pass` of them, the chunks it predicts together) and the empty ones
     just before them; with `keep(unit)` (one of several processes), the task sees only the kept
     units' records, in the same chunks, and so runs the batches one process alone would run.
-    Every record that is not empty is first checked by the task (`Task.check_record`), every
+    Every record that is not empty is first checked by the task (`Prediction.check_record`), every
     process checking all of them, so that all refuse the same input."""
     queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line

@@ -1,7 +1,7 @@
 """The on-disk feature cache (bertkit/training/feature_cache.py): a second run with the same inputs
 skips tokenizing and gets the same features; a changed setting, data file or tokenizer rebuilds;
 data.cache: false turns it off; an incomplete or unwritable cache never breaks a run. Every task
-that builds its features through `Task.prepare` goes through it."""
+that builds its features through `Training.prepare` goes through it."""
 
 import random
 

@@ -50,7 +50,7 @@ def wrapped(model, task, info, names: list[str]):
 
 def export_graph(model, tokenizer, task, info, target: Path):
     """Write `model` (a PyTorch bundle's, in eval mode) as an fp32 ONNX graph of `task`'s outputs
-    (a `bertkit.tasks.base.Task`: `onnx_outputs`, `onnx_per_token`, `onnx_forward`) at `target`;
+    (a `bertkit.tasks.contract.Task`, whose export part says `outputs`, `per_token`, `forward`) at `target`;
     returns the graph's input names and the PyTorch module it was traced from."""
     import warnings
 

@@ -5,7 +5,7 @@ with the fields `bertkit predict` reads: a pair's two texts, a question and its 
 answers `{"results": [...]}`, one result per input, exactly the records `bertkit predict` writes.
 `POST /embed` is the same for embed models. The body is read as `bertkit.serving.requests`
 says (at most `--max-body-bytes`, strict JSON), and each record is checked as `bertkit predict`
-checks its input's (`Task.check_record`) before the request joins a batch. A malformed request
+checks its input's (`Prediction.check_record`) before the request joins a batch. A malformed request
 is a 422 naming the field (and the record's index), a request over the limits a 413 naming them,
 a failure that is not the client's a 500 with a generic message and an error id, under which the
 server's log holds the details; the server keeps serving after each.

@@ -73,7 +73,7 @@ class Predictor:
 
     def problems(self, records: list[dict], where: Callable[[int], str]) -> list[tuple[int, str | None, str]]:
         """(index, field, message) for each record that `bertkit predict` would refuse, found by
-        the same check (`Task.check_record`), before the request joins a batch: a request that
+        the same check (`Prediction.check_record`), before the request joins a batch: a request that
         cannot be answered never shares a batch with others. `where(index)` names a record."""
         found, seen = [], {}
         for index, record in enumerate(records):

@@ -1,5 +1,5 @@
 """The model card (README.md) of a bundle: what the model is, its data, its scores, how it was
-trained and how to use it, with the task's own words (`Task.card_summary`, `cli_usage`,
+trained and how to use it, with the task's own words (`Card.summary`, `cli_usage`,
 `python_usage`)."""
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def train(
 
 def run_inputs(cfg: Config, task, protect=()) -> list:
     """Everything a run reads, which its output must never replace: `protect` (the config file),
-    the data files, the model and tokenizer, and what the task adds (`Task.inputs`)."""
+    the data files, the model and tokenizer, and what the task adds (`Training.inputs`)."""
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
     data_files = [p for s in sources if s is not None for p in s.local_paths()]
     data_files += list(cfg.data.unlabeled or [])
