@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import (
+    COUNT_LIMIT,
     BatchOption,
     ColumnsOption,
     DeviceOption,
@@ -42,7 +43,9 @@ def compare(
     baseline_train: str | None = typer.Option(
         None, "--baseline-train", help="The baseline's training file (default: the first model's own training data)."
     ),
-    rounds: int = typer.Option(1000, "--bootstrap", min=100, help="Bootstrap resamples for intervals and tests."),
+    rounds: int = typer.Option(
+        1000, "--bootstrap", min=100, max=COUNT_LIMIT, help="Bootstrap resamples for intervals and tests."
+    ),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap resamples."),
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Train each --model under this config first (one sub-folder each)."

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import typer
 
+# the largest whole number an option takes (bertkit/core/settings.py's INT_LIMIT, written out so that
+# `bertkit --help` imports no settings): a larger count ended in a library's traceback
+COUNT_LIMIT = 2**31 - 1
+
 ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
 TrustOption = typer.Option(
     False,
@@ -68,7 +72,7 @@ NormalizeOption = typer.Option(
 MaxLengthOption = typer.Option(
     None, "--max-length", min=8, help="Cut texts to this many tokens (default: the model's)."
 )
-BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
+BatchOption = typer.Option(32, "--batch-size", "-b", min=1, max=COUNT_LIMIT, help="Texts per forward pass.")
 MaxSamplesOption = typer.Option(
     None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
 )

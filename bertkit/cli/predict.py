@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import (
+    COUNT_LIMIT,
     ColumnsOption,
     EncodingOption,
     PrecisionOption,
@@ -44,7 +45,7 @@ def predict(
     ),
     columns: str | None = ColumnsOption,
     encoding: str = EncodingOption,
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, max=COUNT_LIMIT, help="Texts per forward pass."),
     long_text: str = typer.Option(
         "truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."
     ),
