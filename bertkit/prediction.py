@@ -176,7 +176,10 @@ def units(
         # the input is labelled when its first record holds a gold field: then every result keeps
         # the gold fields (null where a record lacks one), so a table's columns are the same for all
         gold = [f for f in task.prediction.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
-        return with_gold(record, result, gold) if gold else result
+        if not gold:
+            return result
+        read = {name: task.prediction.read_gold(name, record.get(name), info) for name in gold}
+        return with_gold(read, result, gold)
 
     for result in task.prediction.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
@@ -195,8 +198,8 @@ ECHOED = ("id", "text", "text_pair", "tokens", "rows")  # result fields that rep
 
 
 def with_gold(record: dict, result: dict, gold: list[str]) -> dict:
-    """`result` with the input's gold fields as the input has them (null when this record lacks
-    one), after the fields that repeat the input; a prediction field of the same name is written
+    """`result` with the input's gold fields (`record`'s, as the task reads them: null when this
+    record lacks one), after the fields that repeat the input; a prediction field of the same name is written
     as `predicted_<name>`, so the gold answer is never overwritten by the model's."""
     out: dict = {}
     placed = False

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -214,3 +216,66 @@ def test_a_tokenizer_only_directory_loads_as_a_tokenizer(tiny_model, tmp_path):
     assert len(tokenization.load_tokenizer(str(folder))) > 10
     with pytest.raises(BertkitError, match="no config.json"):
         models.resolve(str(folder))
+
+
+# ---------------------------------------------------------------- one reading of a label
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        (1, "1"), (1.0, "1"), ("1", "1"), ("1.0", "1"), ("01", "1"), ("+1", "1"), ("1e0", "1"), (" 1 ", "1"),
+        (0.5, "0.5"), ("0.50", "0.5"), ("-0", "0"), (True, "true"), (False, "false"), ("True", "True"),
+        (" pos ", "pos"), ("007x", "007x"), (10**20, "100000000000000000000"),
+    ],
+)  # fmt: skip
+def test_a_label_reads_the_same_whatever_its_spelling(value, read):
+    from bertkit.tasks.classify.labels import label_name
+
+    assert label_name(value) == read
+
+
+def _labels_of(tmp_path, name: str, text: str) -> list[str]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    cfg = load_config(None, [f"data.train={path}", "model.name=m"])
+    return TASK.training.setup(TASK.training.load(cfg), cfg)["labels"]
+
+
+def test_csv_json_lines_and_tsv_give_the_same_classes(tmp_path):
+    """CSV `1`, `1.0` and `01` were three classes while JSON `1.0` counted as `1`."""
+    rows = [("a", "1"), ("b", "1.0"), ("c", "01"), ("d", "0"), ("e", "0.0")] * 4
+    csv = "text,label\n" + "".join(f"{t},{v}\n" for t, v in rows)
+    tsv = "text\tlabel\n" + "".join(f"{t}\t{v}\n" for t, v in rows)
+    numbers = {"1": 1, "1.0": 1.0, "01": 1, "0": 0, "0.0": 0.0}  # a JSON column holds one kind of value
+    as_numbers = "".join(f'{{"text": "{t}", "label": {json.dumps(numbers[v])}}}\n' for t, v in rows)
+    as_text = "".join(f'{{"text": "{t}", "label": "{v}"}}\n' for t, v in rows)
+    files = (("d.csv", csv), ("d.tsv", tsv), ("n.jsonl", as_numbers), ("t.jsonl", as_text))
+    assert [_labels_of(tmp_path, name, text) for name, text in files] == [["0", "1"]] * 4
+
+
+def test_evaluate_reads_a_csv_label_as_training_read_the_json_one():
+    info = {"problem_type": "single_label", "labels": ["0", "1"]}
+    assert encode_labels(["1.0", "01", 1.0, 0], info, "test") == [1, 1, 1, 0]
+    old = {"problem_type": "single_label", "labels": ["00", "01"]}  # a bundle trained before this reading
+    assert encode_labels(["01", "00", "1"], old, "test") == [1, 0, 1]
+
+
+@pytest.mark.parametrize("label", ['{"name": "pos"}', '[["pos"]]', "[{\"a\": 1}]"])
+def test_an_object_or_a_nested_list_is_no_label_and_is_refused_with_its_line(tmp_path, label):
+    """A JSON object as a label trained as its Python spelling ("{'name': 'pos'}"), exit 0."""
+    path = tmp_path / "d.jsonl"
+    rows = ['{"text": "a", "label": "pos"}', '{"text": "b", "label": "neg"}', f'{{"text": "c", "label": {label}}}']
+    path.write_text("\n".join(rows * 3) + "\n", encoding="utf-8")
+    cfg = load_config(None, [f"data.train={path}", "model.name=m"])
+    with pytest.raises(BertkitError) as err:
+        TASK.training.setup(TASK.training.load(cfg), cfg)
+    assert f"{path}:3" in str(err.value) and "label" in str(err.value), str(err.value)
+
+
+def test_predict_writes_the_gold_label_as_it_is_read():
+    info = {"problem_type": "single_label", "labels": ["0", "1"], "label_column": "label"}
+    assert TASK.prediction.read_gold("label", "1.0", info) == "1"
+    multi = {"problem_type": "multi_label", "labels": ["1", "2"], "label_separator": "|"}
+    assert TASK.prediction.read_gold("labels", "01|2.0", multi) == "1|2"
+    assert TASK.prediction.read_gold("labels", [1.0, "02"], multi) == ["1", "2"]

@@ -19,7 +19,7 @@ from bertkit.tasks.classify.labels import (
     MULTI,
     REGRESSION,
     SINGLE,
-    check_finite,
+    check_label_values,
     encode_labels,
     given_labels,
     guess_problem,
@@ -59,7 +59,7 @@ class ClassifyTraining(Training):
 
         def classes(train) -> list:  # the automatic validation split keeps every class's share
             values = train[column]
-            check_finite(values, data_mod.places(train, "train"), column, separator)
+            check_label_values(values, data_mod.places(train, "train"), column, separator)
             problem = cfg.section(ClassifyConfig).problem_type
             if problem == REGRESSION or (problem == "auto" and guess_problem(values, separator) == REGRESSION):
                 return [0] * len(values)
@@ -72,7 +72,7 @@ class ClassifyTraining(Training):
         values = data_mod.column(ds["train"], cfg.data.label_column)
         places = data_mod.places(ds["train"], "train")
         problem = cfg.section(ClassifyConfig).problem_type
-        check_finite(values, places, cfg.data.label_column, cfg.data.label_separator)
+        check_label_values(values, places, cfg.data.label_column, cfg.data.label_separator)
         if problem == "auto":
             problem = guess_problem(values, cfg.data.label_separator)
         if problem == REGRESSION:

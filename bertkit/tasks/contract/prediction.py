@@ -62,6 +62,11 @@ class Prediction(ABC):
         require_field(record, column, where)
         text_value(record[column], where, column)
 
+    def read_gold(self, name: str, value, info: RunInfo):
+        """A gold field's value as the task reads it (classify: the label, read as training reads
+        labels), for `predict` to write beside the prediction; by default as the input has it."""
+        return value
+
     def gold_fields(self, info: RunInfo) -> list[str]:
         """The fields in which a labelled input record holds its answer (classify's label column,
         NER's tags or entities): `predict` keeps them in its results under their own names, and
