@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from bertkit.cli.options import (
@@ -65,13 +67,15 @@ def evaluate(
             label_column=label_column, data_format=data_format, max_samples=max_samples,
         ),  # fmt: skip
     )
-    from rich.console import Console
-
+    from bertkit.core.outputs import json_line
     from bertkit.core.sharding import is_main
 
     if not is_main():  # under a launcher, process 0 speaks for all
         return
-    Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
+    # the headline numbers as one JSON object on standard output (metrics.json has them all), so a
+    # script reads them as a person does; the message about the files goes to standard error
+    headline = {k: round(v, 4) if math.isfinite(v) else None for k, v in scores.items() if isinstance(v, float)}
+    print(json_line(headline), flush=True)
     from bertkit.core.progress import console
 
     written = sorted(p.name for p in target.iterdir() if not p.name.startswith("."))  # not bertkit's manifest
