@@ -56,7 +56,7 @@ def examples(tokenizer, texts: list[str], info: dict, where: str, partial: bool 
     return [tokenization.wrap(tokenizer, piece) for piece in pieces]
 
 
-def top_k(tokenizer, k: int):
+def top_candidates(tokenizer, k: int):
     specials = sorted(set(tokenizer.all_special_ids))  # never offered: "<mask>" is no answer to a mask
 
     def pick(out, inputs, rows) -> list:

@@ -10,7 +10,7 @@ from bertkit.core.inference import chunks, empty_record, forward
 from bertkit.core.run_info import RunInfo
 from bertkit.tasks.contract import Prediction, require_field
 from bertkit.tasks.contract.options import PredictOptions
-from bertkit.tasks.mlm.inputs import completed, described, no_mask, text_at
+from bertkit.tasks.mlm.inputs import completed, described, no_mask, text_at, top_candidates
 
 
 class MlmPrediction(Prediction):
@@ -53,6 +53,6 @@ class MlmPrediction(Prediction):
                         "shorten the text around it"
                     )
                 features.append(dict(encoded))
-            results = forward(model, tokenizer, features, options.batch_size, output=top_k(tokenizer, top_k))
+            results = forward(model, tokenizer, features, options.batch_size, output=top_candidates(tokenizer, top_k))
             for record, found in zip(chunk, results, strict=True):
                 yield described(record, column, found, tokenizer)
