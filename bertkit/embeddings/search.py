@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.caches import cache_root
 from bertkit.core.data.corpus import corpus_files, read_lines
 from bertkit.core.errors import BertkitError
-from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
+from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_cache_dir, check_output_file
 from bertkit.core.pooling import cosines, unit_vectors
 from bertkit.core.progress import console, status
 
@@ -172,7 +173,9 @@ def search_file(
     `cache_dir` None keeps no embeddings. `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates. Every check that can fail is made before the model
     loads."""
-    check_output_file(output, queries, corpus, model)
+    read = [queries, corpus, *bundle_inputs(model)]  # an adapter bundle's base too
+    check_output_file(output, *read)
+    check_cache_dir(cache_dir, *read)
     asked = asked_queries(query, queries, text_column)
     with atomic_text(output) as handle:
         encoder = load()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.data.readers import located_records
 from bertkit.core.data.records import Blank, place_of, placed, text_value
 from bertkit.core.errors import BertkitError
@@ -111,12 +112,12 @@ def similarity_file(
     text_column, text_pair_column = columns
     if picture_path is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")
-    check_output_file(output, input, model)
+    check_output_file(output, input, *bundle_inputs(model))
     written_as = output_format(output, None)
     if picture_path is not None:
         if picture_path.suffix.lower() != ".png":
             raise BertkitError(f"--heatmap {picture_path}: the heatmap is a PNG picture; name it NAME.png")
-        check_output_file(str(picture_path), input, model)
+        check_output_file(str(picture_path), input, *bundle_inputs(model))
     records = [placed(w, r) for w, r in located_records(input, text_column=text_column, keep_blank=True)]
     if not records:
         raise BertkitError(f"{input}: no texts in it (the file is empty)")
