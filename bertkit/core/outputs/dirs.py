@@ -24,7 +24,7 @@ from bertkit.core.outputs.files import (
     ensure_folder,
     follow_umask,
     follow_umask_tree,
-    is_leftover,
+    is_temporary,
     no_link_loop,
     recover_dir,
     sweep_stale,
@@ -88,7 +88,7 @@ def _unlisted(root: Path, folder: Path, listed: set[str]) -> list[str]:
     extra = []
     for item in sorted(folder.iterdir()):
         relative = item.relative_to(root).as_posix()
-        if item.name == MANIFEST or relative in listed or is_leftover(item.name):
+        if item.name == MANIFEST or relative in listed or is_temporary(item.name):
             continue
         if item.is_dir() and not item.is_symlink():
             if (item / MANIFEST).is_file() and _owned(item) == (True, []):
