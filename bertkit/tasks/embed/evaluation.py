@@ -18,7 +18,11 @@ from bertkit.tasks.embed.pairs import group_ids, plain_text, scores_of
 class EmbedEvaluation(Evaluation):
     def evaluate_examples(self, model, tokenizer, info: RunInfo, data: str, options: EvaluateOptions) -> Scored:
         """Each pair's cosine beside its score, or each anchor's rank of its own positive."""
+        # a bundle bertkit trained names its columns; one made from a plain encoder reads
+        # text / text_pair, as `bertkit similarity` does
         info = {**info, **options.column_options()}
+        info = {**info, "text_column": info.get("text_column") or "text",
+                "text_pair_column": info.get("text_pair_column") or "text_pair"}  # fmt: skip
         source = options.source(data)
         ds = options.sampled(data_mod.load_source(source, info["text_column"], info.get("label_column") or "label"))
         data_mod.require_columns(

@@ -100,7 +100,7 @@ class EmbedTraining(Training):
         return model.encoder
 
     def best_metric(self, info: dict) -> str:
-        return "spearman" if info["scored"] else "mrr"
+        return "spearman" if info.get("scored") else "mrr"
 
     def metric_names(self, info: dict) -> list[str]:
         if info["scored"]:
