@@ -175,9 +175,9 @@ def test_int8_export_checks_itself_and_runs(task, bundles, tmp_path, cli):
     assert record["precision"] == "int8" and "int8 weights" in record["quantization"]
     int8 = record["check"]["int8"]
     assert "metric" in int8 and np.isfinite(int8["int8"]), record["check"]
+    _kept_roles_stay_fp32(target, record["int8"], json.loads((bundles[task] / "config.json").read_text()))
     if task == "embed":
         assert int8["cosine_min"] > 0.9
-        _residual_projections_stay_fp32(target, json.loads((bundles[task] / "config.json").read_text()))
     elif task != "mlm-adapt":
         assert 0.0 <= int8["equal_predictions"] <= 1.0 and int8["records"] > 0
     source = _input(tmp_path, task)
@@ -185,19 +185,24 @@ def test_int8_export_checks_itself_and_runs(task, bundles, tmp_path, cli):
     assert len(rows) == len(source.read_text().splitlines())
 
 
-def _residual_projections_stay_fp32(target: Path, config: dict) -> None:
-    """An embed graph's attention-output and feed-forward-output MatMuls are left in fp32 (two per
-    layer: no DequantizeLinear feeds them), every other weight MatMul is int8."""
+def _kept_roles_stay_fp32(target: Path, recipe: dict, config: dict) -> None:
+    """The roles the export record says it kept in fp32 (one projection a layer each: the
+    feed-forward output, and for embed the attention output too) have no DequantizeLinear feeding
+    them; every other weight MatMul of the encoder is int8, its input smoothed first."""
     import onnx
 
+    layers = config["num_hidden_layers"]
+    kept = recipe["kept_fp32"]
+    assert "ffn-out" in kept and all(count == layers for count in kept.values()), recipe
+    assert recipe["smoothed"]["inputs"] == layers * (4 - len(kept)), recipe  # q/k/v share one input
     nodes = onnx.load(str(target / "model.onnx")).graph.node
     dequantised = {n.output[0] for n in nodes if n.op_type == "DequantizeLinear"}
     weight_matmuls = [n for n in nodes if n.op_type == "MatMul" and "dense" in n.name]
     plain = [n.name for n in weight_matmuls if not set(n.input) & dequantised]
-    assert len(plain) == 2 * config["num_hidden_layers"], plain
-    assert all("output/dense" in name for name in plain), plain
+    assert len(plain) == len(kept) * layers, plain
+    assert all("output/dense" in name for name in plain), plain  # BertOutput's or BertSelfOutput's dense
     quantised = [n.name for n in nodes if n.op_type == "MatMul" and set(n.input) <= dequantised]  # q, k, v too
-    assert len(quantised) >= 4 * config["num_hidden_layers"], quantised
+    assert len(quantised) >= (6 - len(kept)) * layers, quantised
 
 
 @pytest.mark.slow

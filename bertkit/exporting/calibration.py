@@ -77,6 +77,11 @@ def record_inputs(
     return recorder.rows
 
 
+def feed(row: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+    """A recorded row as the graph's inputs `names` (zeros for token types the task did not give)."""
+    return {n: row[n] if n in row else np.zeros_like(row["input_ids"]) for n in names}
+
+
 def activation_matmuls(graph_file: Path) -> list[str]:
     """MatMul nodes whose two inputs are both activations (attention scores, the attention mix):
     kept in fp32, as the dynamic graph kept them."""
@@ -108,10 +113,7 @@ def quantize_static(
 
         def get_next(self):
             row = next(self.rows, None)
-            if row is None:
-                return None
-            ids = row["input_ids"]
-            return {n: row[n] if n in row else np.zeros_like(ids) for n in names}
+            return None if row is None else feed(row, names)
 
     root = logging.getLogger()
     level = root.level

@@ -81,33 +81,59 @@ def export_graph(model, tokenizer, task, info, target: Path):
     return names, graph
 
 
-def residual_projections(graph_file: Path) -> list[str]:
-    """The MatMul nodes that project back into the residual stream: a constant weight, then the
-    bias Add, the residual Add and a LayerNormalization (a post-LN encoder layer's attention output
-    and feed-forward output; found by the graph's shape, so BERT, RoBERTa, DistilBERT and ELECTRA
-    alike). Their inputs (the attention mix and the GELU output) have the widest ranges in the
-    model, so one int8 scale for all of them loses the most there: an embed graph keeps them in fp32
-    (MiniLM's minimum cosine with fp32 over 300 SST-2 and IMDb texts: 0.982 with them in int8,
-    0.991 without, measured with dynamic quantisation; docs/deployment.md)."""
+# The roles of an encoder's weight projections, as `projection_roles` finds them by the graph's shape
+ROLES = ("attention-in", "attention-out", "ffn-in", "ffn-out", "head")
+# the last operation of an activation as the exporter writes it: GELU's erf form ends in a Mul, as
+# does a gated unit; a fused GELU or a ReLU is one node
+ACTIVATIONS = ("Mul", "Gelu", "FastGelu", "Relu", "Erf", "Tanh", "Sigmoid")
+
+
+def projection_roles(graph_file: Path) -> dict[str, list[str]]:
+    """The graph's weight projections (MatMul or Gemm with a constant 2-D weight) by role, found by
+    their place and shape rather than their names, so that every family's encoder (BERT, RoBERTa,
+    DistilBERT, ELECTRA, MPNet, ModernBERT...) is read alike:
+
+    - `head`: after the encoder's last LayerNormalization (the pooler, the classifier, the
+      masked-LM decoder);
+    - `ffn-out`: one reading an activation's product (the feed-forward's second: GELU's, or a
+      gated unit's);
+    - `ffn-in`: one that widens (the feed-forward's first; a fused query-key-value one too);
+    - `attention-in`: one reading a LayerNormalization's output, or an input other projections
+      read too (query, key and value; ELECTRA's embedding projection);
+    - `attention-out`: the rest: one alone on the attention's mix of values.
+    """
     import onnx
 
     graph = onnx.load(str(graph_file), load_external_data=False).graph
-    constants = {t.name for t in graph.initializer}
-    readers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    shapes = {t.name: tuple(t.dims) for t in graph.initializer}
 
-    def only_reader(node, op: str):
-        found = readers.get(node.output[0], [])
-        return found[0] if len(found) == 1 and found[0].op_type == op else None
+    def weight_shape(node) -> tuple[int, int] | None:
+        """(inputs, outputs) of a projection's weight, or None for a node that is not one."""
+        if node.op_type not in ("MatMul", "Gemm") or len(shapes.get(node.input[1], ())) != 2:
+            return None
+        rows, columns = shapes[node.input[1]]
+        transposed = node.op_type == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
+        return (columns, rows) if transposed else (rows, columns)
 
-    kept = []
-    for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in constants:
-            continue
-        bias = only_reader(node, "Add")
-        residual = bias and only_reader(bias, "Add")
-        if residual and only_reader(residual, "LayerNormalization"):
-            kept.append(node.name)
-    return kept
+    projections = [(i, node, weight_shape(node)) for i, node in enumerate(graph.node) if weight_shape(node)]
+    producer = {out: node.op_type for node in graph.node for out in node.output}
+    readers: dict[str, int] = {}
+    for _, node, _ in projections:
+        readers[node.input[0]] = readers.get(node.input[0], 0) + 1
+    norms = [i for i, n in enumerate(graph.node) if n.op_type == "LayerNormalization"]
+    last_norm = norms[-1] if norms else -1
+    roles: dict[str, list[str]] = {role: [] for role in ROLES}
+    for index, node, (width_in, width_out) in projections:
+        made_by = producer.get(node.input[0])
+        if index > last_norm:
+            role = "head"
+        elif made_by in ACTIVATIONS:
+            role = "ffn-out"
+        elif width_out > width_in:
+            role = "ffn-in"
+        elif made_by == "LayerNormalization" or readers[node.input[0]] > 1:
+            role = "attention-in"
+        else:
+            role = "attention-out"
+        roles[role].append(node.name)
+    return roles

@@ -20,7 +20,8 @@ from bertkit.core.onnx_runtime import ONNX_FILE, OnnxModel, holds_onnx, holds_to
 from bertkit.core.progress import status
 from bertkit.exporting.calibration import METHOD, activation_matmuls, quantize_static, record_inputs
 from bertkit.exporting.checks import Report, check_format, check_fp32, check_texts, compare_int8
-from bertkit.exporting.graphs import OPSET, export_graph, residual_projections
+from bertkit.exporting.graphs import OPSET, ROLES, export_graph, projection_roles
+from bertkit.exporting.smoothing import ALPHA, smooth_graph
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
 
@@ -30,6 +31,7 @@ QUANTIZE = ("int8",)
 # published (`--min-agreement`): a model exported to save money should not change one answer in twenty
 MIN_AGREEMENT = 0.99
 FP32_FILE = "model-fp32.onnx"  # the unquantised graph while an int8 export is made (not kept)
+SMOOTHED_FILE = "model-smoothed.onnx"  # the same, its activations smoothed, before int8 (not kept)
 
 
 def default_output(model: str, quantize: str | None) -> Path:
@@ -160,13 +162,12 @@ def export_bundle(
         with status("checking the ONNX graph against PyTorch"):
             texts = check_texts(task, info, data, fmt, given=bool(check_data))
             check_fp32(graph, fp32, tokenizer, texts, names, report)
-        calibration = None
+        calibration = recipe = None
         if quantize:
             with status(f"calibrating int8 on {data}"):
                 rows = record_inputs(task, fp32, tokenizer, info, data, fmt)
-            kept_fp32 = residual_projections(fp32_file) if task.export.residuals_in_fp32 else []
             with status("quantising to int8"):
-                quantize_static(fp32_file, staged / ONNX_FILE, rows, activation_matmuls(fp32_file) + kept_fp32)
+                recipe = quantize_int8(task, fp32_file, staged, rows)
             calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
             with status("checking int8 against fp32"):
                 compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, fmt, report)
@@ -176,11 +177,8 @@ def export_bundle(
         record = {
             "format": "onnx",
             "precision": quantize or "fp32",
-            "quantization": "onnxruntime static (QDQ): int8 weights (MatMul, Gemm) per channel, uint8 activations "
-            "with fixed scales calibrated on the bundle's data"
-            + (f"; {len(kept_fp32)} residual projections kept in fp32" if kept_fp32 else "")
-            if quantize
-            else None,
+            "quantization": QUANTIZATION if quantize else None,
+            "int8": recipe if quantize else None,
             "calibration": calibration,
             "opset": OPSET,
             "exporter": "torch.onnx (TorchScript)",
@@ -194,6 +192,33 @@ def export_bundle(
         described = merged_info(info.to_dict(), model)  # an adapter bundle is exported merged
         outputs.write_json(staged / outputs.INFO_FILE, {**described, "runtime": "onnx", "export": record})
     return target, record
+
+
+QUANTIZATION = (
+    "onnxruntime static (QDQ): int8 weights (MatMul, Gemm) per channel, uint8 activations with fixed scales "
+    "calibrated on the bundle's data, their outlier channels smoothed into the weights (SmoothQuant)"
+)
+
+
+def quantize_int8(task, fp32_file: Path, staged: Path, rows: list) -> dict:
+    """The int8 graph of `fp32_file`, written as the bundle's model: the projections the task keeps
+    in fp32 stay so, with the attention's activation products; every other projection's input is
+    smoothed, then quantised. Returns what was done, for the export record."""
+    roles = projection_roles(fp32_file)
+    kept = [role for role in task.export.int8_keeps_fp32 if roles[role]]
+    smoothed_roles = [role for role in ROLES if role not in kept and role != "head" and roles[role]]
+    smoothed_file = staged / SMOOTHED_FILE
+    smoothed = smooth_graph(fp32_file, smoothed_file, rows, [n for role in smoothed_roles for n in roles[role]])
+    keep = activation_matmuls(fp32_file) + [n for role in kept for n in roles[role]]
+    try:
+        quantize_static(smoothed_file, staged / ONNX_FILE, rows, keep)
+    finally:
+        smoothed_file.unlink(missing_ok=True)
+    return {
+        "smoothed": {"roles": smoothed_roles, "inputs": smoothed, "alpha": ALPHA},
+        "kept_fp32": {role: len(roles[role]) for role in kept},
+        "quantised": sum(len(names) for role, names in roles.items() if role not in kept),
+    }
 
 
 def refuse_disagreement(found: dict, data, least: float) -> None:

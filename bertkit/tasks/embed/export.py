@@ -16,9 +16,9 @@ AGREEING_COSINE = 0.99
 class EmbedExport(Export):
     outputs = ("sentence_embedding",)
     prediction_fields = ("embedding",)
-    # their inputs have the widest ranges, and a vector's cosine suffers most from them in int8
-    # (docs/deployment.md: MiniLM's least cosine 0.982 with them in int8, 0.991 without)
-    residuals_in_fp32 = True
+    # both projections into the residual stream: a vector is the whole hidden state averaged, and
+    # its cosine suffers from the attention output in int8 too, smoothed or not (docs/deployment.md)
+    int8_keeps_fp32 = ("ffn-out", "attention-out")
 
     def forward(self, model, inputs, info):
         """The pooled (and, when the bundle normalises, unit-length) vector, pooled with the
