@@ -24,12 +24,17 @@ demo: install
 	$(BIN)/bertkit train classify --config configs/demo.yaml --overwrite
 	$(BIN)/bertkit predict --model outputs/demo --input examples/reviews/predict.txt
 
+# on every core (pytest-xdist; the docs test's pages on one worker), the 25 slowest steps listed
+# (docs/ci.md, "Running the tests")
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test: install
-	$(BIN)/python -m pytest -q
+	$(PYTEST) --durations=25
 
 # unit tests and everything that trains nothing (under a minute); `make test` runs them all
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: install
 	$(BIN)/ruff check bertkit tests bench

@@ -253,7 +253,7 @@ def ja_tokenizer(tmp_path_factory):
     pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
     from conftest import ROOT
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     from bertkit.core.tokenization import load_tokenizer
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.attention import Attention, _piece_groups, merge_words
 
@@ -68,7 +68,7 @@ def test_a_pair_and_a_model_with_a_task_head(cli, tiny_model, head_models):
 
 
 def test_japanese_text_with_a_slow_tokenizer(cli, tmp_path):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     corpus = (Path(__file__).resolve().parents[1] / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8")
     model = build_tiny_japanese_bert(tmp_path / "ja", corpus.splitlines(), vocab_size=300)

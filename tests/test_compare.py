@@ -363,7 +363,7 @@ def _copy_with_noise(source, target, seed: int):
 
 @pytest.mark.parametrize("task", ["ner", "qa"])
 def test_ner_and_qa_models_compare_as_they_evaluate(cli, head_models, ner_data, task, tmp_path):
-    from tiny import write_squad
+    from helpers.tiny import write_squad
 
     data = ner_data["test"] if task == "ner" else write_squad(tmp_path / "dev.json", 30, seed=2, version_2=True)
     other = _copy_with_noise(head_models[task], tmp_path / f"other-{task}", seed=1)
@@ -386,7 +386,7 @@ def test_ner_and_qa_models_compare_as_they_evaluate(cli, head_models, ner_data, 
 
 @pytest.mark.slow
 def test_compare_trains_each_model_under_one_config(cli, tiny_model, easy_data, tmp_path):
-    from tiny import build_tiny_bert
+    from helpers.tiny import build_tiny_bert
 
     second = build_tiny_bert(tmp_path / "tiny2" / "small-bert", [random.Random(1).choice(["a b", "c d"])] * 50)
     config = tmp_path / "base.yaml"

@@ -2,8 +2,8 @@
 
 Each page's blocks run in order, in one scratch folder laid out like a checkout (copies of
 configs/, examples/, bench/, the Makefile, README.md and docs/, with a sample of ../shared/data
-beside it), through the substitutions of tests/docs_substitutions.py and nothing else. Pages run
-two at a time; `bertkit` there is tests/docs_server.py's client, which forks a server that
+beside it), through the substitutions of tests/helpers/docs_substitutions.py and nothing else. Pages run
+two at a time; `bertkit` there is tests/helpers/docs_server.py's client, which forks a server that
 imported torch once. A failing block is reported with its page, line and the command's stderr.
 """
 
@@ -21,10 +21,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import docs_substitutions as subs
 import pytest
-from docs_blocks import Block, doc_pages, matches, read_blocks
-from docs_server import write_client
+from helpers import docs_substitutions as subs
+from helpers.docs_blocks import Block, doc_pages, matches, read_blocks
+from helpers.docs_server import write_client
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SHARED = ROOT.parent / "shared" / "data"
@@ -32,11 +32,14 @@ COPIED = ["configs", "examples", "bench", "docs", "Makefile", "README.md", "pypr
 NEEDS_SHARED = ("../shared/data", "configs/local/", "configs/ja/local/")
 BLOCK_TIMEOUT = 240
 PAGES = doc_pages(ROOT)
+# under pytest-xdist (`make test`), every test of this file goes to one worker (`--dist loadgroup`):
+# page_runs starts all the selected pages at once, for that worker's session
+pytestmark = pytest.mark.xdist_group("docs")
 
 
 def test_blocks_are_read_as_documented(tmp_path):
     """The conventions the test reads the docs by (docs_blocks.py), on a page made up here."""
-    from docs_blocks import Command
+    from helpers.docs_blocks import Command
 
     page = "\n".join(
         [
@@ -115,7 +118,7 @@ class World:
         settings.write_text(json.dumps({"models": self.models}), encoding="utf-8")
         self.env = self._env()
         self.server = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "docs_server.py"), str(socket_path), str(settings)],
+            [sys.executable, str(ROOT / "tests" / "helpers" / "docs_server.py"), str(socket_path), str(settings)],
             stdout=subprocess.PIPE,
             env=self.env,
             text=True,

@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.explain.attribution import gauss_legendre
 from bertkit.explain.run import TOLERANCE, within_tolerance
@@ -275,7 +275,7 @@ def test_japanese_words_from_mecab(cli, tmp_path):
     from pathlib import Path
 
     import torch
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     corpus = (Path(__file__).resolve().parents[1] / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from tiny import FILLER, NEGATIVE, POSITIVE
+from helpers.tiny import FILLER, NEGATIVE, POSITIVE
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("faiss")
 
-import index_fakes  # noqa: E402
-from index_fakes import FakeEncoder, add, build, check_search  # noqa: E402
+from helpers import index_fakes  # noqa: E402
+from helpers.index_fakes import FakeEncoder, add, build, check_search  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +62,7 @@ def tidy(folder: Path) -> None:
 READER = """
 import json, sys, time
 from pathlib import Path
-import index_fakes
+from helpers import index_fakes
 index_fakes.use_fake_encoder()
 folder, stop_at = Path(sys.argv[1]), float(sys.argv[2])
 reads, failures, tags = 0, [], set()
@@ -109,7 +109,7 @@ def test_searches_see_one_whole_generation_while_writers_rebuild_and_add(tmp_pat
 CRASH = """
 import os, sys
 from pathlib import Path
-import index_fakes
+from helpers import index_fakes
 from bertkit.embeddings import ann, index_publishing
 
 index_fakes.use_fake_encoder()

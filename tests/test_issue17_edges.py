@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 ONE_OFF = 6.0  # seconds: several times a loaded machine's pass over the test file
 

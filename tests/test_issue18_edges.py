@@ -86,7 +86,7 @@ def _int8_check(task, data):
 def test_ner_agreement_on_conll_data_compares_the_tags(tmp_path):
     """On CoNLL check data NER's results hold `tags`, not `entities`: the check compared nothing
     and reported every prediction equal."""
-    from tiny import write_conll
+    from helpers.tiny import write_conll
 
     data = write_conll(tmp_path / "check.conll", 10, seed=1)
 

@@ -16,7 +16,7 @@ EXAMPLES = ROOT / "examples" / "ja"
 
 @pytest.fixture(scope="module")
 def ja_model(tmp_path_factory):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     texts = (EXAMPLES / "corpus.txt").read_text(encoding="utf-8").splitlines()
     for name in ("train.csv", "test.csv"):

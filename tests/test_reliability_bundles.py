@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 
 def _copy(tmp_path, source, name="model"):

@@ -4,7 +4,7 @@ name the file, the line and the key; the automatic validation split keeps every 
 import json
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.config import load_config, starter_yaml
 from bertkit.core.data import split_by_class

@@ -6,7 +6,7 @@ inside JSON lines output, and tokens that CoNLL rows cannot carry."""
 import json
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.core.errors import BertkitError
 

@@ -117,7 +117,7 @@ def test_max_length_beyond_the_model_is_refused_not_cut(tiny_model, tmp_path, cl
 
 
 def test_a_config_that_is_a_folder_empty_or_not_utf8_says_so(cli, tmp_path):
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     code, _, err = cli("config", "show", "-c", tmp_path)
     assert_refused(code, err, f"{tmp_path} is a folder")
@@ -148,7 +148,7 @@ def test_a_csv_whose_header_line_is_blank_is_an_error_not_a_shift(tmp_path):
 
 
 def test_output_extensions_that_say_no_format_are_refused_before_work(cli, tmp_path):
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     source = tmp_path / "in.txt"
     source.write_text("a text\n")
@@ -175,7 +175,7 @@ def test_home_in_config_paths_is_expanded(tmp_path):
 
 
 def test_an_empty_input_path_and_a_missing_model_say_so(cli, tmp_path):
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     code, _, err = cli("predict", "-m", tmp_path / "nope", "-i", "")
     assert_refused(code, err, "an empty path")
@@ -187,7 +187,7 @@ def test_an_empty_input_path_and_a_missing_model_say_so(cli, tmp_path):
 
 @pytest.mark.slow
 def test_evaluate_on_missing_columns_names_the_option_to_set(cli, tmp_path, classify_bundle):
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     data = tmp_path / "d.csv"
     data.write_text("sentence,label\ngood,positive\n")
@@ -196,7 +196,7 @@ def test_evaluate_on_missing_columns_names_the_option_to_set(cli, tmp_path, clas
 
 
 def test_old_mac_line_breaks_are_an_error_not_one_record(cli, tmp_path, head_models):
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     from bertkit.core.data.readers import located_records
 

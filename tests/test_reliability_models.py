@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 CONFIG_CODE = """
 from transformers import BertConfig

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 from bertkit.core import outputs
 from bertkit.core.errors import BertkitError

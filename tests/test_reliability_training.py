@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 pytestmark = pytest.mark.slow
 

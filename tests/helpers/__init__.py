@@ -1,0 +1,4 @@
+"""What the tests share that is not a test: tiny models and synthetic data (tiny.py), the fixture
+cache (fixture_cache.py), bertkit run in the test's process (in_process.py), refusal checks
+(checks.py), the docs test's reader, server and substitutions (docs_*.py), and the index tests'
+fake encoder (index_fakes.py). Test files import them as `from helpers.tiny import ...`."""
