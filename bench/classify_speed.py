@@ -137,17 +137,17 @@ def train_bertkit(train_file, dev_file, n, grouped: bool):
     )
     counters = []
     task = get_task("classify")
-    original = task.collator
+    original = task.training.collator
 
     def counting(tokenizer, cfg):
         counters.append(CountingCollator(original(tokenizer, cfg)))
         return counters[-1]
 
-    task.collator = counting  # on this instance only: the registered task is the one training asks
+    task.training.collator = counting  # on this instance only: the registered task is the one training asks
     try:
         training.train(cfg, overwrite=True)
     finally:
-        del task.collator
+        del task.training.collator
     info = json.loads((out / "bertkit.json").read_text())
     seconds = info["training"]["train_seconds"]
     steps = info["training"]["train_steps"]  # training batches come first; then the dev set is scored
@@ -176,7 +176,7 @@ def predict_speed(bundle_dir, texts):
 
     from bertkit.tasks import get_task
     from bertkit.tasks.bundle import open_bundle
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     bundle = open_bundle(bundle_dir)
     task = get_task("classify")
@@ -186,7 +186,7 @@ def predict_speed(bundle_dir, texts):
     ours = []
 
     def run_bertkit():
-        ours[:] = list(task.predict(model, tok, bundle.info, records, PredictOptions(batch_size=32)))
+        ours[:] = list(task.prediction.predict(model, tok, bundle.info, records, PredictOptions(batch_size=32)))
 
     pipe = pipeline("text-classification", model=bundle_dir, device="cpu")
     theirs = {}

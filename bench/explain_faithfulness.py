@@ -70,7 +70,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    from bertkit.explain.run import TOLERANCE, explain
+    from bertkit.explain.run import TOLERANCE, Explanation, explain
     from bertkit.tasks.bundle import open_bundle
 
     bundle = open_bundle(bundle_path(args.model))
@@ -85,12 +85,14 @@ def main() -> None:
         found = {}
         for method, baseline in METHODS:
             started = time.perf_counter()
-            found[method, baseline] = explain(model, tokenizer, bundle.info, text, method=method, baseline=baseline)
+            asked = Explanation(text, method=method, baseline=baseline)
+            found[method, baseline] = explain(model, tokenizer, bundle.info, asked)
             seconds[method, baseline] += time.perf_counter() - started
         words = found[METHODS[0]]["words"]
         label = found[METHODS[0]]["target_index"]
         for steps in STEPS:
-            result = found[METHODS[0]] if steps == 64 else explain(model, tokenizer, bundle.info, text, steps=steps)
+            asked = Explanation(text, steps=steps)
+            result = found[METHODS[0]] if steps == 64 else explain(model, tokenizer, bundle.info, asked)
             change = result["score"] - result["baseline_score"]
             errors[steps].append((abs(result["completeness_error"]), max(1.0, abs(change))))
         variants, keys = [text], []

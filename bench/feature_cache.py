@@ -47,16 +47,16 @@ def one(config: str, sets: list[str]) -> dict:
     cfg = load_config(config, sets)
     task = get_task(cfg.task)
     started = time.perf_counter()
-    raw = task.load(cfg)
-    info = RunInfo(task.setup(raw, cfg))
+    raw = task.training.load(cfg)
+    info = RunInfo(task.training.setup(raw, cfg))
     from bertkit.core import models
 
     tokenizer = load_tokenizer(models.resolve(cfg.model.name, None), None, False)
-    info = info.replace(**task.tokenizer_facts(tokenizer, info))
+    info = info.replace(**task.training.tokenizer_facts(tokenizer, info))
     read = time.perf_counter() - started
     started = time.perf_counter()
     features, entry, hit = cached_prepare(
-        lambda: task.prepare(raw, tokenizer, info), raw, tokenizer, info, task.name, say=lambda _: None
+        lambda: task.training.prepare(raw, tokenizer, info), raw, tokenizer, info, task.name, say=lambda _: None
     )
     features_seconds = time.perf_counter() - started
     return {

@@ -246,7 +246,7 @@ def bertkit_predict(bundle: str, texts_file: str, distinct_file: str) -> dict:
     from bertkit.prediction import aligned
     from bertkit.tasks import get_task
     from bertkit.tasks.bundle import open_bundle
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     bundle_ = open_bundle(bundle)
     task = get_task(bundle_.task)

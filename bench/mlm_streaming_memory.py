@@ -113,12 +113,12 @@ def data_only(corpus: Path, blocks: int) -> dict:
             "data.streaming": True, "train.max_steps": 1, "data.max_eval_samples": 100}  # fmt: skip
     cfg = load_config(None, task="mlm-adapt", **sets)
     task = get_task("mlm-adapt")
-    raw = task.load(cfg)
+    raw = task.training.load(cfg)
     tokenizer = load_tokenizer(minilm_path(), None, False)
-    info = RunInfo(task.setup(raw, cfg))
-    info = info.replace(**task.tokenizer_facts(tokenizer, info))
+    info = RunInfo(task.training.setup(raw, cfg))
+    info = info.replace(**task.training.tokenizer_facts(tokenizer, info))
     series = []
-    for i, _ in enumerate(task.prepare(raw, tokenizer, info)["train"]):
+    for i, _ in enumerate(task.training.prepare(raw, tokenizer, info)["train"]):
         if i % 10000 == 0:
             series.append(rss())
         if i >= blocks:

@@ -87,7 +87,7 @@ def fused(source: Path, name: str, quantize: bool) -> Path:
 
 def throughput(models: dict, tokenizer, info, texts: list[str], repeats: int) -> tuple[list[dict], dict]:
     from bertkit.tasks import get_task
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     task = get_task("classify")
     records = [{"text": t} for t in texts]
@@ -96,7 +96,7 @@ def throughput(models: dict, tokenizer, info, texts: list[str], repeats: int) ->
         found = []
 
         def run(model=model, found=found):
-            found[:] = list(task.predict(model, tokenizer, info, records, PredictOptions(batch_size=32)))
+            found[:] = list(task.prediction.predict(model, tokenizer, info, records, PredictOptions(batch_size=32)))
 
         seconds = median_time(run, repeats)
         labels[name] = [r["label"] for r in found]

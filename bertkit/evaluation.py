@@ -1,6 +1,6 @@
 """`bertkit evaluate`: score a bundle on a labelled file; write metrics.json and plots.
 
-What "labelled" means belongs to the task (`task.evaluate`); loading the bundle, keeping the
+What "labelled" means belongs to the task (`task.evaluation.evaluate`); loading the bundle, keeping the
 output directory safe and writing the results are the same for every task.
 """
 
@@ -13,7 +13,7 @@ from bertkit.core import outputs, plots, sharding
 from bertkit.core.progress import status
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import EvaluateOptions
+from bertkit.tasks.contract.options import EvaluateOptions
 
 
 def default_output_dir(model: str, data: str) -> Path:
@@ -51,7 +51,7 @@ def evaluate_file(
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device, precision)
         with status(f"scoring {data}"):
-            scores = task.evaluate(network, tokenizer, bundle.info, data, options)
+            scores = task.evaluation.evaluate(network, tokenizer, bundle.info, data, options)
         if staged is not None:
             record = {"data": data, "model": model, **scores}
             outputs.write_json(staged / "metrics.json", record, undefined_as_null=True)

@@ -22,7 +22,7 @@ from bertkit.core.progress import bar, console
 from bertkit.core.run_info import RunInfo
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import PredictOptions
+from bertkit.tasks.contract.options import PredictOptions
 
 
 def output_format(output: str | None, explicit: str | None, input_format: str | None = None) -> str:
@@ -141,7 +141,7 @@ def units(
     are not empty (`records_per_pass` of them, the chunks it predicts together) and the empty ones
     just before them; with `keep(unit)` (one of several processes), the task sees only the kept
     units' records, in the same chunks, and so runs the batches one process alone would run.
-    Every record that is not empty is first checked by the task (`Task.check_record`), every
+    Every record that is not empty is first checked by the task (`Prediction.check_record`), every
     process checking all of them, so that all refuse the same input."""
     queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line
@@ -156,7 +156,7 @@ def units(
             hollow = is_empty(task, record, info, options)
             if checking is not None and not hollow:
                 checking(record, tokenizer, info, options, place_of(record, number), seen)
-            unit = taken // task.records_per_pass
+            unit = taken // task.prediction.records_per_pass
             taken += not hollow
             if keep is not None and not keep(unit):
                 continue
@@ -170,15 +170,18 @@ def units(
         # shape for a blank line wherever it is.
         if isinstance(record, Blank):
             record.like = first[0] if first else None
-        return task.empty_result(model, record, info, options)
+        return task.prediction.empty_result(model, record, info, options)
 
     def kept(record: dict, result: dict) -> dict:
         # the input is labelled when its first record holds a gold field: then every result keeps
         # the gold fields (null where a record lacks one), so a table's columns are the same for all
-        gold = [f for f in task.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
-        return with_gold(record, result, gold) if gold else result
+        gold = [f for f in task.prediction.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
+        if not gold:
+            return result
+        read = {name: task.prediction.read_gold(name, record.get(name), info) for name in gold}
+        return with_gold(read, result, gold)
 
-    for result in task.predict(model, tokenizer, info, feed(), options):
+    for result in task.prediction.predict(model, tokenizer, info, feed(), options):
         while queue and queue[0][0]:
             _, record, unit = queue.popleft()
             yield unit, kept(record, empty(record))
@@ -195,8 +198,8 @@ ECHOED = ("id", "text", "text_pair", "tokens", "rows")  # result fields that rep
 
 
 def with_gold(record: dict, result: dict, gold: list[str]) -> dict:
-    """`result` with the input's gold fields as the input has them (null when this record lacks
-    one), after the fields that repeat the input; a prediction field of the same name is written
+    """`result` with the input's gold fields (`record`'s, as the task reads them: null when this
+    record lacks one), after the fields that repeat the input; a prediction field of the same name is written
     as `predicted_<name>`, so the gold answer is never overwritten by the model's."""
     out: dict = {}
     placed = False
@@ -213,7 +216,7 @@ def with_gold(record: dict, result: dict, gold: list[str]) -> dict:
 def is_empty(task, record: dict, info: RunInfo, options: PredictOptions) -> bool:
     if isinstance(record, Blank):
         return True
-    return task.is_empty(record, info, options)
+    return task.prediction.is_empty(record, info, options)
 
 
 def asked_question(question: str, context_file: Path) -> list[dict]:

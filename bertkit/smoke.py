@@ -36,7 +36,9 @@ from bertkit.exporting.onnx import export_bundle
 from bertkit.prediction import predict_file
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import EvaluateOptions, PredictOptions
+from bertkit.tasks.contract.options import EvaluateOptions, PredictOptions
+from bertkit.tasks.embed.settings import EmbedConfig
+from bertkit.tasks.mlm.settings import MlmConfig
 from bertkit.tiny_models import build_tiny
 from bertkit.training.run import run_tokenizer, starting_model
 
@@ -91,7 +93,7 @@ def smoke_overrides(cfg, tiny: Path | None, folder: Path) -> list[str]:
             "mlm.num_layers=2",
             "mlm.num_heads=2",
             "mlm.intermediate_size=128",
-            f"mlm.vocab_size={min(cfg.mlm.vocab_size, 400)}",
+            f"mlm.vocab_size={min(cfg.section(MlmConfig).vocab_size, 400)}",
         ]
     return sets
 
@@ -132,20 +134,20 @@ def _read(load, config: Path, folder: Path, state: dict) -> str:
     sets: list[str] = []
     job = get_task(cfg.task)
     tiny = tokenizer = source = None
-    if not job.starts_from_scratch(cfg):
+    if not job.training.starts_from_scratch(cfg):
         # the real model's positions bound model.max_length, as the real run checks them (its config only)
         source = models.resolve(cfg.model.name, cfg.model.revision)
-        models.check_max_length(source, cfg)
+        models.check_max_length(source, cfg, job.training.lengths(cfg))
         built = build_tiny(cfg.model.name, folder / "tiny")
         tiny = built.path
         sets = [*sets, *_within(cfg, built.positions)]
         tokenizer = load_tokenizer(str(tiny))
     # every split read whole and checked as the real run checks it: labels and tags come from the
     # whole training data, and a label of the test data that training never sees stops here
-    whole = job.load(cfg)
-    info = RunInfo(job.setup(whole, cfg))
+    whole = job.training.load(cfg)
+    info = RunInfo(job.training.setup(whole, cfg))
     if tokenizer is not None:
-        job.inspect_checks(whole, tokenizer, info, cfg)
+        job.inspection.checks(whole, tokenizer, info, cfg)
     loaded = _load_real_model(cfg, job, whole, info, source) if source is not None else ""
     smoke_cfg = load([*sets, *smoke_overrides(cfg, tiny, folder), *_as_whole(cfg, info)])
     state.update(cfg=cfg, smoke_cfg=smoke_cfg, task=job)
@@ -164,7 +166,7 @@ def _load_real_model(cfg, job, whole, info, source: str) -> str:
     not downloaded is not fetched for this (a smoke run fetches configs and tokenizers only)."""
 
     tokenizer = run_tokenizer(cfg, job, whole, source)
-    facts = job.tokenizer_facts(tokenizer, info)
+    facts = job.training.tokenizer_facts(tokenizer, info)
     if not _weights_at_hand(source, cfg.model.revision):
         return f"; the weights of {cfg.model.name} are not downloaded, so not loaded"
     model = starting_model(cfg, job, source, info.replace(**facts) if facts else info)
@@ -188,10 +190,8 @@ def _within(cfg, positions: int | None) -> list[str]:
     ones that fit it: the real model's limit is checked before)."""
     if positions is None:
         return []
-    sets = [f"model.max_length={positions}"] if cfg.model.max_length > positions else []
-    if cfg.task == "embed" and cfg.embed.pair_max_length and cfg.embed.pair_max_length > positions:
-        sets.append(f"embed.pair_max_length={positions}")
-    return sets
+    lengths = get_task(cfg.task).training.lengths(cfg)
+    return [f"{key}={positions}" for key, value in lengths.items() if value > positions]
 
 
 def _as_whole(cfg, info) -> list[str]:
@@ -205,7 +205,7 @@ def _as_whole(cfg, info) -> list[str]:
         sets.append(f"classify.problem_type={problem}")
     if info.get("labels") and not cfg.data.labels and problem != "regression" and cfg.task in ("classify", "ner"):
         sets.append(f"data.labels={json.dumps(list(info['labels']))}")
-    if info.get("score_max") and not getattr(cfg.embed, "score_max", None):
+    if info.get("score_max") and not getattr(cfg.section(EmbedConfig), "score_max", None):
         sets.append(f"embed.score_max={info['score_max']}")  # scores scaled as the whole data scales them
     return sets
 

@@ -207,7 +207,7 @@ def test_adapter_settings_refused_with_random_init_or_frozen_layers(tmp_path):
 
 
 def test_an_adapter_learns_at_its_measured_rate_unless_one_is_given(tmp_path):
-    from bertkit.tasks import ADAPTER_RATES
+    from bertkit.core.learning_rates import ADAPTER_RATES
 
     # the measured points (docs/benchmarks.md "LoRA adapters"): 4e-3 for 100 steps, near 2e-3 for 300
     assert ADAPTER_RATES.base * ADAPTER_RATES.factor(100) == pytest.approx(4.0e-3)

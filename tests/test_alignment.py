@@ -172,8 +172,8 @@ def test_tag_words_gives_one_entry_per_word():
 def test_gold_tags_of_unseen_words_are_scored(tiny_model):
     """References are every word's gold tag: an entity on a word the model cannot see is a miss."""
     from bertkit.core.tokenization import load_tokenizer
+    from bertkit.tasks import get_task
     from bertkit.tasks.ner.tagging import encode_words
-    from bertkit.tasks.ner.task import NerTask
 
     tok = load_tokenizer(str(tiny_model))
     info = {"max_length": 32, "labels": NAMES, "stride": 8}
@@ -190,7 +190,7 @@ def test_gold_tags_of_unseen_words_are_scored(tiny_model):
                 row[slot, gold[f["example"]][w]] = 5.0
         rows.append(row)
     columns = {k: [f[k] for f in features] for k in ("example", "word_index", "word_count", "word_labels")}
-    scores = NerTask().score_rows(rows, columns, info)
+    scores = get_task("ner").training.score_rows(rows, columns, info)
     assert scores["recall"] == pytest.approx(3 / 4) and scores["precision"] == 1.0
 
 

@@ -30,9 +30,9 @@ import numpy as np
 import pytest
 
 from bertkit.core import graphemes, tokenization
+from bertkit.tasks.contract.options import PredictOptions
 from bertkit.tasks.ner import tagging as ner_tagging
 from bertkit.tasks.ner.task import TASK as NER
-from bertkit.tasks.options import PredictOptions
 from bertkit.tasks.qa import answers as qa_answers
 
 NAMES = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
@@ -190,7 +190,7 @@ def test_ner_text_entities_are_whole_characters_of_the_text(tokenizer, tagger, s
     rng = random.Random(seed)
     texts = [random_text(rng, longest=rng.choice([8, 40])) for _ in range(40)]
     records = [{"text": t} for t in texts]
-    found = list(NER.predict(tagger, tokenizer, ner_info(), records, PredictOptions(batch_size=16)))
+    found = list(NER.prediction.predict(tagger, tokenizer, ner_info(), records, PredictOptions(batch_size=16)))
     assert len(found) == len(texts)
     entities = 0
     for text, out in zip(texts, found, strict=True):
@@ -241,7 +241,8 @@ def test_ner_token_json_a_word_with_no_token_moves_no_tag(tokenizer, tagger, see
     # through predict as a token JSON record: one tag per token, the same tags
     records = [{"tokens": w} for w, _ in widened]
     info = ner_info(max_length)
-    predicted = [r["tags"] for r in NER.predict(tagger, tokenizer, info, records, PredictOptions(batch_size=16))]
+    options = PredictOptions(batch_size=16)
+    predicted = [r["tags"] for r in NER.prediction.predict(tagger, tokenizer, info, records, options)]
     assert predicted == after
 
 
@@ -259,7 +260,8 @@ def test_ner_conll_a_token_with_no_sub_word_moves_no_tag(tokenizer, tagger, seed
     path.write_text("\n\n".join("\n".join(f"{t} X" for t in w) for w, _ in widened) + "\n", encoding="utf-8")
     records = list(read_records(str(path), "conll"))
     assert [r["tokens"] for r in records] == [w for w, _ in widened]
-    after = [r["tags"] for r in NER.predict(tagger, tokenizer, ner_info(), records, PredictOptions(batch_size=16))]
+    options = PredictOptions(batch_size=16)
+    after = [r["tags"] for r in NER.prediction.predict(tagger, tokenizer, ner_info(), records, options)]
     before = _tags(tokenizer, tagger, sentences)
     for b, a, (_, at) in zip(before, after, widened, strict=True):
         _unchanged_apart_from(b, a, at)
@@ -287,7 +289,7 @@ def test_ner_text_a_character_with_no_token_moves_no_tag(tokenizer, tagger, seed
         _unchanged_apart_from(tags_before, tags_after, at)
     records = [{"text": text} for _, text in cases]
     for (_, text), out in zip(
-        cases, NER.predict(tagger, tokenizer, ner_info(), records, PredictOptions()), strict=True
+        cases, NER.prediction.predict(tagger, tokenizer, ner_info(), records, PredictOptions()), strict=True
     ):
         for entity in out["entities"]:
             check_span(text, entity["start"], entity["end"], entity["text"], (text, entity))

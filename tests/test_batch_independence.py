@@ -23,7 +23,7 @@ MANY = 200
 def _column(bundle: Path) -> str:
     """The field a bundle reads its text from (`text`, or the column it was trained on)."""
     from bertkit.tasks.bundle import open_bundle
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     return PredictOptions().text_field(open_bundle(str(bundle), False, None).info)
 
@@ -81,7 +81,7 @@ def _runner(bundle: Path, batch_size: int):
     from bertkit.prediction import aligned
     from bertkit.tasks import get_task
     from bertkit.tasks.bundle import open_bundle
-    from bertkit.tasks.options import PredictOptions
+    from bertkit.tasks.contract.options import PredictOptions
 
     opened = open_bundle(str(bundle), False, None)
     task = get_task(opened.task)

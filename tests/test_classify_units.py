@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -6,6 +8,7 @@ from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import padding_efficiency
 from bertkit.tasks.classify.encoding import encode_columns
+from bertkit.tasks.classify.labels import encode_labels
 from bertkit.tasks.classify.task import TASK
 
 
@@ -14,7 +17,7 @@ def info_for(values, **cfg_values):
 
     cfg = load_config(None, [f"{k}={v}" for k, v in cfg_values.items()])
     ds = {"train": datasets.Dataset.from_dict({"text": ["x"] * len(values), "label": values})}
-    return TASK.setup(ds, cfg)
+    return TASK.training.setup(ds, cfg)
 
 
 def test_single_label_discovery_sorted_numerically():
@@ -25,13 +28,13 @@ def test_single_label_discovery_sorted_numerically():
 def test_fixed_label_order_is_kept():
     info = info_for(["pos", "neg"], **{"data.labels": "[pos, neg]"})
     assert info["labels"] == ["pos", "neg"]
-    assert TASK.encode_labels(["neg", "pos"], info, "train") == [1, 0]
+    assert encode_labels(["neg", "pos"], info, "train") == [1, 0]
 
 
 def test_unseen_label_is_an_error():
     info = info_for(["pos", "neg"])
     with pytest.raises(BertkitError, match="validation data, example 2: label 'meh'.*known labels: neg, pos"):
-        TASK.encode_labels(["pos", "meh"], info, "validation")
+        encode_labels(["pos", "meh"], info, "validation")
 
 
 def test_one_label_only_is_an_error():
@@ -42,18 +45,18 @@ def test_one_label_only_is_an_error():
 def test_regression_detected_from_floats():
     info = info_for(["0.5", "3.2", "1"])
     assert info["problem_type"] == "regression"
-    assert TASK.encode_labels(["0.5", 2], info, "train") == [0.5, 2.0]
+    assert encode_labels(["0.5", 2], info, "train") == [0.5, 2.0]
     with pytest.raises(BertkitError, match="not a number"):
-        TASK.encode_labels(["high"], info, "train")
+        encode_labels(["high"], info, "train")
 
 
 def test_multi_label_lists_and_separator():
     info = info_for([["a", "b"], ["c"], []])
     assert info["problem_type"] == "multi_label" and info["labels"] == ["a", "b", "c"]
-    assert TASK.encode_labels([["b"], []], info, "train") == [[0, 1, 0], [0, 0, 0]]
+    assert encode_labels([["b"], []], info, "train") == [[0, 1, 0], [0, 0, 0]]
     info = info_for(["a|b", "c"], **{"data.label_separator": "'|'"})
     assert info["labels"] == ["a", "b", "c"]
-    assert TASK.encode_labels(["c|a"], info, "train") == [[1, 0, 1]]
+    assert encode_labels(["c|a"], info, "train") == [[1, 0, 1]]
 
 
 def test_balanced_class_weights():
@@ -61,7 +64,7 @@ def test_balanced_class_weights():
 
     info = info_for(["a", "a", "a", "b"], **{"classify.class_weights": "balanced"})
     cfg = load_config(None, ["classify.class_weights=balanced"])
-    loss = TASK.loss(info, cfg, {"labels": [0, 0, 0, 1]})
+    loss = TASK.training.loss(info, cfg, {"labels": [0, 0, 0, 1]})
     logits = torch.zeros(2, 2)
 
     class Out:
@@ -75,7 +78,7 @@ def test_balanced_class_weights():
     assert value.item() == pytest.approx((4 / 6 + 2) * np.log(2) / 2, rel=1e-5)
     assert loss.settings["weights"] == pytest.approx({"a": 4 / 6, "b": 2.0})
     with pytest.raises(BertkitError, match="3 weights for 2 labels"):
-        TASK.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
+        TASK.training.loss(info, load_config(None, ["classify.class_weights=[1, 2, 3]"]), {"labels": [0, 1]})
 
 
 def test_keep_modes():
@@ -213,3 +216,66 @@ def test_a_tokenizer_only_directory_loads_as_a_tokenizer(tiny_model, tmp_path):
     assert len(tokenization.load_tokenizer(str(folder))) > 10
     with pytest.raises(BertkitError, match="no config.json"):
         models.resolve(str(folder))
+
+
+# ---------------------------------------------------------------- one reading of a label
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        (1, "1"), (1.0, "1"), ("1", "1"), ("1.0", "1"), ("01", "1"), ("+1", "1"), ("1e0", "1"), (" 1 ", "1"),
+        (0.5, "0.5"), ("0.50", "0.5"), ("-0", "0"), (True, "true"), (False, "false"), ("True", "True"),
+        (" pos ", "pos"), ("007x", "007x"), (10**20, "100000000000000000000"),
+    ],
+)  # fmt: skip
+def test_a_label_reads_the_same_whatever_its_spelling(value, read):
+    from bertkit.tasks.classify.labels import label_name
+
+    assert label_name(value) == read
+
+
+def _labels_of(tmp_path, name: str, text: str) -> list[str]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    cfg = load_config(None, [f"data.train={path}", "model.name=m"])
+    return TASK.training.setup(TASK.training.load(cfg), cfg)["labels"]
+
+
+def test_csv_json_lines_and_tsv_give_the_same_classes(tmp_path):
+    """CSV `1`, `1.0` and `01` were three classes while JSON `1.0` counted as `1`."""
+    rows = [("a", "1"), ("b", "1.0"), ("c", "01"), ("d", "0"), ("e", "0.0")] * 4
+    csv = "text,label\n" + "".join(f"{t},{v}\n" for t, v in rows)
+    tsv = "text\tlabel\n" + "".join(f"{t}\t{v}\n" for t, v in rows)
+    numbers = {"1": 1, "1.0": 1.0, "01": 1, "0": 0, "0.0": 0.0}  # a JSON column holds one kind of value
+    as_numbers = "".join(f'{{"text": "{t}", "label": {json.dumps(numbers[v])}}}\n' for t, v in rows)
+    as_text = "".join(f'{{"text": "{t}", "label": "{v}"}}\n' for t, v in rows)
+    files = (("d.csv", csv), ("d.tsv", tsv), ("n.jsonl", as_numbers), ("t.jsonl", as_text))
+    assert [_labels_of(tmp_path, name, text) for name, text in files] == [["0", "1"]] * 4
+
+
+def test_evaluate_reads_a_csv_label_as_training_read_the_json_one():
+    info = {"problem_type": "single_label", "labels": ["0", "1"]}
+    assert encode_labels(["1.0", "01", 1.0, 0], info, "test") == [1, 1, 1, 0]
+    old = {"problem_type": "single_label", "labels": ["00", "01"]}  # a bundle trained before this reading
+    assert encode_labels(["01", "00", "1"], old, "test") == [1, 0, 1]
+
+
+@pytest.mark.parametrize("label", ['{"name": "pos"}', '[["pos"]]', "[{\"a\": 1}]"])
+def test_an_object_or_a_nested_list_is_no_label_and_is_refused_with_its_line(tmp_path, label):
+    """A JSON object as a label trained as its Python spelling ("{'name': 'pos'}"), exit 0."""
+    path = tmp_path / "d.jsonl"
+    rows = ['{"text": "a", "label": "pos"}', '{"text": "b", "label": "neg"}', f'{{"text": "c", "label": {label}}}']
+    path.write_text("\n".join(rows * 3) + "\n", encoding="utf-8")
+    cfg = load_config(None, [f"data.train={path}", "model.name=m"])
+    with pytest.raises(BertkitError) as err:
+        TASK.training.setup(TASK.training.load(cfg), cfg)
+    assert f"{path}:3" in str(err.value) and "label" in str(err.value), str(err.value)
+
+
+def test_predict_writes_the_gold_label_as_it_is_read():
+    info = {"problem_type": "single_label", "labels": ["0", "1"], "label_column": "label"}
+    assert TASK.prediction.read_gold("label", "1.0", info) == "1"
+    multi = {"problem_type": "multi_label", "labels": ["1", "2"], "label_separator": "|"}
+    assert TASK.prediction.read_gold("labels", "01|2.0", multi) == "1|2"
+    assert TASK.prediction.read_gold("labels", [1.0, "02"], multi) == ["1", "2"]

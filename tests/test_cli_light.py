@@ -49,3 +49,19 @@ def test_config_init_and_show(cli, tmp_path):
 def test_info(cli):
     code, out, _ = cli("info")
     assert code == 0 and "transformers" in out and "cuda" in out and "accelerate" in out
+
+
+def test_help_reflows_every_command_s_text_to_the_terminal():
+    """A docstring's own line breaks survived into `bertkit --help`'s list of commands, mid-sentence
+    ("in input order (a blank" / "line gets ..."): on a terminal wide enough for every line, each
+    command's text is one line, in the list and in the command's own help."""
+    import os
+
+    env = {**os.environ, "COLUMNS": "1000", "TERMINAL_WIDTH": "1000"}
+    run = [sys.executable, "-m", "bertkit"]
+    listed = subprocess.run([*run, "--help"], capture_output=True, text=True, env=env, timeout=60).stdout
+    rows = [line for line in listed.splitlines() if line.startswith("│")]
+    commands = [row for row in rows if row[1:].strip() and not row[2:].startswith(" ")]
+    assert commands and all(not row[2:].startswith(" ") for row in rows if "Commands" not in row), listed
+    own = subprocess.run([*run, "predict", "--help"], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert "in input order (a blank line gets an empty result)." in own, own

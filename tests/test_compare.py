@@ -144,7 +144,7 @@ def test_multi_label_ner_qa_and_retrieval_resamples_equal_their_modules():
     qa = Answered(found, records, {"qa": {"null_score_diff_threshold": 0.0}, "version_2": True})
     ranked = Ranked(rng.integers(1, 15, 50))
     from bertkit.core import metrics
-    from bertkit.tasks.scored import Correlated
+    from bertkit.tasks.contract.scored import Correlated
 
     module = metrics.load("regression")
     truth_numbers = rng.normal(size=60)

@@ -213,3 +213,50 @@ def test_a_seed_numpy_cannot_take_is_refused_by_the_config_check(tmp_path, seed)
     with pytest.raises(BertkitError, match="train.seed"):
         load_config(write(tmp_path, f"train:\n  seed: {seed}\n"))
     assert load_config(write(tmp_path, f"train:\n  seed: {2**32 - 1}\n")).train.seed == 2**32 - 1
+
+
+# ---------------------------------------------------------------- one value, one reading
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("train:\n  max_steps: on\n", "train.max_steps"),
+        ("train:\n  batch_size: true\n", "train.batch_size"),
+        ("train:\n  seed: false\n", "train.seed"),
+        ("train:\n  learning_rate: yes\n", "train.learning_rate"),
+        ("train:\n  epochs: no\n", "train.epochs"),
+        ("ner:\n  stride: off\n", "ner.stride"),
+        ("tune:\n  trials: true\n", "tune"),
+    ],
+)
+def test_a_boolean_in_a_numbers_place_is_refused_naming_the_key(tmp_path, text, key):
+    """YAML reads on, off, yes, no, true and false as booleans, which pydantic took for 1 and 0
+    (`max_steps: on` ran one step); a file and `--set` refuse them alike."""
+    path = write(tmp_path, "task: classify\nmodel:\n  name: m\n" + text)
+    with pytest.raises(BertkitError) as err:
+        load_config(path)
+    assert key in str(err.value) and ("not true or false" in str(err.value) or key == "tune"), str(err.value)
+
+
+def test_a_boolean_in_a_numbers_place_is_refused_in_an_override_too(tmp_path):
+    path = write(tmp_path, "task: classify\nmodel:\n  name: m\n")
+    for setting in ("train.epochs=false", "train.max_steps=on", "classify.few_shot_examples=yes"):
+        with pytest.raises(BertkitError, match="not true or false") as err:
+            load_config(path, [setting])
+        assert f"--set {setting}" in str(err.value)
+    cfg = load_config(path, ["train.gradient_checkpointing=yes", "model.random_init=off"])  # booleans stay booleans
+    assert cfg.train.gradient_checkpointing is True and cfg.model.random_init is False
+
+
+@pytest.mark.parametrize(
+    "setting", ["train.batch_size: 1.0e+29", "train.eval_batch_size: 3000000000", "train.max_steps: 10000000000"]
+)
+def test_a_count_past_what_the_code_can_use_is_refused_with_its_limit(tmp_path, setting):
+    section, _, value = setting.partition(".")
+    key, _, number = value.partition(": ")
+    path = write(tmp_path, f"task: classify\nmodel:\n  name: m\n{section}:\n  {key}: {number}\n")
+    with pytest.raises(BertkitError) as err:
+        load_config(path)
+    message = str(err.value)
+    assert f"{path}:5" in message and f"{section}.{key}" in message and "2,147,483,647" in message, message

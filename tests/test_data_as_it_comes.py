@@ -19,7 +19,7 @@ def splits_of(tmp_path, yaml_text: str, task: str = "classify"):
     path = tmp_path / "run.yaml"
     path.write_text(f"task: {task}\nmodel:\n  name: none\n{yaml_text}")
     cfg = load_config(path, task=task)
-    return cfg, get_task(task).load(cfg)
+    return cfg, get_task(task).training.load(cfg)
 
 
 def said(capsys) -> str:

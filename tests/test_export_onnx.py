@@ -278,5 +278,5 @@ def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli
     assert found.returncode == 0, found.stderr[-3000:]
     theirs = json.loads(found.stdout.strip().splitlines()[-1])
     ours = OnnxModel(target)(**theirs["inputs"])
-    for name in get_task(task).onnx_outputs:
+    for name in get_task(task).export.outputs:
         np.testing.assert_allclose(np.asarray(theirs[name]), getattr(ours, name), atol=1e-5)

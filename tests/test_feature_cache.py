@@ -1,7 +1,7 @@
 """The on-disk feature cache (bertkit/training/feature_cache.py): a second run with the same inputs
 skips tokenizing and gets the same features; a changed setting, data file or tokenizer rebuilds;
 data.cache: false turns it off; an incomplete or unwritable cache never breaks a run. Every task
-that builds its features through `Task.prepare` goes through it."""
+that builds its features through `Training.prepare` goes through it."""
 
 import random
 
@@ -32,14 +32,14 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(PreTrainedTokenizerBase, "__call__", tokenizer_call)
     for name in ("classify", "ner", "qa", "mlm-adapt"):
-        task = get_task(name)
-        real = type(task).prepare
+        part = get_task(name).training
+        real = part.prepare
 
-        def prepare(ds, tokenizer, info, real=real, task=task):
+        def prepare(ds, tokenizer, info, real=real):
             calls["prepare"] += 1
-            return real(task, ds, tokenizer, info)
+            return real(ds, tokenizer, info)
 
-        monkeypatch.setattr(task, "prepare", prepare)
+        monkeypatch.setattr(part, "prepare", prepare)
     return calls
 
 
@@ -55,10 +55,10 @@ def features_of(task_name: str, sets: dict, tokenizer=None, calls=None):
 
     cfg = load_config(None, task=task_name, **sets)
     task = get_task(task_name)
-    raw = task.load(cfg)
-    info = RunInfo(task.setup(raw, cfg))
+    raw = task.training.load(cfg)
+    info = RunInfo(task.training.setup(raw, cfg))
     tokenizer = tokenizer or load_tokenizer(cfg.model.name, None, False)
-    info = info.replace(**task.tokenizer_facts(tokenizer, info))
+    info = info.replace(**task.training.tokenizer_facts(tokenizer, info))
     calls = calls if calls is not None else {}
     started = calls.get("tokenizer", 0)
     with console.capture() as captured:

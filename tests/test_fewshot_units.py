@@ -59,7 +59,7 @@ def setup(labels, **settings):
     columns = {"text": ["x"] * len(labels), "label": labels}
     if "data.text_pair_column" in settings:
         columns["pair"] = ["y"] * len(labels)
-    return TASK.setup({"train": datasets.Dataset.from_dict(columns)}, cfg)
+    return TASK.training.setup({"train": datasets.Dataset.from_dict(columns)}, cfg)
 
 
 def test_the_default_route_is_contrastive_on_little_data_and_finetune_above():
@@ -69,9 +69,9 @@ def test_the_default_route_is_contrastive_on_little_data_and_finetune_above():
     cfg = load_config(None, [])
     assert cfg.classify.strategy == "auto" and cfg.classify.few_shot_examples == 64
     few = datasets.Dataset.from_dict({"text": ["x"] * 8, "label": ["a", "b"] * 4})
-    assert TASK.setup({"train": few}, cfg)["strategy"] == "contrastive"
+    assert TASK.training.setup({"train": few}, cfg)["strategy"] == "contrastive"
     many = datasets.Dataset.from_dict({"text": ["x"] * 130, "label": ["a", "b"] * 65})
-    assert TASK.setup({"train": many}, cfg)["strategy"] == "finetune"
+    assert TASK.training.setup({"train": many}, cfg)["strategy"] == "finetune"
 
 
 def test_auto_takes_the_contrastive_route_on_little_data(capsys):

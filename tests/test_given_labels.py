@@ -7,6 +7,7 @@ import pytest
 
 from bertkit.config import load_config
 from bertkit.core.errors import BertkitError
+from bertkit.tasks.classify.labels import encode_labels
 from bertkit.tasks.registry import get_task
 
 
@@ -15,7 +16,7 @@ def loaded(tmp_path, task: str, data_yaml: str, *sets: str):
     path.write_text(f"task: {task}\nmodel:\n  name: none\ndata:\n{data_yaml}")
     cfg = load_config(path, list(sets), task=task)
     implementation = get_task(task)
-    ds = implementation.load(cfg)
+    ds = implementation.training.load(cfg)
     return cfg, implementation, ds
 
 
@@ -45,7 +46,7 @@ def test_ner_labels_given_in_the_datas_spelling_are_its_tags(tmp_path, written, 
 
     train = conll(tmp_path / "train.conll", written)
     cfg, task, ds = loaded(tmp_path, "ner", f"  train: {train}\n  labels: {given}\n")
-    info = task.setup(ds, cfg)
+    info = task.training.setup(ds, cfg)
     assert info["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     for split in ds.values():  # every tag of the data is one the model knows
         tag_ids([list(t) for t in split["tags"]], info, "train")
@@ -55,14 +56,14 @@ def test_a_given_ner_label_that_is_no_tag_is_named(tmp_path):
     train = conll(tmp_path / "train.conll", lambda k: f"B-{k}" if k else "O")
     cfg, task, ds = loaded(tmp_path, "ner", f"  train: {train}\n  labels: [O, B-PER, PERSON]\n")
     with pytest.raises(BertkitError, match="data.labels: 'PERSON' is not a tag"):
-        task.setup(ds, cfg)
+        task.training.setup(ds, cfg)
 
 
 def test_ner_class_weights_by_tag_name_take_the_datas_spelling(tmp_path):
     train = conll(tmp_path / "train.conll", lambda k: f"B_{k}" if k else "O")
     cfg, task, ds = loaded(tmp_path, "ner", f"  train: {train}\n", "ner.class_weights={B_PER: 3, LOC: 2}")
-    info = task.setup(ds, cfg)
-    loss = task.loss(info, cfg, {"labels": []})
+    info = task.training.setup(ds, cfg)
+    loss = task.training.loss(info, cfg, {"labels": []})
     assert loss.settings["weights"] == {"O": 1.0, "B-LOC": 2.0, "I-LOC": 2.0, "B-PER": 3.0, "I-PER": 1.0}
 
 
@@ -70,9 +71,9 @@ def test_classify_labels_given_with_spaces_or_as_numbers_are_the_datas(tmp_path)
     train = tmp_path / "train.csv"
     train.write_text("text,label\n" + "".join(f"text {i},{i % 3}\n" for i in range(30)))
     cfg, task, ds = loaded(tmp_path, "classify", f"  train: {train}\n  labels: [' 0', '1 ', 2.0]\n")
-    info = task.setup(ds, cfg)
+    info = task.training.setup(ds, cfg)
     assert info["labels"] == ["0", "1", "2"]
-    task.encode_labels(ds["train"]["label"], info, "train")  # every label found
+    encode_labels(ds["train"]["label"], info, "train")  # every label found
 
 
 def test_classify_labels_the_same_once_read_are_refused(tmp_path):
@@ -80,7 +81,7 @@ def test_classify_labels_the_same_once_read_are_refused(tmp_path):
     train.write_text("text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(20)))
     cfg, task, ds = loaded(tmp_path, "classify", f"  train: {train}\n  labels: [a, ' a', b]\n")
     with pytest.raises(BertkitError, match="data.labels: 'a' is listed twice"):
-        task.setup(ds, cfg)
+        task.training.setup(ds, cfg)
 
 
 def test_a_models_own_label_spelling_is_read_as_the_datas():
@@ -103,7 +104,7 @@ def test_a_tag_the_given_labels_lack_is_named_with_its_file_and_line(tmp_path):
 
     train = conll(tmp_path / "train.conll", lambda k: f"B-{k}" if k else "O")
     cfg, task, ds = loaded(tmp_path, "ner", f"  train: {train}\n  labels: [O, B-PER, I-PER]\n")
-    info = task.setup(ds, cfg)
+    info = task.training.setup(ds, cfg)
     split = ds["train"]
     with pytest.raises(BertkitError, match=rf"^{train}:\d+: tag 'B-LOC' is not one the model knows"):
         tag_ids([list(t) for t in split["tags"]], info, "train", split)

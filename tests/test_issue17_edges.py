@@ -21,17 +21,17 @@ def test_compare_times_every_model_after_a_warm_up(cli, head_models, ner_data, t
 
     from bertkit.tasks import get_task
 
-    task = type(get_task("ner"))
-    real = task.evaluate_examples
+    part = get_task("ner").evaluation
+    real = part.evaluate_examples
     first = []
 
-    def slow_once(self, *args, **kwargs):
+    def slow_once(*args, **kwargs):
         if not first:
             first.append(True)
             time.sleep(ONE_OFF)
-        return real(self, *args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(task, "evaluate_examples", slow_once)
+    monkeypatch.setattr(part, "evaluate_examples", slow_once)
     copy = shutil.copytree(head_models["ner"], tmp_path / "copy")
     out = tmp_path / "report"
     code, stdout, err = cli("compare", head_models["ner"], copy, "-d", ner_data["test"], "-o", out,
@@ -143,7 +143,7 @@ def test_the_tfidf_baseline_reads_japanese_words(tmp_path):
     from types import SimpleNamespace
 
     from bertkit.comparison.baseline import fit_and_score
-    from bertkit.tasks.options import EvaluateOptions
+    from bertkit.tasks.contract.options import EvaluateOptions
 
     rng = random.Random(0)
     good, bad = ["素晴らしい", "最高", "楽しい"], ["退屈", "最悪", "つまらない"]

@@ -52,27 +52,24 @@ def test_evaluate_on_an_onnx_bundle_imports_no_torch(classify_onnx, easy_data, t
 # ---------------------------------------------------------------- the int8 check, on fake models
 
 
-class _FakeTask:
+def _FakeTask(name, metric, scores, predict):
     """A task whose fp32 and int8 "models" (the strings) give the predictions and scores a test
-    sets, for the export's int8 check."""
+    sets, with the named task's own export part, for the export's int8 check."""
+    from types import SimpleNamespace
 
-    records_per_pass = 1024  # as bertkit.tasks.base.Task
+    from bertkit.tasks import get_task
 
-    def __init__(self, name, metric, scores, predict):
-        self.name, self.metric, self.scores, self._predict = name, metric, scores, predict
-
-    def best_metric(self, info):
-        return self.metric
-
-    def is_empty(self, record, info, options):
-        return False
-
-    def predict(self, model, tokenizer, info, records, options):
-        for record in records:
-            yield self._predict(model, record)
-
-    def evaluate(self, model, tokenizer, info, data, options):
-        return {self.metric: self.scores[model]}
+    return SimpleNamespace(
+        name=name,
+        export=get_task(name).export,
+        training=SimpleNamespace(best_metric=lambda info: metric),
+        prediction=SimpleNamespace(
+            records_per_pass=1024,
+            is_empty=lambda record, info, options: False,
+            predict=lambda model, tokenizer, info, records, options: (predict(model, r) for r in records),
+        ),
+        evaluation=SimpleNamespace(evaluate=lambda model, tokenizer, info, data, options: {metric: scores[model]}),
+    )
 
 
 def _int8_check(task, data):

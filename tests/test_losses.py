@@ -113,16 +113,16 @@ def classify_info(values, *sets):
 
     cfg = load_config(None, list(sets))
     ds = {"train": datasets.Dataset.from_dict({"text": ["x"] * len(values), "label": values})}
-    return TASK, TASK.setup(ds, cfg), cfg
+    return TASK, TASK.training.setup(ds, cfg), cfg
 
 
 def test_classify_multi_label_balanced_positive_weights():
     task, info, cfg = classify_info([["a"], ["a", "b"], ["a"], ["a"]], "classify.class_weights=balanced")
-    loss = task.loss(info, cfg, {"labels": [[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 0.0]]})
+    loss = task.training.loss(info, cfg, {"labels": [[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 0.0]]})
     # a is on in every example (no balance to restore: 1), b in 1 of 4 (3 negatives / 1 positive)
     assert loss.settings["positive_weights"] == {"a": 1.0, "b": 3.0}
     task, info, cfg = classify_info([["a"], ["b"]], "classify.class_weights={b: 5}", "classify.loss=focal")
-    loss = task.loss(info, cfg, {"labels": [[1.0, 0.0], [0.0, 1.0]]})
+    loss = task.training.loss(info, cfg, {"labels": [[1.0, 0.0], [0.0, 1.0]]})
     assert loss.settings == {
         "loss": "focal",
         "focal_gamma": 2.0,
@@ -133,9 +133,9 @@ def test_classify_multi_label_balanced_positive_weights():
 
 def test_classify_single_label_focal_without_weights_and_default_none():
     task, info, cfg = classify_info(["a", "b"], "classify.loss=focal", "classify.focal_gamma=1")
-    assert task.loss(info, cfg, {"labels": [0, 1]}).settings == {"loss": "focal", "focal_gamma": 1.0}
+    assert task.training.loss(info, cfg, {"labels": [0, 1]}).settings == {"loss": "focal", "focal_gamma": 1.0}
     task, info, cfg = classify_info(["a", "b"])
-    assert task.loss(info, cfg, {"labels": [0, 1]}) is None
+    assert task.training.loss(info, cfg, {"labels": [0, 1]}) is None
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ def test_classify_single_label_focal_without_weights_and_default_none():
 def test_regression_refuses_weights_and_focal(setting, named):
     task, info, cfg = classify_info(["0.5", "1.5"], setting)
     with pytest.raises(BertkitError, match=f"{named}.*only for classification.*regression"):
-        task.loss(info, cfg, {"labels": [0.5, 1.5]})
+        task.training.loss(info, cfg, {"labels": [0.5, 1.5]})
 
 
 def test_config_refuses_bad_loss_and_gamma():
@@ -165,7 +165,7 @@ def ner_task_info(*sets):
 def test_ner_balanced_counts_tagged_subwords_only():
     task, info, cfg = ner_task_info("ner.class_weights=balanced", "ner.loss=focal")
     rows = [[-100, 0, 0, 0, 1, -100, 2, -100], [-100, 0, 0, 3, -100]]  # 5 O, 1 B-LOC, 1 I-LOC, 1 B-PER
-    loss = task.loss(info, cfg, {"labels": rows})
+    loss = task.training.loss(info, cfg, {"labels": rows})
     weights = loss.settings["weights"]
     assert weights == pytest.approx({"O": 8 / 20, "B-LOC": 2.0, "I-LOC": 2.0, "B-PER": 2.0, "I-PER": 0.0})
     assert loss.settings["focal_gamma"] == 2.0
@@ -173,21 +173,24 @@ def test_ner_balanced_counts_tagged_subwords_only():
 
 def test_ner_weights_by_tag_type_and_list_errors():
     task, info, cfg = ner_task_info("ner.class_weights={PER: 3, O: 0.5}")
-    assert task.loss(info, cfg, {"labels": []}).settings["weights"] == {
+    assert task.training.loss(info, cfg, {"labels": []}).settings["weights"] == {
         "O": 0.5, "B-LOC": 1.0, "I-LOC": 1.0, "B-PER": 3.0, "I-PER": 3.0,
     }  # fmt: skip
     task, info, cfg = ner_task_info("ner.class_weights=[1, 2]")
     with pytest.raises(BertkitError, match="ner.class_weights: 2 weights for 5 tags.*O, B-LOC, I-LOC"):
-        task.loss(info, cfg, {"labels": []})
+        task.training.loss(info, cfg, {"labels": []})
     task, info, cfg = ner_task_info("ner.class_weights={MISC: 2}")
     with pytest.raises(BertkitError, match="unknown tag 'MISC'.*or a type: LOC, PER"):
-        task.loss(info, cfg, {"labels": []})
+        task.training.loss(info, cfg, {"labels": []})
     task, info, cfg = ner_task_info()
-    assert task.loss(info, cfg, {"labels": []}) is None
+    assert task.training.loss(info, cfg, {"labels": []}) is None
 
 
 def test_inspect_hint_names_the_task_settings():
-    from bertkit.inspection import imbalance_hint
+    from bertkit.tasks import get_task
+
+    def imbalance_hint(cfg):
+        return get_task(cfg.task).inspection.imbalance_hint(cfg)
 
     assert "ner.class_weights" in imbalance_hint(load_config(None, ["task=ner"]))
     multi = load_config(None, ["classify.problem_type=multi_label"])

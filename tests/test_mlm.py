@@ -280,10 +280,10 @@ def test_from_scratch_initial_weights_and_dropout_follow_the_config():
     spreads = {}
     for init, dropout in ((0.02, 0.1), (0.1, 0.0)):
         cfg.mlm.initializer_range, cfg.mlm.dropout = init, dropout
-        model = TASK.build_model(None, info, cfg)
+        model = TASK.training.build_model(None, info, cfg)
         assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == dropout
         spreads[init] = model.bert.encoder.layer[0].attention.self.query.weight.std().item()
-        assert TASK.export(model, {"from_scratch": True}).config.hidden_dropout_prob == 0.1  # as saved
+        assert TASK.training.saved_model(model, {"from_scratch": True}).config.hidden_dropout_prob == 0.1  # as saved
     assert abs(spreads[0.02] - 0.02) < 0.002 and abs(spreads[0.1] - 0.1) < 0.01
 
 

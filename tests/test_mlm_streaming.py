@@ -39,11 +39,11 @@ def prepared(tiny_model, cfg):
     from bertkit.tasks import get_task
 
     task = get_task("mlm-adapt")
-    raw = task.load(cfg)
-    info = RunInfo(task.setup(raw, cfg))
+    raw = task.training.load(cfg)
+    info = RunInfo(task.training.setup(raw, cfg))
     tokenizer = load_tokenizer(str(tiny_model), None, False)
-    info = info.replace(**task.tokenizer_facts(tokenizer, info))
-    return raw, task.prepare(raw, tokenizer, info), info
+    info = info.replace(**task.training.tokenizer_facts(tokenizer, info))
+    return raw, task.training.prepare(raw, tokenizer, info), info
 
 
 def test_the_stream_is_lazy_and_skips_the_held_out_texts(tiny_model, corpus):
@@ -82,7 +82,7 @@ def test_what_streaming_cannot_do_is_refused(tiny_model, corpus, sets, message):
     if sets.get("train.max_steps", 1) is None:
         cfg.train.max_steps = None
     with pytest.raises(BertkitError, match=message):
-        get_task("mlm-adapt").load(cfg)
+        get_task("mlm-adapt").training.load(cfg)
 
 
 def test_cli_errors(tiny_model, corpus, tmp_path, cli):
@@ -101,7 +101,7 @@ def test_too_short_a_corpus_to_hold_out_validation(tiny_model, corpus):
     from bertkit.tasks import get_task
 
     with pytest.raises(BertkitError, match="all needed to hold out"):
-        get_task("mlm-adapt").load(config(tiny_model, corpus, **{"data.max_eval_samples": 5000}))
+        get_task("mlm-adapt").training.load(config(tiny_model, corpus, **{"data.max_eval_samples": 5000}))
 
 
 @pytest.mark.slow

@@ -109,7 +109,7 @@ def test_the_scheme_found_at_training_is_recorded_and_read_back(tmp_path, tiny_m
     train.write_text("EU I-ORG\nrejects O\n\nPeter I-PER\nBlackburn I-PER\n\nParis I-LOC\n")
     config = tmp_path / "run.yaml"
     config.write_text(f"task: ner\nmodel:\n  name: {tiny_model}\ndata:\n  train: {train}\n  validation: {train}\n")
-    info = TASK.setup(TASK.load(load_config(config)), load_config(config))
+    info = TASK.training.setup(TASK.training.load(load_config(config)), load_config(config))
     assert info["tag_scheme"] == {"scheme": "IOB1", "detected": True, "repaired": {"train": 0, "validation": 0}}
     # an IOB2 model, a test file whose one mistake (I- after O) would make it look IOB1: read as IOB2, repaired
     mistaken = [["B-PER", "I-PER", "O"], ["O", "I-LOC"]]

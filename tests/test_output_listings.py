@@ -25,3 +25,18 @@ def test_compare_tells_the_data_format_once(head_models, ner_data, tmp_path, cli
     assert code == 0, err
     said = " ".join((out + err).split())
     assert said.count(f"{data}: read as CoNLL") == 1, said  # it was said at each model's warm-up and scoring
+
+
+def test_evaluate_prints_its_scores_as_json(head_models, ner_data, tmp_path, cli):
+    """Standard output is one JSON object of the headline scores, as metrics.json has them (it
+    printed a Python dict: `{'f1': ...}`, which no JSON reader takes); the closing line is on
+    standard error."""
+    import json
+
+    target = tmp_path / "eval"
+    code, out, err = cli("evaluate", "-m", head_models["ner"], "-d", ner_data["test"], "-o", target)
+    assert code == 0, err
+    printed = json.loads(out)
+    written = json.loads((target / "metrics.json").read_text())
+    assert printed and all(printed[k] == round(written[k], 4) for k in printed)
+    assert "metrics written to" in err and "metrics written to" not in out

@@ -146,9 +146,9 @@ def test_version_2_detected_or_refused(tmp_path):
         {"id": "2", "question": "q", "context": "c a", "answers": {"text": [], "answer_start": []}, "where": "y"},
     ]
     ds = {"train": datasets.Dataset.from_list(rows)}
-    assert TASK.setup(ds, load_config(None, task="qa"))["version_2"] is True
+    assert TASK.training.setup(ds, load_config(None, task="qa"))["version_2"] is True
     with pytest.raises(BertkitError, match=r"1 training question\(s\) have no answer \(first: y\).*version_2"):
-        TASK.setup(ds, load_config(None, ["qa.version_2=false"], task="qa"))
+        TASK.training.setup(ds, load_config(None, ["qa.version_2=false"], task="qa"))
 
 
 # ---------------------------------------------------------------- windows and answers

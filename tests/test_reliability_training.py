@@ -102,11 +102,11 @@ def test_declared_metrics_are_the_ones_reported():
         ("regression", "regression", {"predictions": [0.1, 0.5], "references": [0.2, 0.4]}),
     ):
         reported = metrics.load(module).compute(**args)
-        assert set(classify.metric_names({"problem_type": problem})) <= set(reported), problem
+        assert set(classify.training.metric_names({"problem_type": problem})) <= set(reported), problem
     ner = metrics.load("ner").compute(predictions=[["B-X", "O"]], references=[["B-X", "O"]])
-    assert set(get_task("ner").metric_names({})) <= set(ner)
+    assert set(get_task("ner").training.metric_names({})) <= set(ner)
     mlm = metrics.load("masked_lm").compute(nll=np.array([1.0]), correct=np.array([1]))
-    assert set(get_task("mlm-adapt").metric_names({})) <= set(mlm)
+    assert set(get_task("mlm-adapt").training.metric_names({})) <= set(mlm)
     squad = metrics.load("squad").compute(
         predictions=[
             {"id": "a", "prediction_text": "x", "no_answer_probability": 0.0, "best_answer": "x"},
@@ -117,9 +117,9 @@ def test_declared_metrics_are_the_ones_reported():
             {"id": "b", "answers": {"text": [], "answer_start": []}},
         ],
     )
-    assert set(get_task("qa").metric_names({"version_2": True})) <= set(squad)
+    assert set(get_task("qa").training.metric_names({"version_2": True})) <= set(squad)
     retrieval = metrics.load("retrieval").compute(ranks=[1, 2])
-    assert set(get_task("embed").metric_names({"scored": False})) <= set(retrieval)
+    assert set(get_task("embed").training.metric_names({"scored": False})) <= set(retrieval)
 
 
 def test_unfinished_work_with_user_files_is_never_cleared(cli, tmp_path, tiny_model, easy_data):

@@ -294,10 +294,10 @@ def test_evaluation_scores_survive_the_trainers_gathering():
 
     info = {"kind": "grouped"}
     labels = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, -100.0]])
-    per_group = TASK.reduce_logits(torch.tensor([[0.1], [0.5], [0.2], [0.9], [0.3]]), labels)
+    per_group = TASK.training.reduce_logits(torch.tensor([[0.1], [0.5], [0.2], [0.9], [0.3]]), labels)
     assert per_group.shape == (2, 3) and per_group[1, 2] == float("-inf")
     gathered = np.array([[0.1, 0.5, 0.2, -100.0], [0.9, 0.3, -100.0, -100.0], [-101.0, -100.0, -100.0, -100.0]])
     label_ids = np.array([[1, 0, 0, -100], [1, 0, -100, -100], [1, 0, -100, -100]], dtype=float)
-    scores = TASK.metric_fn(info, None, None)(EvalPrediction(predictions=gathered, label_ids=label_ids))
+    scores = TASK.training.metric_fn(info, None, None)(EvalPrediction(predictions=gathered, label_ids=label_ids))
     assert scores["recall_at_1"] == pytest.approx(1 / 3) and scores["queries"] == 3
     assert scores["mrr"] == pytest.approx((1 / 3 + 1 + 1 / 2) / 3)

@@ -7,7 +7,7 @@ from bertkit.core import sharding
 from bertkit.core.data.records import Blank, Record
 from bertkit.core.errors import BertkitError
 from bertkit.prediction import aligned, units
-from bertkit.tasks.options import PredictOptions
+from bertkit.tasks.contract.options import PredictOptions
 
 
 def test_place_from_the_launchers_environment(monkeypatch):

@@ -1,6 +1,7 @@
-"""The task contract holds: a sixth task defined here, in this file alone (its settings, its code
-and one registry record), trains, evaluates and predicts through the CLI. Nothing else in
-bertkit is edited for it, which is what docs/architecture.md promises for "adding a task"."""
+"""The task contract holds: a task defined here, in this file alone (its settings, its parts and one
+registry record), trains, evaluates and predicts through the CLI. Nothing else in bertkit is
+edited for it, which is what docs/architecture.md promises for "adding a task". And a part that
+lacks a required method cannot be made: the task fails when it is defined, naming the method."""
 
 import json
 import random
@@ -11,7 +12,7 @@ from pydantic import Field
 
 from bertkit.config import Section
 from bertkit.tasks import registry
-from bertkit.tasks.base import Task
+from bertkit.tasks.contract import Evaluation, Prediction, Task, Training
 
 # ---------------------------------------------------------------- the toy task: count the words
 
@@ -20,11 +21,16 @@ class CountSettings(Section):
     scale: float = Field(10.0, gt=0, description="counts are divided by this for training")
 
 
-class CountTask(Task):
-    """Regression of a text's word count, on the model's pooled output."""
+def counts(model, tokenizer, info, texts):
+    import torch
 
-    name = "count-words"
-    auto_model = "AutoModelForSequenceClassification"
+    batch = tokenizer(texts, truncation=True, max_length=info["max_length"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        return (model(**batch).logits.reshape(-1) * info["scale"]).tolist()
+
+
+class CountTraining(Training):
+    """Regression of a text's word count, on the model's pooled output."""
 
     def load(self, cfg):
         import datasets
@@ -36,7 +42,7 @@ class CountTask(Task):
         return {"train": datasets.Dataset.from_list(rows[:cut]), "validation": datasets.Dataset.from_list(rows[cut:])}
 
     def setup(self, ds, cfg):
-        return {"task": self.name, "max_length": cfg.model.max_length, "scale": cfg.count.scale}
+        return {"task": "count-words", "max_length": cfg.model.max_length, "scale": cfg.section(CountSettings).scale}
 
     def prepare(self, ds, tokenizer, info):
         def encode(batch):
@@ -64,32 +70,35 @@ class CountTask(Task):
 
         return compute
 
-    def _counts(self, model, tokenizer, info, texts):
-        import torch
 
-        batch = tokenizer(texts, truncation=True, max_length=info["max_length"], padding=True, return_tensors="pt")
-        with torch.no_grad():
-            return (model(**batch).logits.reshape(-1) * info["scale"]).tolist()
-
+class CountEvaluation(Evaluation):
     def evaluate(self, model, tokenizer, info, data, options):
         from bertkit.core.data.corpus import read_lines
 
         texts = [t for t in read_lines(data) if t.strip()]
-        counts = self._counts(model, tokenizer, info, texts)
-        return {"mae": float(np.mean([abs(c - len(t.split())) for c, t in zip(counts, texts, strict=True)]))}
+        found = counts(model, tokenizer, info, texts)
+        return {"mae": float(np.mean([abs(c - len(t.split())) for c, t in zip(found, texts, strict=True)]))}
 
+
+class CountPrediction(Prediction):
     def predict(self, model, tokenizer, info, records, options):
         records = list(records)
         column = options.text_field(info)  # typed options: the --text-column, else the model's, else "text"
-        counts = self._counts(model, tokenizer, info, [r[column] for r in records])
-        for record, count in zip(records, counts, strict=True):
+        found = counts(model, tokenizer, info, [r[column] for r in records])
+        for record, count in zip(records, found, strict=True):
             yield {"text": record["text"], "count": round(count, 2)}
 
     def empty_result(self, model, record, info, options):
         return {"text": "", "count": None, "empty": True}
 
 
-TASK = CountTask()
+TASK = Task(
+    name="count-words",
+    auto_model="AutoModelForSequenceClassification",
+    training=CountTraining(),
+    prediction=CountPrediction(),
+    evaluation=CountEvaluation(),
+)
 
 
 @pytest.fixture
@@ -149,3 +158,45 @@ def test_a_task_defined_outside_bertkit_trains_evaluates_and_predicts(cli, tmp_p
     results = [json.loads(line) for line in out.splitlines()]
     assert [r.get("empty", False) for r in results] == [False, True, False]  # the blank line keeps its place
     assert results[0]["count"] < results[2]["count"]  # 2 words against 12
+
+
+# ---------------------------------------------------------------- an incomplete part fails at once
+
+
+def test_a_part_missing_a_required_method_cannot_be_made_and_names_it():
+    class NoPredict(Prediction):
+        def empty_result(self, model, record, info, options):
+            return {}
+
+    with pytest.raises(TypeError, match="predict"):
+        NoPredict()
+
+    class Half(Training):
+        def load(self, cfg):
+            return {}
+
+    with pytest.raises(TypeError, match="build_model"):
+        Half()
+
+
+def test_an_evaluation_that_scores_nothing_cannot_be_defined():
+    with pytest.raises(TypeError, match="evaluate_examples"):
+
+        class Nothing(Evaluation):
+            pass
+
+
+def test_a_task_refuses_a_part_of_the_wrong_kind():
+    with pytest.raises(TypeError, match="prediction must be a Prediction"):
+        Task(name="x", auto_model="AutoModel", training=CountTraining(), prediction=object(), evaluation=None)
+
+
+def test_every_registered_task_is_whole():
+    """Each built-in task imports (its parts made, so every required method is there) and has the
+    parts a task of its kind needs: training always; prediction and evaluation unless its bundles
+    are another task's (distill)."""
+    for name in registry.names():
+        task = registry.get_task(name)
+        assert task.name == name and isinstance(task.training, Training)
+        if name != "distill":
+            assert isinstance(task.prediction, Prediction) and isinstance(task.evaluation, Evaluation), name

@@ -398,7 +398,7 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
     the end: killed midway, the folder is still bertkit's, and the half-deleted bundle is swept,
     never put back as best/ (a bundle without its weights)."""
     from bertkit.core.outputs import files
-    from bertkit.tuning import study
+    from bertkit.tuning import output_folder
 
     config = write_config(tmp_path, tiny_model, easy_data["train"])
     out = tmp_path / "out"
@@ -413,7 +413,7 @@ def test_an_overwrite_cut_short_leaves_a_folder_that_continues(
 
     monkeypatch.setattr(files.shutil, "rmtree", killed)
     with pytest.raises(KeyboardInterrupt):
-        study.prepare_output(out, clear=True, kept=[], own_storage=True)
+        output_folder.prepare_output(out, clear=True, kept=[], own_storage=True)
     monkeypatch.undo()
     [moved] = [p for p in out.iterdir() if p.name.startswith(".best.")]
     assert ".trash-" in moved.name and (out / ".bertkit-output.json").is_file()

@@ -35,6 +35,7 @@ from bertkit.cli import (
     train,
     tune,
 )
+from bertkit.cli.help_text import reflow_help
 from bertkit.cli.interrupts import Interrupted
 from bertkit.core.errors import BertkitError
 from bertkit.core.sharding import leave_if_launched
@@ -104,6 +105,7 @@ def _main(argv: list[str] | None) -> None:
     import signal
 
     train.sync_train_commands()
+    reflow_help(app)
     try:
         app(args=argv, prog_name="bertkit")
     except SystemExit as done:  # how a command ends (click exits), done or refused by click

@@ -6,7 +6,17 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import ColumnsOption, EncodingOption, SetOption, TrustOption, column_names, encoding_name
+from bertkit.cli.options import (
+    COUNT_LIMIT,
+    BatchOption,
+    ColumnsOption,
+    DeviceOption,
+    EncodingOption,
+    MaxSamplesOption,
+    SetOption,
+    TrustOption,
+    model_options,
+)
 from bertkit.core.seeds import MAX_SEED
 
 
@@ -33,7 +43,9 @@ def compare(
     baseline_train: str | None = typer.Option(
         None, "--baseline-train", help="The baseline's training file (default: the first model's own training data)."
     ),
-    rounds: int = typer.Option(1000, "--bootstrap", min=100, help="Bootstrap resamples for intervals and tests."),
+    rounds: int = typer.Option(
+        1000, "--bootstrap", min=100, max=COUNT_LIMIT, help="Bootstrap resamples for intervals and tests."
+    ),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the bootstrap resamples."),
     config: Path | None = typer.Option(
         None, "--config", "-c", help="Train each --model under this config first (one sub-folder each)."
@@ -45,12 +57,10 @@ def compare(
     text_pair_column: str | None = typer.Option(None, "--text-pair-column", help="Second-text field for pairs."),
     label_column: str | None = typer.Option(None, "--label-column", help="Label field (default: the models')."),
     columns: str | None = ColumnsOption,
-    max_samples: int | None = typer.Option(
-        None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
-    ),
+    max_samples: int | None = MaxSamplesOption,
     encoding: str = EncodingOption,
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
     trust_remote_code: bool = TrustOption,
 ) -> None:
     """Score models on the same data: each metric with a 95% bootstrap interval, every pair of
@@ -58,18 +68,11 @@ def compare(
     report.csv, report.json and report.png."""
     from bertkit.comparison import compare_models
     from bertkit.core.errors import BertkitError
-    from bertkit.tasks.options import EvaluateOptions
 
-    options = EvaluateOptions(
-        text_column=text_column,
-        text_pair_column=text_pair_column,
-        label_column=label_column,
-        batch_size=batch_size,
-        data_format=data_format,
-        columns=column_names(columns),
-        encoding=encoding_name(encoding),
-        max_samples=max_samples,
-    )
+    options = model_options(
+        "evaluate", text_column, text_pair_column, batch_size, columns, encoding,
+        label_column=label_column, data_format=data_format, max_samples=max_samples,
+    )  # fmt: skip
     common = dict(baseline=baseline, baseline_train=baseline_train, rounds=rounds, seed=seed, device=device,
                   trust_remote_code=trust_remote_code, options=options)  # fmt: skip
     if config is not None:

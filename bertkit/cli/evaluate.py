@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 import typer
 
 from bertkit.cli.options import (
+    BatchOption,
     ColumnsOption,
+    DeviceOption,
     EncodingOption,
+    MaxSamplesOption,
     PrecisionOption,
     RuntimeOption,
     TrustOption,
-    column_names,
-    encoding_name,
+    model_options,
 )
 
 
@@ -38,19 +42,16 @@ def evaluate(
         None, "--label-column", help="Label field (default: the one the model was trained on)."
     ),
     columns: str | None = ColumnsOption,
-    max_samples: int | None = typer.Option(
-        None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
-    ),
+    max_samples: int | None = MaxSamplesOption,
     encoding: str = EncodingOption,
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
-    device: str | None = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one)."),
+    batch_size: int = BatchOption,
+    device: str | None = DeviceOption,
     precision: str = PrecisionOption,
     trust_remote_code: bool = TrustOption,
     runtime: str = RuntimeOption,
 ) -> None:
     """Score a trained model on a labelled data set; writes metrics.json and plots."""
     from bertkit.evaluation import evaluate_file
-    from bertkit.tasks.options import EvaluateOptions
 
     scores, target = evaluate_file(
         model,
@@ -61,24 +62,20 @@ def evaluate(
         trust_remote_code=trust_remote_code,
         runtime=runtime,
         precision=precision,
-        options=EvaluateOptions(
-            text_column=text_column,
-            text_pair_column=text_pair_column,
-            label_column=label_column,
-            batch_size=batch_size,
-            data_format=data_format,
-            columns=column_names(columns),
-            encoding=encoding_name(encoding),
-            max_samples=max_samples,
-        ),
+        options=model_options(
+            "evaluate", text_column, text_pair_column, batch_size, columns, encoding,
+            label_column=label_column, data_format=data_format, max_samples=max_samples,
+        ),  # fmt: skip
     )
-    from rich.console import Console
-
+    from bertkit.core.outputs import json_line
     from bertkit.core.sharding import is_main
 
     if not is_main():  # under a launcher, process 0 speaks for all
         return
-    Console().print({k: round(v, 4) for k, v in scores.items() if isinstance(v, float)})
+    # the headline numbers as one JSON object on standard output (metrics.json has them all), so a
+    # script reads them as a person does; the message about the files goes to standard error
+    headline = {k: round(v, 4) if math.isfinite(v) else None for k, v in scores.items() if isinstance(v, float)}
+    print(json_line(headline), flush=True)
     from bertkit.core.progress import console
 
     written = sorted(p.name for p in target.iterdir() if not p.name.startswith("."))  # not bertkit's manifest

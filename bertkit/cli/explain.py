@@ -34,23 +34,10 @@ def explain(
     the baseline) or occlusion; shown coloured here, and written as HTML, PNG or JSON."""
     from bertkit.core.progress import console
     from bertkit.explain.render import terminal
-    from bertkit.explain.run import TOLERANCE, explain_file, incomplete
+    from bertkit.explain.run import TOLERANCE, Explanation, explain_file, incomplete
 
-    found = explain_file(
-        model,
-        text,
-        text_pair,
-        question,
-        target,
-        method,
-        steps,
-        baseline,
-        batch_size,
-        output,
-        json_path,
-        trust_remote_code,
-        device,
-    )
+    asked = Explanation(text, text_pair, question, target, method, steps, baseline, batch_size)
+    found = explain_file(model, asked, output, json_path, trust_remote_code, device)
     if json_path != "-":
         from rich.console import Console
 

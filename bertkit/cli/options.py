@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import typer
 
+# the largest whole number an option takes (bertkit/core/settings.py's INT_LIMIT, written out so that
+# `bertkit --help` imports no settings): a larger count ended in a library's traceback
+COUNT_LIMIT = 2**31 - 1
+
 ConfigOption = typer.Option(..., "--config", "-c", help="YAML config file describing the run.")
 TrustOption = typer.Option(
     False,
@@ -43,6 +47,17 @@ def encoding_name(value: str) -> str:
         raise BertkitError(f"--encoding {value}: {err}") from None
 
 
+def model_options(kind: str, text_column, text_pair_column, batch_size: int, columns, encoding: str, **more):
+    """The typed options (`predict`: `PredictOptions`, `evaluate`: `EvaluateOptions`) of a command
+    that runs a model, from its arguments: the fields every such command shares, --columns and
+    --encoding checked, and the command's own (`more`)."""
+    from bertkit.tasks.contract.options import EvaluateOptions, PredictOptions
+
+    made = {"predict": PredictOptions, "evaluate": EvaluateOptions}[kind]
+    shared = dict(text_column=text_column, text_pair_column=text_pair_column, batch_size=batch_size)
+    return made(**shared, columns=column_names(columns), encoding=encoding_name(encoding), **more)
+
+
 SetOption = typer.Option(None, "--set", "-s", help="Override a config key, e.g. --set train.epochs=1 (repeatable).")
 
 # ---------------------------------------------------------------- embeddings
@@ -57,7 +72,10 @@ NormalizeOption = typer.Option(
 MaxLengthOption = typer.Option(
     None, "--max-length", min=8, help="Cut texts to this many tokens (default: the model's)."
 )
-BatchOption = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass.")
+BatchOption = typer.Option(32, "--batch-size", "-b", min=1, max=COUNT_LIMIT, help="Texts per forward pass.")
+MaxSamplesOption = typer.Option(
+    None, "--max-samples", min=1, help="Score a seeded sample of at most this many examples (default: all)."
+)
 DeviceOption = typer.Option(None, "--device", help="cpu, cuda, ... (default: a GPU if there is one).")
 PrecisionOption = typer.Option(
     "auto",

@@ -7,13 +7,13 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import (
+    COUNT_LIMIT,
     ColumnsOption,
     EncodingOption,
     PrecisionOption,
     RuntimeOption,
     TrustOption,
-    column_names,
-    encoding_name,
+    model_options,
 )
 from bertkit.core.errors import BertkitError
 
@@ -45,7 +45,7 @@ def predict(
     ),
     columns: str | None = ColumnsOption,
     encoding: str = EncodingOption,
-    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, help="Texts per forward pass."),
+    batch_size: int = typer.Option(32, "--batch-size", "-b", min=1, max=COUNT_LIMIT, help="Texts per forward pass."),
     long_text: str = typer.Option(
         "truncate", "--long-text", help="truncate: cut as in training; windows: score overlapping windows and average."
     ),
@@ -93,7 +93,6 @@ def predict(
         input = str(context_file)
     elif input is None:
         raise BertkitError("nothing to predict: give --input FILE (or - for stdin), or --question with --context-file")
-    from bertkit.tasks.options import PredictOptions
 
     count = predict_file(
         model,
@@ -106,18 +105,10 @@ def predict(
         trust_remote_code=trust_remote_code,
         runtime=runtime,
         precision=precision,
-        options=PredictOptions(
-            text_column=text_column,
-            text_pair_column=text_pair_column,
-            batch_size=batch_size,
-            long_text=long_text,
-            stride=stride,
-            threshold=threshold,
-            n_best=n_best,
-            top_k=top_k,
-            columns=column_names(columns),
-            encoding=encoding_name(encoding),
-        ),
+        options=model_options(
+            "predict", text_column, text_pair_column, batch_size, columns, encoding,
+            long_text=long_text, stride=stride, threshold=threshold, n_best=n_best, top_k=top_k,
+        ),  # fmt: skip
     )
     from bertkit.core.sharding import is_main
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from bertkit.cli.options import (
+    COUNT_LIMIT,
     BatchOption,
     CacheDirOption,
     DeviceOption,
@@ -47,7 +48,7 @@ def search(
     ),
     query: list[str] | None = typer.Option(None, "--query", "-q", help="A query (repeatable)."),
     queries: str | None = typer.Option(None, "--queries", help="A file of queries, one a line (or JSONL/CSV)."),
-    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Hits per query."),
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, max=COUNT_LIMIT, help="Hits per query."),
     output: str | None = typer.Option(None, "--output", "-o", help="hits.jsonl (stdout when absent)."),
     text_column: str = TextColumnOption,
     cache_dir: Path | None = CacheDirOption,
@@ -63,7 +64,9 @@ def search(
     ),
     # 50: the issue's proposal; the gold passage is nearly always among a bi-encoder's top 50, and the cost
     # grows with it (bench/rerank_quality.py reports ms per query at its --top)
-    rerank_top: int = typer.Option(50, "--rerank-top", min=1, help="--rerank: candidates re-scored per query."),
+    rerank_top: int = typer.Option(
+        50, "--rerank-top", min=1, max=COUNT_LIMIT, help="--rerank: candidates re-scored per query."
+    ),
 ) -> None:
     """Exact semantic search: the corpus texts closest (cosine) to each query. Hits give their
     position in the corpus (blank lines counted); a blank query line gets no hits. With --index,

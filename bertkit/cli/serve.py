@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bertkit.cli.options import RuntimeOption, TrustOption
+from bertkit.cli.options import COUNT_LIMIT, RuntimeOption, TrustOption
 
 
 def serve(
@@ -17,14 +17,18 @@ def serve(
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8080, "--port", "-p", min=0, max=65535, help="Port to listen on."),
-    max_batch: int = typer.Option(32, "--max-batch", min=1, help="Most texts run through the model at once."),
+    max_batch: int = typer.Option(
+        32, "--max-batch", min=1, max=COUNT_LIMIT, help="Most texts run through the model at once."
+    ),
     max_wait_ms: float = typer.Option(
         10, "--max-wait-ms", min=0, help="How long a request waits for others to share its batch."
     ),
     batch_size: int | None = typer.Option(
         None, "--batch-size", "-b", min=1, help="Texts per forward pass in a batch (default: 8 on a CPU, 32 on a GPU)."
     ),
-    max_texts: int = typer.Option(256, "--max-texts", min=1, help="Most texts in one request (more: 413)."),
+    max_texts: int = typer.Option(
+        256, "--max-texts", min=1, max=COUNT_LIMIT, help="Most texts in one request (more: 413)."
+    ),
     max_chars: int = typer.Option(
         200_000, "--max-chars", min=1, help="Most characters of text in one request (more: 413)."
     ),

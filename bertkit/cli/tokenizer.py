@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import TextColumnOption
+from bertkit.cli.options import COUNT_LIMIT, TextColumnOption
 
 tokenizer_app = typer.Typer(help="Build a WordPiece tokenizer from your own text.", no_args_is_help=True)
 
@@ -26,8 +26,12 @@ def tokenizer_train(
         "--japanese",
         help="Cut text into MeCab words (unidic-lite) first and save a BertJapaneseTokenizer (needs bertkit[ja]).",
     ),
-    min_frequency: int = typer.Option(2, "--min-frequency", min=1, help="Drop pieces seen fewer times than this."),
-    max_length: int = typer.Option(512, "--max-length", min=8, help="The model_max_length the tokenizer records."),
+    min_frequency: int = typer.Option(
+        2, "--min-frequency", min=1, max=COUNT_LIMIT, help="Drop pieces seen fewer times than this."
+    ),
+    max_length: int = typer.Option(
+        512, "--max-length", min=8, max=COUNT_LIMIT, help="The model_max_length the tokenizer records."
+    ),
     text_column: str = TextColumnOption,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output directory."),
 ) -> None:

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import ConfigOption, SetOption, TrustOption
+from bertkit.cli.options import COUNT_LIMIT, ConfigOption, SetOption, TrustOption
 
 
 def tune(
     config: Path = ConfigOption,
-    trials: int = typer.Option(20, "--trials", "-n", min=1, help="Trials this process runs (added to the study)."),
+    trials: int = typer.Option(
+        20, "--trials", "-n", min=1, max=COUNT_LIMIT, help="Trials this process runs (added to the study)."
+    ),
     timeout: str | None = typer.Option(
         None, "--timeout", help="Start no trial after this long: seconds, or e.g. 30m, 2h, 1h30m."
     ),

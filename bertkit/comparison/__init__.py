@@ -25,7 +25,7 @@ from bertkit.core.onnx_runtime import ONNX_FILE
 from bertkit.core.progress import status
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import EvaluateOptions
+from bertkit.tasks.contract.options import EvaluateOptions
 
 # the formats a model's weights come in, in the order they are read when a folder holds several
 WEIGHT_FORMATS = (("*.onnx", "*.onnx_data"), ("*.safetensors",), ("pytorch_model*.bin",), ("tf_model.h5",),
@@ -43,7 +43,7 @@ class Row:
 
     name: str
     path: str | None
-    scored: object  # bertkit.tasks.scored.Scored
+    scored: object  # bertkit.tasks.contract.scored.Scored
     parameters: int | None
     size_bytes: int | None
     texts_per_second: float
@@ -117,9 +117,9 @@ def score_bundle(bundle, data: str, device, options: EvaluateOptions) -> Row:
     parameters = count_parameters(network)
     with status(f"scoring {data} with {bundle.path}"):
         warm = dataclasses.replace(options, max_samples=min(WARM_UP, options.max_samples or WARM_UP))
-        task.evaluate_examples(network, tokenizer, bundle.info, data, warm)
+        task.evaluation.evaluate_examples(network, tokenizer, bundle.info, data, warm)
         start = time.perf_counter()
-        scored = task.evaluate_examples(network, tokenizer, bundle.info, data, options)
+        scored = task.evaluation.evaluate_examples(network, tokenizer, bundle.info, data, options)
         seconds = time.perf_counter() - start
     del network
     row = Row(str(bundle.path), str(bundle.path), scored, parameters, weights_size(bundle.path),
@@ -191,7 +191,7 @@ def compare_models(
     if not in_place:  # `compare --config` checked its folder before training into it
         outputs.check_output_dir(target, overwrite, protect, KIND)
     if options.data_format is None:  # told once (and said once), not at each model's warm-up and scoring
-        options = dataclasses.replace(options, data_format=get_task(task).data_format(options.source(data)))
+        options = dataclasses.replace(options, data_format=get_task(task).evaluation.data_format(options.source(data)))
     rows = [score_bundle(b, data, device, options) for b in bundles]
     if baseline:
         with status(f"training the {baseline} baseline"):

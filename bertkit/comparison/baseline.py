@@ -18,7 +18,7 @@ from bertkit.core.data.records import text_value
 from bertkit.core.errors import BertkitError
 from bertkit.core.japanese import split_words
 from bertkit.tasks import get_task
-from bertkit.tasks.classify.labels import SINGLE
+from bertkit.tasks.classify.labels import SINGLE, encode_labels
 from bertkit.tasks.classify.scored import scored
 
 BASELINES = ("tfidf",)
@@ -41,7 +41,7 @@ def training_split(bundle, train_file: str | None, options):
     info = bundle.info
     if train_file:
         every = dataclasses.replace(options, max_samples=None, data_format=None)  # --max-samples is for --data
-        return get_task("classify").labelled(train_file, {**info, **options.column_options()}, every)
+        return get_task("classify").evaluation.labelled(train_file, {**info, **options.column_options()}, every)
     config = info.get("config")
     source = (config or {}).get("data", {}).get("train") if isinstance(config, dict) else None
     if not source:
@@ -58,8 +58,8 @@ def training_split(bundle, train_file: str | None, options):
             "give it with --baseline-train FILE"
         )
     task = get_task("classify")
-    train = task.load(cfg)["train"]
-    labels = task.encode_labels(train[info["label_column"]], info, data_mod.places(train, "train"))
+    train = task.training.load(cfg)["train"]
+    labels = encode_labels(train[info["label_column"]], info, data_mod.places(train, "train"))
     return train, labels
 
 
@@ -101,7 +101,7 @@ def fit_and_score(bundle, data: str, train_file: str | None, options) -> tuple:
     vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, **word_splitter(texts))
     model = LogisticRegression(max_iter=1000)
     model.fit(vectorizer.fit_transform(texts), train_labels)
-    ds, references = get_task("classify").labelled(data, info, options)
+    ds, references = get_task("classify").evaluation.labelled(data, info, options)
     start = time.perf_counter()
     probabilities = model.predict_proba(vectorizer.transform(texts_of(ds, info)))
     seconds = time.perf_counter() - start

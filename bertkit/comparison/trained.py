@@ -11,7 +11,7 @@ from bertkit.core import models, outputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.progress import console
 from bertkit.tasks import get_task
-from bertkit.tasks.base import Task
+from bertkit.tasks.contract import Evaluation
 from bertkit.training import train
 
 
@@ -33,12 +33,14 @@ def check_before_training(configs: dict) -> None:
     cannot score, a model that is not there (or reads fewer tokens than model.max_length)."""
 
     for cfg in configs.values():
-        if type(get_task(cfg.task)).evaluate_examples is Task.evaluate_examples:
+        evaluation = get_task(cfg.task).evaluation
+        if evaluation is None or type(evaluation).evaluate_examples is Evaluation.evaluate_examples:
             raise BertkitError(
                 f"bertkit compare cannot score {cfg.task} models (the task gives no per-example results); "
                 "nothing was trained"
             )
-        models.check_max_length(models.resolve(cfg.model.name, cfg.model.revision), cfg)
+        source = models.resolve(cfg.model.name, cfg.model.revision)
+        models.check_max_length(source, cfg, get_task(cfg.task).training.lengths(cfg))
 
 
 def train_and_compare(

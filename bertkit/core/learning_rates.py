@@ -44,3 +44,12 @@ def planned_steps(examples: int, batch_size: int, accumulation: int, epochs: flo
         return max_steps
     batches = math.ceil(examples / (batch_size * max(1, processes)))
     return max(1, math.ceil(max(1, batches // accumulation) * epochs))
+
+
+# `train.learning_rate` with `train.adapter` on and no rate given: LoRA's updates start at zero and
+# want a far higher rate than full fine-tuning, and like it a higher one for shorter runs.
+# bench/adapter_quality.py, MiniLM, batch 16, docs/benchmarks.md "LoRA adapters": at 100 steps 4e-3
+# was the best rate tried on CoNLL (entity F1 0.747, against 0.682 at 2e-3 and 0.554 at 1e-3) and
+# level with 2e-3 on SST-2 (0.800 both); at 300 steps on SST-2 4e-3 collapsed to the majority class
+# (0.53) where 2e-3 scored 0.828: 2e-3 × √(400 / steps) gives 4e-3 at 100 steps, 2.3e-3 at 300
+ADAPTER_RATES = StepScaledRate(base=2.0e-3, reference_steps=400, max_factor=2.0)

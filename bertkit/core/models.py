@@ -337,18 +337,16 @@ def position_limit(config) -> int | None:
     return limit
 
 
-def check_max_length(source: str, cfg) -> None:
-    """model.max_length (and the other lengths of a run) must fit the model's positions: an error
-    now rather than a tensor-size crash in the middle of training."""
+def check_max_length(source: str, cfg, lengths: dict[str, int]) -> None:
+    """The lengths of a run (`lengths`, by config key: model.max_length and any other its task reads,
+    `Training.lengths`) must fit the model's positions: an error now rather than a tensor-size
+    crash in the middle of training."""
     from transformers import AutoConfig
 
     config = from_pretrained(AutoConfig, source, cfg.model.trust_remote_code, revision=cfg.model.revision)
     limit = position_limit(config)
     if limit is None:
         return
-    lengths = {"model.max_length": cfg.model.max_length}
-    if cfg.task == "embed" and cfg.embed.pair_max_length:
-        lengths["embed.pair_max_length"] = cfg.embed.pair_max_length
     for key, value in lengths.items():
         if value > limit:
             raise BertkitError(

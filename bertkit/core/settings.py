@@ -5,6 +5,7 @@ the sections share. Every key has a default and a line of help (its `description
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -38,10 +39,43 @@ def derived_doc_stride(max_length: int) -> int:
     return max(max_length // 3, 1)
 
 
+# The largest whole number a setting without a limit of its own may hold (a count of steps,
+# examples, tokens, layers): the libraries bertkit hands them to count in 32-bit integers (torch's
+# index tensors, a DataLoader's batch), and a count past it ended in their traceback, not a message.
+INT_LIMIT = 2**31 - 1
+
+
+def _kinds(annotation) -> set:
+    """The plain types a field's annotation admits (`int | None` -> {int, NoneType})."""
+    args = typing.get_args(annotation)
+    if not args:
+        return {annotation} if isinstance(annotation, type) else {type(annotation)}
+    if typing.get_origin(annotation) is typing.Literal:
+        return {type(a) for a in args}
+    return set().union(*(_kinds(a) for a in args))
+
+
 class Section(BaseModel):
     # allow_inf_nan: a setting of NaN or infinity (`max_grad_norm: .inf`) would reach bertkit.json,
     # which JSON cannot hold, or silently make a number NaN
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _a_number_is_a_number(cls, value: Any, info):
+        """YAML reads `on`, `true`, `no` as booleans, and pydantic would take one for 1 or 0 in a
+        number's place (`max_steps: on` ran one step): a boolean where a number goes is refused,
+        in a file and in `--set` alike."""
+        field = cls.model_fields[info.field_name]
+        kinds = _kinds(field.annotation)
+        if isinstance(value, bool) and kinds & {int, float} and bool not in kinds:
+            raise ValueError("a number, not true or false (YAML reads on, off, yes and no as those too); give a number")
+        # a whole number past a count's reach (given as 1.0e+29 too), unless the field sets its own limit
+        bounded = any(getattr(m, "le", None) is not None or getattr(m, "lt", None) is not None for m in field.metadata)
+        count = int in kinds and float not in kinds and not bounded
+        if count and isinstance(value, int | float) and not isinstance(value, bool) and value > INT_LIMIT:
+            raise ValueError(f"at most {INT_LIMIT:,}, the largest count bertkit can use here")
+        return value
 
 
 def home_path(value: str | None) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from bertkit.tasks.explaining import Target
+    from bertkit.tasks.contract.explaining import Target
 
 
 def target_scores(output, targets: list[Target]):

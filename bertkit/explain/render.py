@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 from bertkit.core.plots import pyplot
+from bertkit.tasks import get_task
+from bertkit.tasks.contract.explaining import number
 
 FOR, AGAINST = (46, 160, 67), (215, 48, 39)
 LABELS = {"text": "text", "text_pair": "pair", "question": "question", "context": "context"}
@@ -17,11 +19,7 @@ LABELS = {"text": "text", "text_pair": "pair", "question": "question", "context"
 
 def explanations(result: dict) -> list[dict]:
     """Every explanation a result holds (one for classify, one per entity, start and end for qa)."""
-    if result["task"] == "classify":
-        return [result]
-    if result["task"] == "ner":
-        return [{**e, "target": f"{e['label']}: {e['text']}"} for e in result["entities"]]
-    return list(result["explanations"].values())
+    return get_task(result["task"]).explainer.shown(result)
 
 
 def colour(value: float, largest: float) -> str:
@@ -52,48 +50,25 @@ def segments(result: dict, values: list[float]) -> list[tuple[str, list[tuple[st
     return out
 
 
-def _number(value) -> str:
-    return "-" if value is None else f"{value:.3g}" if abs(value) < 1000 else f"{value:.1f}"
-
-
 def headline(result: dict) -> str:
-    task = result["task"]
-    if task == "classify":
-        if result["score_kind"] == "value":
-            return f"predicted value {_number(result['predicted'])}"
-        predicted = result["predicted"]
-        return "predicted: " + (", ".join(predicted) or "no label" if isinstance(predicted, list) else predicted)
-    if task == "ner":
-        count = len(result["entities"])
-        return (
-            f"{count} entit{'y' if count == 1 else 'ies'} found" if count else "no entities found: nothing to explain"
-        )
-    if result["start"] is None:
-        return f"no answer (probability {result['probability']:.3f})"
-    where = f"characters {result['start']}-{result['end']}"
-    return f"answer: {result['answer']!r} ({where}, probability {result['probability']:.3f})"
+    return get_task(result["task"]).explainer.headline(result)
 
 
 def title(explained: dict, result: dict) -> str:
     probability = explained.get("probability")
     shown = f" (probability {probability:.3f})" if probability is not None else ""
-    name = (
-        f"label {explained['target']}"
-        if result["task"] == "classify" and "target_index" in explained
-        else explained["target"]
-    )
-    return f"{name}{shown}"
+    return f"{get_task(result['task']).explainer.title(explained, result)}{shown}"
 
 
 def detail(explained: dict, result: dict) -> str:
     kind = result["score_kind"]
     total = sum(explained["word_attributions"])
-    line = f"{kind}: {_number(explained['score'])} at the text, {_number(explained['baseline_score'])} at the baseline"
+    line = f"{kind}: {number(explained['score'])} at the text, {number(explained['baseline_score'])} at the baseline"
     if result["method"] == "integrated-gradients":
         error = abs(explained["completeness_error"])
-        line += f"; attributions sum to {_number(total)} (completeness error {error:.1e})"
+        line += f"; attributions sum to {number(total)} (completeness error {error:.1e})"
     else:
-        line += f"; each word's attribution is the drop when it alone is the baseline (sum {_number(total)})"
+        line += f"; each word's attribution is the drop when it alone is the baseline (sum {number(total)})"
     return line
 
 

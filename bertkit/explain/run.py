@@ -3,6 +3,7 @@ the text's tokens and words, and write the result (JSON, HTML, PNG)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -72,28 +73,47 @@ def _short(value) -> float:
     return float(f"{float(value):.6g}")
 
 
-def explain(
-    model,
-    tokenizer,
-    info: dict,
-    text: str,
-    pair: str | None = None,
-    question: str | None = None,
-    target: str | None = None,
-    method: str = "integrated-gradients",
-    steps: int = DEFAULT_STEPS,
-    baseline: str = "pad",
-    batch_size: int = 16,
-) -> dict:
+@dataclass(frozen=True)
+class Explanation:
+    """What one `bertkit explain` asks: the input (a text; a pair's second text, or a question whose
+    context the text is), the score to explain (`target`: a label or entity, else the prediction's),
+    and how (the method, its steps, the baseline, the batch size)."""
+
+    text: str
+    pair: str | None = None
+    question: str | None = None
+    target: str | None = None
+    method: str = "integrated-gradients"
+    steps: int = DEFAULT_STEPS
+    baseline: str = "pad"
+    batch_size: int = 16
+
+    def check(self) -> None:
+        """What can be told wrong before any file is read."""
+        if not self.text.strip():
+            raise BertkitError("--text is empty: give the text to explain")
+        if self.pair is not None and not self.pair.strip():
+            raise BertkitError("--text-pair is empty: give the second text, or leave --text-pair out")
+        if self.method not in METHODS:
+            raise BertkitError(f"--method {self.method}: choose {' or '.join(METHODS)}")
+        if self.baseline not in BASELINES:
+            raise BertkitError(f"--baseline {self.baseline}: choose {' or '.join(BASELINES)}")
+        if self.steps < 1 or self.batch_size < 1:
+            raise BertkitError("--steps and --batch-size must be at least 1")
+
+
+def explain(model, tokenizer, info: dict, asked: Explanation) -> dict:
     """The explanation of a loaded model's prediction on one text, as the JSON `--json` writes."""
     task = info["task"]
     explainer = _explainer(task)
-    info, encoded = explainer.encode(tokenizer, text, pair, question, info)
-    plan = explainer.plan(model, info, encoded, target)
-    explained = attribute(model, tokenizer, encoded, plan.targets, method, steps, baseline, batch_size)
-    result = {"task": task, "method": method, "baseline": baseline}
-    if method == "integrated-gradients":
-        result.update(steps=steps, tolerance=TOLERANCE)
+    info, encoded = explainer.encode(tokenizer, asked.text, asked.pair, asked.question, info)
+    plan = explainer.plan(model, info, encoded, asked.target)
+    explained = attribute(
+        model, tokenizer, encoded, plan.targets, asked.method, asked.steps, asked.baseline, asked.batch_size
+    )
+    result = {"task": task, "method": asked.method, "baseline": asked.baseline}
+    if asked.method == "integrated-gradients":
+        result.update(steps=asked.steps, tolerance=TOLERANCE)
     result.update(dict(zip(encoded.parts, encoded.texts, strict=True)))
     result["score_kind"] = plan.score_kind
     result.update(plan.summary)
@@ -109,10 +129,10 @@ def explain(
 def _explainer(task: str):
     """The task's `Explainer` (bertkit/tasks/<task>/explaining.py), or an error saying why it has none."""
 
-    found = get_task(task).explainer()
+    found = get_task(task).explainer
     if found is None:
         reason = get_task(task).explain_refusal or f"a {task} model gives no label or span to explain"
-        works_on = [name for name in names() if get_task(name).explainer() is not None]
+        works_on = [name for name in names() if get_task(name).explainer is not None]
         raise BertkitError(f"--model: {reason}; explain works on {', '.join(works_on[:-1])} and {works_on[-1]} models")
     return found
 
@@ -140,32 +160,15 @@ def check_request(task: str, text: str, pair: str | None, question: str | None, 
 
 def explain_file(
     model: str,
-    text: str,
-    pair: str | None = None,
-    question: str | None = None,
-    target: str | None = None,
-    method: str = "integrated-gradients",
-    steps: int = DEFAULT_STEPS,
-    baseline: str = "pad",
-    batch_size: int = 16,
+    asked: Explanation,
     picture: str | None = None,
     json_path: str | None = None,
     trust_remote_code: bool = False,
     device: str | None = None,
 ) -> dict:
-    """Load `model`, explain its prediction on `text`, write the picture and the JSON; every
+    """Load `model`, explain its prediction as `asked`, write the picture and the JSON; every
     option and output is checked before the model loads."""
-
-    if not text.strip():
-        raise BertkitError("--text is empty: give the text to explain")
-    if pair is not None and not pair.strip():
-        raise BertkitError("--text-pair is empty: give the second text, or leave --text-pair out")
-    if method not in METHODS:
-        raise BertkitError(f"--method {method}: choose {' or '.join(METHODS)}")
-    if baseline not in BASELINES:
-        raise BertkitError(f"--baseline {baseline}: choose {' or '.join(BASELINES)}")
-    if steps < 1 or batch_size < 1:
-        raise BertkitError("--steps and --batch-size must be at least 1")
+    asked.check()
     if picture is not None:
         if Path(picture).suffix.lower() not in PICTURES:
             raise BertkitError(f"--output {picture}: name it NAME.html (a page) or NAME.png (a picture)")
@@ -179,12 +182,12 @@ def explain_file(
             "PyTorch; explain the bundle it was exported from"
         )
     plain = not (bundle.path / "bertkit.json").is_file()
-    check_request(bundle.task, text, pair, question, bundle.info, plain)
+    check_request(bundle.task, asked.text, asked.pair, asked.question, bundle.info, plain)
 
     # fp32 on a GPU too: attributions sum gradients over many steps, which half precision would blur
     network = bundle.load_model(get_task(bundle.task).auto_model, device, precision="fp32")
     tokenizer = bundle.load_tokenizer()
-    result = explain(network, tokenizer, bundle.info, text, pair, question, target, method, steps, baseline, batch_size)
+    result = explain(network, tokenizer, bundle.info, asked)
     if picture is not None:
 
         with atomic_path(Path(picture)) as tmp:

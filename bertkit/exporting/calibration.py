@@ -21,7 +21,7 @@ import numpy as np
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.onnx_runtime import need_onnx
-from bertkit.tasks.options import EvaluateOptions
+from bertkit.tasks.contract.options import EvaluateOptions
 
 CALIBRATION_SAMPLE = 200  # examples the task scores to record the ranges (seeded, as evaluate samples)
 METHOD = "minmax"
@@ -52,12 +52,12 @@ class Recorder:
 
 
 def evaluate_on_check_data(task, model, tokenizer, info, data: Path, fmt: str | None, sample: int, why: str) -> dict:
-    """`task.evaluate` of `model` on a seeded sample of the check data, read with the bundle's own
+    """`task.evaluation.evaluate` of `model` on a seeded sample of the check data, read with the bundle's own
     columns; data it cannot score is an error saying what the int8 export needs (`why`: the step)."""
 
     options = EvaluateOptions(max_samples=sample, data_format=fmt, columns_settable=False)
     try:
-        return task.evaluate(model, tokenizer, info, str(data), options)
+        return task.evaluation.evaluate(model, tokenizer, info, str(data), options)
     except BertkitError as err:
         raise BertkitError(
             f"the int8 {why} cannot read {data}: {err} It reads labelled examples: give --check-data a labelled "

@@ -21,7 +21,7 @@ from bertkit.core.data.readers import located_records, placed
 from bertkit.core.errors import BertkitError
 from bertkit.exporting.calibration import evaluate_on_check_data
 from bertkit.prediction import aligned
-from bertkit.tasks.options import PredictOptions
+from bertkit.tasks.contract.options import PredictOptions
 
 TOLERANCE = 1e-4
 SAMPLE = 200
@@ -35,7 +35,6 @@ BUILT_IN = [
     "Marie Curie won the Nobel Prize in 1903 and again in 1911, the first person to win it twice.",
 ]
 HIGHER_IS_BETTER_NOT = ("perplexity", "loss", "mse", "rmse", "mae")
-ON_100 = {"qa"}  # tasks whose metrics are 0-100 (SQuAD's exact match and F1), not 0-1
 
 
 @dataclass
@@ -96,17 +95,18 @@ def check_format(task, data: Path | None, given: bool = False) -> str | None:
     if data is None:
         return None
     try:
-        return task.data_format(DataSource(path=str(data)))
+        return task.evaluation.data_format(DataSource(path=str(data)))
     except BertkitError as err:
         if given:
             raise BertkitError(f"--check-data {data}: cannot check the export on it ({err})") from None
         return None
 
 
-def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -> list[str]:
+def check_texts(task, info, data: Path | None, fmt: str | None, given: bool = False) -> list[str]:
     """Texts for the fp32 check: the built-in ones (plain sentences of several lengths) and up to
-    ten of the check data's (in format `fmt`), when it holds text records. Data the user gave
-    (`given`, --check-data) that gives no text is an error: the check asked for cannot run."""
+    ten of the check data's (in format `fmt`), when it holds text records (as the task's export part
+    reads them). Data the user gave (`given`, --check-data) that gives no text is an error: the check
+    asked for cannot run."""
     from itertools import islice
 
 
@@ -116,9 +116,7 @@ def check_texts(info, data: Path | None, fmt: str | None, given: bool = False) -
         try:
             located = located_records(str(data), fmt, column, keep_blank=False)
             records = [r for _, r in islice(located, 10)]
-            found = [str(r[column]) for r in records if isinstance(r.get(column), str)]
-            if info.get("task") == "ner":  # token records (CoNLL) are an NER model's input, not a classifier's
-                found += [" ".join(map(str, r["tokens"])) for r in records if isinstance(r.get("tokens"), list)]
+            found = task.export.check_texts(records, column)
         except (BertkitError, KeyError) as err:
             if given:
                 raise BertkitError(f"--check-data {data}: cannot check the export on it ({_reason(err)})") from None
@@ -143,7 +141,7 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None,
     agree = _agreement(task, fp32, int8, tokenizer, info, data, fmt)
     if agree is not None:
         report.int8.update(agree)
-    metric = info.get("metric_for_best_model") or task.best_metric(info)
+    metric = info.get("metric_for_best_model") or task.training.best_metric(info)
     before = evaluate_on_check_data(task, fp32, tokenizer, info, data, fmt, SAMPLE, "check")
     after = evaluate_on_check_data(task, int8, tokenizer, info, data, fmt, SAMPLE, "check")
     if not isinstance(before.get(metric), int | float):
@@ -154,8 +152,8 @@ def compare_int8(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None,
     relative = any(word in metric for word in HIGHER_IS_BETTER_NOT)
     if relative:
         loss = -loss / max(abs(before[metric]), 1e-12)  # relative, for a metric without a ceiling
-    elif task.name in ON_100:
-        loss /= 100  # as a share, like every other metric's: half a point is 0.005
+    else:
+        loss /= task.export.metric_scale  # as a share, like every other metric's: half a point is 0.005
     report.int8.update({"metric": metric, "fp32": before[metric], "int8": after[metric], "loss": loss})
     if loss > MAX_LOSS:
         cost = f"{loss:.2%} of {metric}" if relative else f"{loss * 100:.2f} points of {metric}"
@@ -167,8 +165,8 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -
     from itertools import islice
 
 
-    if task.name == "mlm-adapt":
-        return None  # its records need a [MASK]; the metric (perplexity) is the check
+    if not task.export.compares_predictions:
+        return None  # e.g. mlm-adapt: its records need a [MASK]; the metric (perplexity) is the check
     options = PredictOptions()
     column = options.text_field(info)
     try:
@@ -181,26 +179,4 @@ def _agreement(task, fp32, int8, tokenizer, info, data: Path, fmt: str | None) -
         second = list(aligned(task, int8, tokenizer, info, records, options))
     except BertkitError as err:
         raise BertkitError(f"the int8 check cannot compare predictions on {data}: {err}") from None
-    if task.name == "embed":
-        a = np.array([r["embedding"] for r in first if not r.get("empty")], dtype=np.float64)
-        b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)
-        cosine = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
-        return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
-    # what a prediction is: a label or labels, entities (text input) or tags (CoNLL input), an answer
-    keys = [k for k in ("label", "labels", "entities", "tags", "answer") if k in first[0]]
-    if not keys:  # regression: equal to two decimals
-        same = [
-            round(x.get("score") or 0, 2) == round(y.get("score") or 0, 2) for x, y in zip(first, second, strict=True)
-        ]
-    else:
-        same = [all(_plain(x.get(k)) == _plain(y.get(k)) for k in keys) for x, y in zip(first, second, strict=True)]
-    return {"records": len(same), "equal_predictions": sum(same) / max(len(same), 1)}
-
-
-def _plain(value):
-    """A prediction without its scores (entities and answers compared by what they are)."""
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: v for k, v in value.items() if k not in ("score", "scores")}
-    return value
+    return task.export.agreement(first, second)

@@ -1,8 +1,8 @@
 """A PyTorch bundle's model as an ONNX graph with dynamic batch and sequence axes (its int8 copy:
 `calibration.py`).
 
-The graph gives what the task's prediction reads, as the task says (`onnx_outputs`,
-`onnx_forward` in its package): classify and NER `logits` (per text, per token), QA
+The graph gives what the task's prediction reads, as the task's export part says (`outputs`,
+`forward`, `per_token` in its package): classify and NER `logits` (per text, per token), QA
 `start_logits` and `end_logits`, mlm-adapt the masked-LM `logits`, embed the pooled (and, when the
 bundle normalises, unit-length) `sentence_embedding`.
 
@@ -20,7 +20,6 @@ from bertkit.core.errors import BertkitError
 
 OPSET = 17
 GRAPH_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-PER_TOKEN = {"ner", "qa", "mlm-adapt"}  # outputs with a sequence axis
 
 
 def input_names(tokenizer) -> list[str]:
@@ -35,7 +34,7 @@ def input_names(tokenizer) -> list[str]:
 
 def wrapped(model, task, info, names: list[str]):
     """`model` as a module taking the graph's inputs positionally and giving the task's outputs
-    (`task.onnx_forward`)."""
+    (`task.export.forward`)."""
     import torch
 
     class Graph(torch.nn.Module):
@@ -44,14 +43,14 @@ def wrapped(model, task, info, names: list[str]):
             self.model = model
 
         def forward(self, *inputs):
-            return task.onnx_forward(self.model, dict(zip(names, inputs, strict=True)), info)
+            return task.export.forward(self.model, dict(zip(names, inputs, strict=True)), info)
 
     return Graph().eval()
 
 
 def export_graph(model, tokenizer, task, info, target: Path):
     """Write `model` (a PyTorch bundle's, in eval mode) as an fp32 ONNX graph of `task`'s outputs
-    (a `bertkit.tasks.base.Task`: `onnx_outputs`, `onnx_per_token`, `onnx_forward`) at `target`;
+    (a `bertkit.tasks.contract.Task`, whose export part says `outputs`, `per_token`, `forward`) at `target`;
     returns the graph's input names and the PyTorch module it was traced from."""
     import warnings
 
@@ -63,8 +62,8 @@ def export_graph(model, tokenizer, task, info, target: Path):
     )
     graph = wrapped(model, task, info, names)
     axes = {name: {0: "batch", 1: "sequence"} for name in names}
-    for name in task.onnx_outputs:
-        axes[name] = {0: "batch", 1: "sequence"} if task.onnx_per_token else {0: "batch"}
+    for name in task.export.outputs:
+        axes[name] = {0: "batch", 1: "sequence"} if task.export.per_token else {0: "batch"}
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer warnings about Python values in the model's code
         torch.onnx.export(
@@ -72,7 +71,7 @@ def export_graph(model, tokenizer, task, info, target: Path):
             tuple(sample[n] for n in names),
             str(target),
             input_names=names,
-            output_names=list(task.onnx_outputs),
+            output_names=list(task.export.outputs),
             dynamic_axes=axes,
             opset_version=OPSET,
             do_constant_folding=True,

@@ -126,6 +126,8 @@ def export_bundle(
         raise BertkitError(f"--model {model} is already an ONNX bundle; give the PyTorch bundle it was exported from")
     bundle = open_bundle(model, trust_remote_code, runtime="torch")
     task = get_task(bundle.task)
+    if task.export is None:
+        raise BertkitError(f"--model {model}: {task.name} models have no ONNX export (the task has no export part)")
     target = Path(output) if output else default_output(model, quantize)
     protect = bundle_inputs(model)  # an adapter bundle's base too
     outputs.check_output_dir(target, overwrite, protect, "bundle")
@@ -148,12 +150,13 @@ def export_bundle(
         tokenizer.save_pretrained(str(staged))
         fp32 = OnnxModel(staged, file=fp32_file.name)
         with status("checking the ONNX graph against PyTorch"):
-            check_fp32(graph, fp32, tokenizer, check_texts(info, data, fmt, given=bool(check_data)), names, report)
+            texts = check_texts(task, info, data, fmt, given=bool(check_data))
+            check_fp32(graph, fp32, tokenizer, texts, names, report)
         calibration = None
         if quantize:
             with status(f"calibrating int8 on {data}"):
                 rows = record_inputs(task, fp32, tokenizer, info, data, fmt)
-            kept_fp32 = residual_projections(fp32_file) if task.name == "embed" else []
+            kept_fp32 = residual_projections(fp32_file) if task.export.residuals_in_fp32 else []
             with status("quantising to int8"):
                 quantize_static(fp32_file, staged / ONNX_FILE, rows, activation_matmuls(fp32_file) + kept_fp32)
             calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
@@ -173,7 +176,7 @@ def export_bundle(
             "opset": OPSET,
             "exporter": "torch.onnx (TorchScript)",
             "inputs": names,
-            "outputs": list(task.onnx_outputs),
+            "outputs": list(task.export.outputs),
             "source": str(Path(model).resolve()),
             "onnxruntime": ort.__version__,
             "seconds": round(time.perf_counter() - started, 1),

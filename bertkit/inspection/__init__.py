@@ -41,17 +41,17 @@ def inspect_run(cfg) -> dict:
         "errors": [],
     }
     try:
-        ds = task.load(cfg)
-        info = task.setup(ds, cfg)
+        ds = task.training.load(cfg)
+        info = task.training.setup(ds, cfg)
     except BertkitError as err:
         report["errors"].append(str(err))
         return _verdict(report)
 
     info = RunInfo(info)
-    views = {role: task.inspect_view(ds[role], cfg, info) for role in ORDER if role in ds}
+    views = {role: task.inspection.view(ds[role], cfg, info) for role in ORDER if role in ds}
     _splits(report, views)
     _labels(report, views, cfg)
-    if task.starts_from_scratch(cfg):
+    if task.training.starts_from_scratch(cfg):
         report["warnings"].append("the tokenizer is learnt from the data when training starts: token counts skipped")
     else:
         damaged = models.damaged_weights(cfg.model.name)  # weights are not loaded, but one cut short stops training
@@ -61,7 +61,7 @@ def inspect_run(cfg) -> dict:
         if tokenizer is not None:
             _tokens(report, views, tokenizer, cfg)
             try:
-                checks, warnings = task.inspect_checks(ds, tokenizer, info, cfg)
+                checks, warnings = task.inspection.checks(ds, tokenizer, info, cfg)
             except BertkitError as err:  # what `prepare` would refuse (a label training never saw)
                 report["errors"].append(str(err))
             else:
@@ -117,7 +117,7 @@ def _labels(report: dict, views: dict, cfg) -> None:
         rare = min(train, key=train.get)
         report["warnings"].append(
             f"train: labels are imbalanced {ratio}:1 (rarest: '{rare}', {train[rare]} example(s)); consider "
-            + imbalance_hint(cfg)
+            + get_task(cfg.task).inspection.imbalance_hint(cfg)
         )
     report["unseen_labels"] = {}
     for role in ("validation", "test"):
@@ -133,18 +133,6 @@ def _labels(report: dict, views: dict, cfg) -> None:
         )
 
 
-def imbalance_hint(cfg) -> str:
-    """The settings that answer imbalanced labels in `cfg`'s task (see docs/classify.md, docs/ner.md)."""
-    if cfg.task == "ner":
-        return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
-    if cfg.task == "classify":
-        per = {"multi_label": "per label's positives", "single_label": "per class"}.get(
-            cfg.classify.problem_type, "per class; per label's positives for multi-label"
-        )
-        return f"classify.class_weights: balanced ({per}) and / or classify.loss: focal"
-    return "resampling the data (this task has no class weights)"
-
-
 def _tokens(report: dict, views: dict, tokenizer, cfg) -> None:
     max_length = cfg.model.max_length
     ids_by_split = {role: token_checks.token_ids(tokenizer, view.texts, view.pairs) for role, view in views.items()}
@@ -152,14 +140,13 @@ def _tokens(report: dict, views: dict, tokenizer, cfg) -> None:
     length = token_checks.length_numbers(every, max_length)
     length["by_split"] = {role: token_checks.length_numbers(ids, max_length) for role, ids in ids_by_split.items()}
     report["_lengths"] = {role: [len(row) for row in ids] for role, ids in ids_by_split.items()}  # for plots only
-    if cfg.task == "classify":
+    said = get_task(cfg.task).inspection.truncation_warning(
+        length["over_max_length_share"], length["tokens"]["max"], max_length
+    )
+    if said is not None:  # a task that cuts long texts (the others read them in windows)
         length["truncated_share"] = length["over_max_length_share"]
         if length["truncated_share"] > TRUNCATED_SHARE:
-            report["warnings"].append(
-                f"{length['truncated_share']:.1%} of the texts are longer than model.max_length ({max_length}) and "
-                f"will be cut (longest: {length['tokens']['max']} tokens); raise max_length or use "
-                "classify.truncation: head+tail"
-            )
+            report["warnings"].append(said)
     report["length"] = length
     every_text = [t for view in views.values() for t in view.texts + (view.pairs or [])]
     unknown = token_checks.unknown_numbers(tokenizer, every_text, every)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter, defaultdict
 
-from bertkit.tasks.inspecting import View
+from bertkit.tasks.contract.inspection import View
 
 EXAMPLES_SHOWN = 3  # examples quoted per finding
 

@@ -51,7 +51,7 @@ def serve(
         import uvicorn
         from rich.markup import escape
 
-        from bertkit.serving.app import build_app
+        from bertkit.serving.app import build_app  # lazy: it imports FastAPI, the serve extra (checked above)
 
         listener = listener or listening_socket(host, port)
         if isinstance(model, list) and len(model) > 1:

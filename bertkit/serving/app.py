@@ -5,7 +5,7 @@ with the fields `bertkit predict` reads: a pair's two texts, a question and its 
 answers `{"results": [...]}`, one result per input, exactly the records `bertkit predict` writes.
 `POST /embed` is the same for embed models. The body is read as `bertkit.serving.requests`
 says (at most `--max-body-bytes`, strict JSON), and each record is checked as `bertkit predict`
-checks its input's (`Task.check_record`) before the request joins a batch. A malformed request
+checks its input's (`Prediction.check_record`) before the request joins a batch. A malformed request
 is a 422 naming the field (and the record's index), a request over the limits a 413 naming them,
 a failure that is not the client's a 500 with a generic message and an error id, under which the
 server's log holds the details; the server keeps serving after each.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -53,61 +54,46 @@ class PredictRequest(BaseModel):
         return "records" if self.records is not None else "texts" if self.texts is not None else "text"
 
 
-def build_app(predictors, max_batch: int = 32, max_wait_ms: float = 10, limits: Limits | None = None):
-    """The app for one `Predictor`, or several (a list): then each request names its model
-    (`"model": NAME`, the name `/info` lists), and each model has its own batches."""
-    limits = limits or Limits()
-    several = isinstance(predictors, list) and len(predictors) > 1
-    predictors = predictors if isinstance(predictors, list) else [predictors]
-    by_name = {p.describe()["model"]: p for p in predictors}
-    batchers = {name: MicroBatcher(p.run, max_batch, max_wait_ms / 1000) for name, p in by_name.items()}
-    predictor, batcher = predictors[0], next(iter(batchers.values()))
+@dataclass
+class Served:
+    """The models one server answers for (by the name `/info` lists), each with its batches, and
+    the limits and batching every request meets."""
 
-    @asynccontextmanager
-    async def lifespan(app):
-        for each in batchers.values():
-            await each.start()
-        yield
-        for each in batchers.values():
-            await each.stop()  # uvicorn has answered the requests in flight by now
+    by_name: dict[str, Predictor]
+    batchers: dict[str, MicroBatcher]
+    limits: Limits
+    max_batch: int
+    max_wait_ms: float
 
-    described = predictor.describe()
-    title = ", ".join(by_name) if several else described["model"]
-    app = FastAPI(
-        title=f"bertkit: {title}",
-        description=f"{len(by_name)} models served by bertkit." if several else f"A {predictor.task.name} model "
-        "served by bertkit.",
-        lifespan=lifespan,
-    )
-    app.state.batcher, app.state.batchers = batcher, batchers
+    @property
+    def several(self) -> bool:
+        return len(self.by_name) > 1
 
-    def chosen(body: PredictRequest) -> str:
+    @property
+    def first(self) -> Predictor:
+        return next(iter(self.by_name.values()))
+
+    def chosen(self, body: PredictRequest) -> str:
         """The name of the model that answers `body`: the one named, or the only one."""
-        if body.model is None and not several:
-            return next(iter(by_name))
-        if body.model in by_name:
+        if body.model is None and not self.several:
+            return next(iter(self.by_name))
+        if body.model in self.by_name:
             return body.model
-        names = ", ".join(f'"{n}"' for n in by_name)
+        names = ", ".join(f'"{n}"' for n in self.by_name)
         said = "names no model" if body.model is None else f'names the model "{body.model}", which is not served'
         raise Refused(422, [problem(("body", "model"), f'the request {said}: give "model": one of {names}')])
 
-    @app.exception_handler(Refused)
-    async def _refused(request: Request, err: Refused):
-        return Response(strict_json({"detail": err.detail}), status_code=err.status, media_type="application/json")
-
-    @app.exception_handler(Exception)
-    async def _failed(request: Request, err: Exception):  # a bug: the details go to the log, not the client
-        return _internal_error(err)
-
-    async def answer(request: Request, task: str | None = None) -> Response:
+    async def answer(self, request: Request, task: str | None = None) -> Response:
+        """The results of one request (read, checked, batched), or the refusal that names what is wrong."""
         try:
-            body = _request_body(parse_body(await read_body(request, limits.body_bytes())))
-            name = chosen(body)
-            if task is not None and by_name[name].task.name != task:
-                raise Refused(400, f"this is a {by_name[name].task.name} model, not an embed model: POST /predict")
-            records = _records(by_name[name], body, limits)
+            body = _request_body(parse_body(await read_body(request, self.limits.body_bytes())))
+            name = self.chosen(body)
+            served_task = self.by_name[name].task.name
+            if task is not None and served_task != task:
+                raise Refused(400, f"this is a {served_task} model, not an embed model: POST /predict")
+            records = _records(self.by_name[name], body, self.limits)
             try:
-                results = await batchers[name].submit(records)
+                results = await self.batchers[name].submit(records)
             except BertkitError as err:  # the model refuses an input the checks let through
                 raise Refused(422, [problem(("body", body.form()), str(err))]) from None
             # strict JSON: a number that is not finite (a bug, never an answer) fails here, a 500
@@ -117,45 +103,101 @@ def build_app(predictors, max_batch: int = 32, max_wait_ms: float = 10, limits: 
         except Exception as err:  # noqa: BLE001 - the server keeps serving
             return _internal_error(err)
 
+    def batching(self, name: str) -> dict:
+        size = self.by_name[name].options.batch_size
+        settings = {"max_batch": self.max_batch, "max_wait_ms": self.max_wait_ms, "batch_size": size}
+        return settings | self.batchers[name].stats.to_json()
+
+    def info(self) -> dict:
+        if self.several:
+            models = [{**p.describe(), "batching": self.batching(name)} for name, p in self.by_name.items()]
+            return {"models": models, "limits": self.limits.to_json()}
+        name = next(iter(self.by_name))
+        return {**self.first.describe(), "limits": self.limits.to_json(), "batching": self.batching(name)}
+
+
+def build_app(predictors, max_batch: int = 32, max_wait_ms: float = 10, limits: Limits | None = None):
+    """The app for one `Predictor`, or several (a list): then each request names its model
+    (`"model": NAME`, the name `/info` lists), and each model has its own batches."""
+    served = _served(predictors, max_batch, max_wait_ms, limits or Limits())
+    app = _app(served)
+    _error_handlers(app)
+    _prediction_routes(app, served)
+    _about_routes(app, served)
+    return app
+
+
+def _served(predictors, max_batch: int, max_wait_ms: float, limits: Limits) -> Served:
+    predictors = predictors if isinstance(predictors, list) else [predictors]
+    by_name = {p.describe()["model"]: p for p in predictors}
+    batchers = {name: MicroBatcher(p.run, max_batch, max_wait_ms / 1000) for name, p in by_name.items()}
+    return Served(by_name, batchers, limits, max_batch, max_wait_ms)
+
+
+def _app(served: Served) -> FastAPI:
+    """The app, its batchers started with it and stopped after the requests in flight."""
+
+    @asynccontextmanager
+    async def lifespan(app):
+        for each in served.batchers.values():
+            await each.start()
+        yield
+        for each in served.batchers.values():
+            await each.stop()  # uvicorn has answered the requests in flight by now
+
+    names = ", ".join(served.by_name)
+    description = (
+        f"{len(served.by_name)} models served by bertkit."
+        if served.several
+        else f"A {served.first.task.name} model served by bertkit."
+    )
+    app = FastAPI(title=f"bertkit: {names}", description=description, lifespan=lifespan)
+    app.state.batcher, app.state.batchers = next(iter(served.batchers.values())), served.batchers
+    return app
+
+
+def _error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(Refused)
+    async def _refused(request: Request, err: Refused):
+        return Response(strict_json({"detail": err.detail}), status_code=err.status, media_type="application/json")
+
+    @app.exception_handler(Exception)
+    async def _failed(request: Request, err: Exception):  # a bug: the details go to the log, not the client
+        return _internal_error(err)
+
+
+def _prediction_routes(app: FastAPI, served: Served) -> None:
     schema = {"requestBody": {"required": True, "content": {"application/json": {"schema": _SCHEMA}}}}
 
     @app.post("/predict", summary="Predict for texts or records, as `bertkit predict` does", openapi_extra=schema)
     async def predict(request: Request) -> Response:
-        return await answer(request)
+        return await served.answer(request)
 
     @app.post("/embed", summary="Sentence vectors (embed models)", openapi_extra=schema)
     async def embed(request: Request) -> Response:
-        if not several and predictor.task.name != "embed":
-            raise Refused(400, f"this is a {predictor.task.name} model, not an embed model: POST /predict")
-        return await answer(request, "embed")
+        if not served.several and served.first.task.name != "embed":
+            raise Refused(400, f"this is a {served.first.task.name} model, not an embed model: POST /predict")
+        return await served.answer(request, "embed")
 
+
+def _about_routes(app: FastAPI, served: Served) -> None:
     @app.get("/health", summary="Whether the server is up")
     async def health() -> dict:
         return {"status": "ok"}
 
     @app.get("/info", summary="The model, its task, labels and runtime; the limits and batching")
     async def info() -> dict:
-        def batching(name: str) -> dict:
-            size = by_name[name].options.batch_size
-            settings = {"max_batch": max_batch, "max_wait_ms": max_wait_ms, "batch_size": size}
-            return settings | batchers[name].stats.to_json()
-
-        if several:
-            models = [{**p.describe(), "batching": batching(name)} for name, p in by_name.items()]
-            return {"models": models, "limits": limits.to_json()}
-        return {**described, "limits": limits.to_json(), "batching": batching(next(iter(by_name)))}
+        return served.info()
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def try_it(model: str | None = None) -> Response:
         """The page for one model: the first, or `?model=NAME`; with several, it names the model in
         each request it sends and links to the others' pages."""
-        if model is not None and model not in by_name:
-            names = ", ".join(by_name)
+        if model is not None and model not in served.by_name:
+            names = ", ".join(served.by_name)
             return Response(f"no model {model!r} is served here; models: {names}", 404, media_type="text/plain")
-        name = model or next(iter(by_name))
-        return HTMLResponse(page(by_name[name].describe(), list(by_name) if several else None))
-
-    return app
+        name = model or next(iter(served.by_name))
+        return HTMLResponse(page(served.by_name[name].describe(), list(served.by_name) if served.several else None))
 
 
 _SCHEMA = PredictRequest.model_json_schema()

@@ -11,7 +11,7 @@ from bertkit.prediction import aligned, is_empty
 from bertkit.serving.limits import Limits  # noqa: F401 - where it used to be
 from bertkit.tasks import get_task
 from bertkit.tasks.bundle import open_bundle
-from bertkit.tasks.options import PredictOptions
+from bertkit.tasks.contract.options import PredictOptions
 
 # the fields of a request's records that `bertkit predict` reads, per task (beside the text column)
 _QA_FIELDS = ("question", "context")
@@ -73,14 +73,14 @@ class Predictor:
 
     def problems(self, records: list[dict], where: Callable[[int], str]) -> list[tuple[int, str | None, str]]:
         """(index, field, message) for each record that `bertkit predict` would refuse, found by
-        the same check (`Task.check_record`), before the request joins a batch: a request that
+        the same check (`Prediction.check_record`), before the request joins a batch: a request that
         cannot be answered never shares a batch with others. `where(index)` names a record."""
         found, seen = [], {}
         for index, record in enumerate(records):
             if is_empty(self.task, record, self.info, self.options):
                 continue
             try:
-                self.task.check_record(record, self.tokenizer, self.info, self.options, where(index), seen)
+                self.task.prediction.check_record(record, self.tokenizer, self.info, self.options, where(index), seen)
             except BertkitError as err:
                 field = getattr(err, "field", None)
                 missing = field is not None and field not in record

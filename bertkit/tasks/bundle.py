@@ -153,7 +153,9 @@ def read_info(root: Path, complete: bool = True) -> RunInfo | None:
             f"{file}: 'max_length' must be a positive whole number of tokens, not {shown(info['max_length'])}; "
             f"{RESTORE}"
         )
-    registry.get_task(task).check_info(root, file, info, complete)
+    prediction = registry.get_task(task).prediction
+    if prediction is not None:
+        prediction.check_info(root, file, info, complete)
     return RunInfo(info)
 
 

@@ -5,8 +5,8 @@ plain Hugging Face model is recognised by, and the model card's tag and example.
 Light on purpose (no torch, no task code): the config and the CLI read it at import time. The
 task's code is imported only when a command needs it (`record.task()`).
 
-Adding a task is a new module with a `TASK` (a `bertkit.tasks.base.Task`) and one `register`
-call; see docs/architecture.md.
+Adding a task is a folder whose `task.py` holds its `TASK` (a `bertkit.tasks.contract.Task`) and
+whose `record.py` its record, and one line in bertkit/tasks/__init__.py; see docs/architecture.md.
 """
 
 from __future__ import annotations

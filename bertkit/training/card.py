@@ -1,5 +1,5 @@
 """The model card (README.md) of a bundle: what the model is, its data, its scores, how it was
-trained and how to use it, with the task's own words (`Task.card_summary`, `cli_usage`,
+trained and how to use it, with the task's own words (`Card.summary`, `cli_usage`,
 `python_usage`)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def card_text(info: dict) -> str:
         "",
         f"# {Path(cfg.get('output_dir', 'model')).name}",
         "",
-        f"A `{info.get('task')}` model ({task.card_summary(info)}) "
+        f"A `{info.get('task')}` model ({task.card.summary(info)}) "
         + ("pre-trained from scratch" if info.get("from_scratch") else f"fine-tuned from `{info.get('base_model')}`")
         + f" with bertkit {info.get('bertkit_version')}.",
         "",
@@ -93,11 +93,11 @@ def card_text(info: dict) -> str:
         "## Use",
         "",
         "```bash",
-        task.cli_usage(where),
+        task.card.cli_usage(where),
         "```",
         "",
         "```python",
-        *_python_usage(task, where, info),
+        *_python_usage(task, where, info, record(info["task"]).pipeline),
         "```",
         "",
         "Library versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()),
@@ -106,16 +106,16 @@ def card_text(info: dict) -> str:
     return "\n".join(lines)
 
 
-def _python_usage(task, where: str, info: dict) -> list[str]:
+def _python_usage(task, where: str, info: dict, pipeline: str) -> list[str]:
     """The task's lines of plain transformers code; an adapter bundle holds no whole model for them
     to read, so its lines read the merged bundle, made first."""
     if not info.get("adapter"):
-        return task.python_usage(where, info)
+        return task.card.python_usage(where, info, pipeline)
     merged = f"{where.rstrip('/')}-merged"
     return [
         "# an adapter bundle holds no whole model: merge it into its base first,",
         f"#   bertkit adapter merge -m {where} -o {merged}",
-        *task.python_usage(merged, info),
+        *task.card.python_usage(merged, info, pipeline),
     ]
 
 

@@ -1,12 +1,12 @@
 """Tokenized training features kept on disk (datasets' Arrow files), so that a second run with the
-same inputs skips `Task.prepare`, and training reads memory-mapped features instead of holding
+same inputs skips `Training.prepare`, and training reads memory-mapped features instead of holding
 them in RAM.
 
 An entry's key is a hash of everything `prepare` reads: the raw splits (datasets' own
 fingerprint of their content, so the files' text and every reading setting: columns, sampling,
 the validation split, HTML stripping), the tokenizer (the bytes of its saved files), the run's
 description (`info`: max_length, stride, labels, task settings), the files the task reads besides
-(`Task.inputs`, e.g. a distillation teacher: path, size and modification time of each file), and
+(`Training.inputs`, e.g. a distillation teacher: path, size and modification time of each file), and
 the code that builds features (bertkit's task and tokenization sources, the transformers and
 tokenizers versions). Any change gives another key, so a changed setting rebuilds; nothing is
 ever updated in place.

@@ -1,17 +1,22 @@
-"""One training run, start to end: config to bundle, with the task's hooks called in the contract's order
-(bertkit/tasks/base.py)."""
+"""One training run, start to end: config to bundle. `train` checks what can fail before any work
+and holds the output's lock; `_run` is the run's phases in order, each a function over one small
+state (`Run`), calling the task's training part (bertkit/tasks/contract/training.py) in the
+contract's order."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bertkit.config import Config
 from bertkit.core import models, outputs
 from bertkit.core.adapters.base import refuse_adapter_bundle
 from bertkit.core.adapters.training import attach, check_resume
+from bertkit.core.checkpoints import last_complete
 from bertkit.core.errors import BertkitError
 from bertkit.core.freezing import freeze
 from bertkit.core.progress import RichProgress, console, status
@@ -19,6 +24,7 @@ from bertkit.core.run_info import RunInfo
 from bertkit.core.sharding import is_main
 from bertkit.core.tokenization import load_tokenizer
 from bertkit.tasks import get_task
+from bertkit.tasks.contract import Task
 from bertkit.training.budget import resolve_rates
 from bertkit.training.divergence import DivergenceGuard, TrainingDiverged, advice, check_weights
 from bertkit.training.export import write_bundle
@@ -49,7 +55,7 @@ def train(
     task = get_task(cfg.task)
     if cfg.data.train is None:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
-    if cfg.data.streaming and not task.can_stream:
+    if cfg.data.streaming and not task.training.can_stream:
         raise BertkitError(
             f"data.streaming: the {task.name} task reads its training data whole; only plain-text training "
             "(mlm-adapt) streams. Remove data.streaming"
@@ -59,157 +65,228 @@ def train(
     lock = outputs.OutputLock(final) if is_main() else contextlib.nullcontext()
     with lock:
         checkpoint = check_dirs(final, work_dir(final), overwrite, resume, inputs)
-        return _run(cfg, task, final, overwrite, checkpoint, inputs, [*callbacks], progress)
+        return _run(Run(cfg, task, final, checkpoint, inputs, overwrite, progress, [*callbacks]))
 
 
 def run_inputs(cfg: Config, task, protect=()) -> list:
     """Everything a run reads, which its output must never replace: `protect` (the config file),
-    the data files, the model and tokenizer, and what the task adds (`Task.inputs`)."""
+    the data files, the model and tokenizer, and what the task adds (`Training.inputs`)."""
     sources = (cfg.data.train, cfg.data.validation, cfg.data.test)
     data_files = [p for s in sources if s is not None for p in s.local_paths()]
     data_files += list(cfg.data.unlabeled or [])
-    return [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, *task.inputs(cfg)]
+    return [*protect, *data_files, cfg.model.name, cfg.model.tokenizer, *task.training.inputs(cfg)]
 
 
-def _run(
-    cfg: Config, task, final: Path, overwrite: bool, checkpoint: Path | None, inputs: list, extra: list, progress: bool
-) -> tuple[Path, dict]:
-    from transformers import EarlyStoppingCallback, set_seed
+@dataclass
+class Run:
+    """What one training run carries from phase to phase: set by the phase that makes it, read by
+    the later ones (`_run` lists the phases in order)."""
+
+    cfg: Config
+    task: Task
+    final: Path  # where the bundle goes
+    checkpoint: Path | None  # the checkpoint --resume continues from
+    inputs: list  # what the run reads, never replaced by --overwrite
+    overwrite: bool
+    progress: bool
+    extra: list  # the caller's Trainer callbacks
+    work: Path = field(init=False)  # `<output_dir>.partial/`, the checkpoints while training runs
+    precision: str = ""
+    source: str | None = None  # the model to start from, resolved (None: from scratch)
+    raw: dict = field(default_factory=dict)  # the splits as read
+    info: RunInfo | None = None  # the run's description (bertkit.json)
+    best: str = ""  # the metric that picks the best checkpoint
+    tokenizer: Any = None
+    features: dict = field(default_factory=dict)
+    rates: dict | None = None  # the learning rates `auto` resolved to
+    model: Any = None
+    scorers: dict = field(default_factory=dict)  # each scored split's compute_metrics
+    trainer: Any = None
+    guard: DivergenceGuard | None = None
+    remembered: RememberEvaluations | None = None
+    loss: Any = None  # the task's own loss, or None
+    before: dict | None = None  # validation scores before training (tasks whose point is the change)
+    own: dict | None = None  # what a task that trains itself recorded (classify's contrastive route)
+    result: Any = None  # the Trainer's training output
+    train_seconds: float = 0.0
+    scores: dict = field(default_factory=dict)
+    headline: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.work = work_dir(self.final)
+
+
+def _run(run: Run) -> tuple[Path, dict]:
+    """The phases of a run, in order; each reads what the ones before it set on `run`."""
+    prepare_run(run)  # quiet libraries, precision, seed, the starting model found and checked
+    read_data(run)  # the splits, the run's description, the metric that picks the best checkpoint
+    make_features(run)  # the tokenizer, the features, the learning rates
+    make_model(run)  # the model as the task builds it, an adapter on it, layers frozen
+    make_trainer(run)  # the scorers, the callbacks, the Trainer (and the score before training)
+    fit(run)  # trained by the task or by the Trainer; a failure keeps the complete checkpoints
+    score(run)  # the weights checked finite, every split scored, the headline
+    publish(run)  # the bundle written by the main process, the work folder removed
+    return run.final, {**run.headline, **run.scores}
+
+
+def prepare_run(run: Run) -> None:
+    import datasets
+    from transformers import set_seed
 
     models.quiet_transformers()
-    import datasets
-
     datasets.disable_progress_bars()
-    work = work_dir(final)
-    precision = resolve_precision(cfg.train.precision)
-    set_seed(cfg.train.seed)
+    run.precision = resolve_precision(run.cfg.train.precision)
+    set_seed(run.cfg.train.seed)
+    if not run.task.training.starts_from_scratch(run.cfg):
+        run.source = models.resolve(run.cfg.model.name, run.cfg.model.revision)
+        refuse_adapter_bundle(run.cfg.model.name, run.source)  # before anything reads it as a whole model
+        models.check_max_length(run.source, run.cfg, run.task.training.lengths(run.cfg))
 
-    scratch = task.starts_from_scratch(cfg)
-    source = None if scratch else models.resolve(cfg.model.name, cfg.model.revision)
-    if source is not None:
 
-        refuse_adapter_bundle(cfg.model.name, source)  # before anything reads it as a whole model
-        models.check_max_length(source, cfg)
-
+def read_data(run: Run) -> None:
+    training, cfg = run.task.training, run.cfg
     with status("reading data"):
-        raw = task.load(cfg)
-        info = RunInfo(task.setup(raw, cfg))
-    for note in task.data_warnings(info):
+        run.raw = training.load(cfg)
+        run.info = RunInfo(training.setup(run.raw, cfg))
+    for note in training.data_warnings(run.info):
         console.print(f"[yellow]warning:[/yellow] {note}")
-    best = cfg.train.metric_for_best_model or task.best_metric(info)
-    check_metric(best, task.metric_names(info), cfg)
-    tokenizer = run_tokenizer(cfg, task, raw, source)
-    facts = task.tokenizer_facts(tokenizer, info)
+    run.best = cfg.train.metric_for_best_model or training.best_metric(run.info)
+    check_metric(run.best, training.metric_names(run.info), cfg)
+
+
+def make_features(run: Run) -> None:
+    training = run.task.training
+    run.tokenizer = run_tokenizer(run.cfg, run.task, run.raw, run.source)
+    facts = training.tokenizer_facts(run.tokenizer, run.info)
     if facts:
-        info = info.replace(**facts)
-    features = _features(cfg, task, raw, tokenizer, info)
+        run.info = run.info.replace(**facts)
+    run.features = _features(run.cfg, run.task, run.raw, run.tokenizer, run.info)
     for role in ("validation", "test"):
-        if role in features:
-            features[role] = longest_first(features[role])
+        if role in run.features:
+            run.features[role] = longest_first(run.features[role])
     # a task that trains itself (classify's contrastive route) has rates of its own: none is said
-    cfg, rates = resolve_rates(cfg, features["train"], say=not task.trains_itself(info))
-    model = starting_model(cfg, task, source, info)
+    run.cfg, run.rates = resolve_rates(run.cfg, run.features["train"], say=not training.trains_itself(run.info))
+
+
+def make_model(run: Run) -> None:
+    cfg = run.cfg
+    run.model = starting_model(cfg, run.task, run.source, run.info)
     if cfg.train.adapter is not None:  # the base frozen, a LoRA adapter and the head trained (docs/adapters.md)
-
-        saved = task.export(model, info) or model
-        model, adapter = attach(model, saved, cfg.train.adapter, cfg.model.name, source, cfg.model.revision)
-        info = info.replace(adapter=adapter)
-    if checkpoint is not None:
-
-        check_resume(checkpoint, info.get("adapter"), run_facts(work))
-    freeze(model, cfg.train)
+        saved = run.task.training.saved_model(run.model, run.info) or run.model
+        run.model, adapter = attach(run.model, saved, cfg.train.adapter, cfg.model.name, run.source, cfg.model.revision)
+        run.info = run.info.replace(adapter=adapter)
+    if run.checkpoint is not None:
+        check_resume(run.checkpoint, run.info.get("adapter"), run_facts(run.work))
+    freeze(run.model, cfg.train)
     if cfg.train.gradient_checkpointing:
-        models.checkpoint_activations(model)
+        models.checkpoint_activations(run.model)
 
-    args = training_arguments(cfg, work, precision, best)
-    loss = task.loss(info, cfg, features["train"])
+
+def make_trainer(run: Run) -> None:
+    from transformers import EarlyStoppingCallback
+    from transformers.trainer_callback import PrinterCallback
+
+    cfg, training, info, features = run.cfg, run.task.training, run.info, run.features
+    run.loss = training.loss(info, cfg, features["train"])
     roles = [role for role in ("validation", "test") if role in features]
-    scorers = {role: task.metric_fn(info, features[role], raw[role]) for role in roles}
-    remembered = RememberEvaluations(scorers["validation"])
-    guard = DivergenceGuard(precision, advice(cfg, precision))
-    callbacks = [guard, RichProgress(), remembered] if progress else [guard, remembered]
-    if cfg.train.early_stopping_patience and not task.trains_itself(info):  # the contrastive route: unused, said
+    run.scorers = {role: training.metric_fn(info, features[role], run.raw[role]) for role in roles}
+    run.remembered = RememberEvaluations(run.scorers["validation"])
+    run.guard = DivergenceGuard(run.precision, advice(cfg, run.precision))
+    callbacks = [run.guard, RichProgress(), run.remembered] if run.progress else [run.guard, run.remembered]
+    # the contrastive route trains without the Trainer: early stopping is unused there, and said so
+    if cfg.train.early_stopping_patience and not training.trains_itself(info):
         if cfg.train.eval_strategy == "no":
             raise BertkitError("train.early_stopping_patience needs evaluation: set train.eval_strategy")
         callbacks.append(EarlyStoppingCallback(cfg.train.early_stopping_patience))
-    callbacks += extra
-    trainer = trainer_class(cfg)(
-        model=model,
-        args=args,
+    run.trainer = trainer_class(cfg)(
+        model=run.model,
+        args=training_arguments(cfg, run.work, run.precision, run.best),
         train_dataset=features["train"],
         eval_dataset=features["validation"],
-        processing_class=tokenizer,
-        data_collator=task.collator(tokenizer, cfg),
-        compute_metrics=remembered.compute,
-        compute_loss_func=loss,
-        preprocess_logits_for_metrics=task.reduce_logits,
-        callbacks=callbacks,
+        processing_class=run.tokenizer,
+        data_collator=training.collator(run.tokenizer, cfg),
+        compute_metrics=run.remembered.compute,
+        compute_loss_func=run.loss,
+        preprocess_logits_for_metrics=training.reduce_logits,
+        callbacks=[*callbacks, *run.extra],
     )
-    guard.watch(trainer)
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
-    if task.scores_before_training:  # the untrained model's score, for tasks whose point is the change
+    run.guard.watch(run.trainer)
+    run.trainer.remove_callback(PrinterCallback)  # RichProgress prints the logs readably
+    if training.scores_before_training:  # the untrained model's score, for tasks whose point is the change
         with status("scoring the validation data before training"):
-            before = score_split(trainer, scorers["validation"], features["validation"])
-    adapter = info.get("adapter")
-    mark_run_dir(work, {"adapter_base_hash": adapter["base_hash"]} if adapter else None)
-    started = time.perf_counter()
+            run.before = score_split(run.trainer, run.scorers["validation"], features["validation"])
+
+
+def fit(run: Run) -> None:
+    adapter = run.info.get("adapter")
+    mark_run_dir(run.work, {"adapter_base_hash": adapter["base_hash"]} if adapter else None)
+    trainer, started = run.trainer, time.perf_counter()
     try:
         # a task may train its own way (classify's contrastive route); the Trainer then only scores
-        own = task.fit(trainer.model, tokenizer, features, info, cfg, trainer.state.log_history)
-        if own is None:
-            result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        run.own = run.task.training.fit(
+            trainer.model, run.tokenizer, run.features, run.info, run.cfg, trainer.state.log_history
+        )
+        if run.own is None:
+            run.result = trainer.train(resume_from_checkpoint=str(run.checkpoint) if run.checkpoint else None)
     except BaseException as err:
-        discard_if_empty(work)
-        from bertkit.core.checkpoints import last_complete
-
-        kept = work.is_dir() and last_complete(work)[0] is not None
+        discard_if_empty(run.work)
+        kept = run.work.is_dir() and last_complete(run.work)[0] is not None
         if isinstance(err, TrainingDiverged) and kept:
-            raise err.with_checkpoints_in(work) from None
+            raise err.with_checkpoints_in(run.work) from None
         after = "The complete checkpoints are kept: make room, then run again with --resume." if kept else ""
-        failed = outputs.writing_failed(err, work, after or "Nothing was kept.")
+        failed = outputs.writing_failed(err, run.work, after or "Nothing was kept.")
         if failed:
             raise failed from None
         raise
-    train_seconds = time.perf_counter() - started
+    run.train_seconds = time.perf_counter() - started
 
+
+def score(run: Run) -> None:
+    trainer = run.trainer
     try:
         # the model about to be scored and published
-        check_weights(trainer.model, trainer.state.global_step, guard.advice)
-        scores = {}
-        for role, scorer in scorers.items():
-            reused = remembered.best(trainer.state) if role == "validation" else None
-            scores[role] = reused or score_split(trainer, scorer, features[role], role)
+        check_weights(trainer.model, trainer.state.global_step, run.guard.advice)
+        for role, scorer in run.scorers.items():
+            reused = run.remembered.best(trainer.state) if role == "validation" else None
+            run.scores[role] = reused or score_split(trainer, scorer, run.features[role], role)
     except TrainingDiverged:
-        discard_if_empty(work)
+        discard_if_empty(run.work)
         raise
-    headline = task.compare(before, scores["validation"]) if task.scores_before_training else {}
-    scores["validation"] = {**headline, **scores["validation"]}
-    if trainer.is_world_process_zero():
-        stats = {
-            "train_seconds": round(train_seconds, 1),
-            "train_samples_per_second": None if own else result.metrics.get("train_samples_per_second"),
-            "train_steps": own["steps"] if own else trainer.state.global_step,
-            "train_examples": _count(features["train"]),
-            "precision": precision,
-        }
-        if rates and not own:
-            stats["learning_rate"] = rates
-        if own:
-            stats[own["strategy"]] = own
-        if getattr(loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
-            stats["loss"] = loss.settings
-        write_bundle(trainer, cfg, info, scores, stats, best, overwrite, headline, task.export, inputs)
-        shutil.rmtree(work, ignore_errors=True)
-    return final, {**(headline or {}), **scores}
+    if run.task.training.scores_before_training:
+        run.headline = run.task.training.compare(run.before, run.scores["validation"])
+    run.scores["validation"] = {**run.headline, **run.scores["validation"]}
+
+
+def publish(run: Run) -> None:
+    """The bundle, written by the main process alone (the others have nothing to add)."""
+    trainer, own = run.trainer, run.own
+    if not trainer.is_world_process_zero():
+        return
+    stats = {
+        "train_seconds": round(run.train_seconds, 1),
+        "train_samples_per_second": None if own else run.result.metrics.get("train_samples_per_second"),
+        "train_steps": own["steps"] if own else trainer.state.global_step,
+        "train_examples": _count(run.features["train"]),
+        "precision": run.precision,
+    }
+    if run.rates and not own:
+        stats["learning_rate"] = run.rates
+    if own:
+        stats[own["strategy"]] = own
+    if getattr(run.loss, "settings", None):  # a task's own loss (class weights, focal) says how it was set
+        stats["loss"] = run.loss.settings
+    write_bundle(
+        trainer, run.cfg, run.info, run.scores, stats, run.best, run.overwrite, run.headline,
+        run.task.training.saved_model, run.inputs,
+    )  # fmt: skip
+    shutil.rmtree(run.work, ignore_errors=True)
 
 
 def run_tokenizer(cfg: Config, task, raw, source: str | None):
     """The tokenizer a run uses: the task's own (`new_tokenizer`), else model.tokenizer's, else
     the model's. `bertkit smoke` loads it here too."""
 
-    tokenizer = task.new_tokenizer(raw, cfg)
+    tokenizer = task.training.new_tokenizer(raw, cfg)
     if tokenizer is None:
         tokenizer = load_tokenizer(cfg.model.tokenizer or source, cfg.model.revision, cfg.model.trust_remote_code)
     return tokenizer
@@ -220,11 +297,11 @@ def starting_model(cfg: Config, task, source: str | None, info: RunInfo):
     weights read whole and finite (`models.weights_from_pretrained`: a diverged model to start from
     would look like divergence at step 1). `bertkit smoke` loads the real model here too, so a
     damaged one stops it as it stops the run."""
-    return task.build_model(source, info, cfg)
+    return task.training.build_model(source, info, cfg)
 
 
 def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
-    """`task.prepare` through the on-disk feature cache (training/feature_cache.py), unless
+    """`task.training.prepare` through the on-disk feature cache (training/feature_cache.py), unless
     data.cache is off or the training split is streamed (tokenized as training reads it)."""
 
     counts = {role: _count(split) for role, split in raw.items()}
@@ -232,12 +309,13 @@ def _features(cfg: Config, task, raw: dict, tokenizer, info: RunInfo) -> dict:
 
     def build():
         with status("tokenizing " + sizes):
-            return task.prepare(raw, tokenizer, info)
+            return task.training.prepare(raw, tokenizer, info)
 
     if not cfg.data.cache or None in counts.values():
         return build()
 
-    features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, task.inputs(cfg), say=console.print)
+    inputs = task.training.inputs(cfg)
+    features, _, _ = cached_prepare(build, raw, tokenizer, info, task.name, inputs, say=console.print)
     return features
 
 

@@ -12,6 +12,7 @@ from bertkit.core.learning_rates import AUTO
 from bertkit.core.tune_settings import SearchRange
 from bertkit.tasks import registry
 from bertkit.tasks.classify import strategy
+from bertkit.tasks.classify.settings import ClassifyConfig
 
 # Learning rates: a quarter to four times the run's own (the config's, else the task's measured
 # default). bertkit's benchmarks moved QA from F1 12 to 33 between 5e-5 and 3e-4 (6x), and
@@ -73,7 +74,7 @@ def space_of(cfg: Config, route: str | None = None) -> dict[str, SearchRange]:
 def contrastive_space(cfg: Config) -> dict[str, SearchRange]:
     """classify's contrastive route: its tuning rate (a quarter to four times the run's), the rounds
     of pairs (half to twice), and the batch (half, the same, twice)."""
-    c, batch = cfg.classify, cfg.train.batch_size
+    c, batch = cfg.section(ClassifyConfig), cfg.train.batch_size
     return {
         "classify.contrastive_learning_rate": _around(c.contrastive_learning_rate, LR_SPREAD),
         "classify.pair_rounds": SearchRange(low=max(1, c.pair_rounds // 2), high=max(2, c.pair_rounds * 2), step=1),

@@ -8,12 +8,12 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bertkit.config import Config
 from bertkit.core import models, outputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.metrics import scalars
-from bertkit.core.outputs.files import contains, is_leftover
 from bertkit.core.progress import console, status
 from bertkit.core.run_info import RunInfo
 from bertkit.tasks import get_task
@@ -24,7 +24,8 @@ from bertkit.training.run import run_tokenizer
 from bertkit.training.trainer import LOWER_IS_BETTER, check_metric
 from bertkit.tuning import report, search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
-from bertkit.tuning.report import REPORTS, short_params
+from bertkit.tuning.output_folder import claim_output, prepare_output, write_manifest
+from bertkit.tuning.report import short_params
 from bertkit.tuning.space import (
     check_space,
     check_study_space,
@@ -34,8 +35,6 @@ from bertkit.tuning.space import (
     suggest,
     with_values,
 )
-
-KIND = "tune"  # the manifest's kind for a tune output folder
 
 
 @dataclass(frozen=True)
@@ -74,80 +73,110 @@ def tune(cfg: Config, options: TuneOptions) -> TuneResult:
         return _run(cfg, options, url)
 
 
-def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
-    optuna = search.require_optuna()
+@dataclass
+class Tuning:
+    """What one `bertkit tune` carries from phase to phase (`_run` lists them in order)."""
 
-    final = Path(cfg.output_dir)
-    own_storage = options.storage is None  # study.db in the output folder by default
-    stored = storage.sqlite_files(url)  # the storage's files
-    protect = run_inputs(cfg, get_task(cfg.task), options.protect)
+    cfg: Config
+    options: TuneOptions
+    url: str  # the storage's URL
+    final: Path = field(init=False)  # the output folder
+    protect: list = field(default_factory=list)  # what the study reads, never replaced by --overwrite
+    metric: str = ""
+    direction: str = ""
+    space: dict = field(default_factory=dict)
+    # the output folder's files: whose each is (see `claim_output`)
+    ours: bool = False  # study.db is bertkit's
+    named: list = field(default_factory=list)  # the files the user named inside the folder
+    user: list = field(default_factory=list)  # the user's storage files, kept
+    deletable: bool = False  # --overwrite replaces bertkit's study.db too
+    study: Any = None
+    result: TuneResult | None = None
+
+    def __post_init__(self):
+        self.final = Path(self.cfg.output_dir)
+
+    @property
+    def own_storage(self) -> bool:
+        return self.options.storage is None  # study.db in the output folder by default
+
+
+def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
+    """The phases of a study, in order; each reads what the ones before it set on `tuning`."""
+    tuning = Tuning(cfg, options, url)
+    choose_space(tuning)  # the metric and its direction, the keys searched and their ranges, all checked
+    claim_output(tuning)  # what in the output folder is bertkit's, checked and made ready
+    open_study(tuning)  # the study created or continued, and checked to be the same experiment
+    best = optimize(tuning)  # the trials, then the reports (also after an interruption)
+    if options.retrain_best and best is not None:
+        result = tuning.result
+        result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
+    return tuning.result
+
+
+def choose_space(s: Tuning) -> None:
+    cfg = s.cfg
+    s.protect = run_inputs(cfg, get_task(cfg.task), s.options.protect)
     if cfg.tune.space:  # the user's ranges are checked before the data is read
         check_space(cfg, cfg.tune.space)
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
-    metric, route = metric_of(cfg)
-    space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
-    refuse_unused_keys(space, route, route == "contrastive" and strategy.frozen_in_every_trial(cfg, space))
+    s.metric, route = metric_of(cfg)
+    s.space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
+    refuse_unused_keys(s.space, route, route == "contrastive" and strategy.frozen_in_every_trial(cfg, s.space))
     if not cfg.tune.space:
-        check_space(cfg, space)
+        check_space(cfg, s.space)
         if route == "contrastive":
             console.print("classify takes the contrastive route on this data: the search varies its keys")
+    s.direction = "minimize" if s.metric.endswith(LOWER_IS_BETTER) else "maximize"
 
-    direction = "minimize" if metric.endswith(LOWER_IS_BETTER) else "maximize"
-    # What bertkit wrote stays bertkit's; what the user named is never deleted: the default
-    # study.db is bertkit's when bertkit made it (listed in the manifest, or new), never when a
-    # --storage named it first.
-    listed, named = manifest_files(final)
-    ours = storage.STUDY_FILE in listed or (own_storage and storage.STUDY_FILE not in named)
-    if not own_storage and stored and contains(final.resolve(), stored[0]):  # the user's, recorded as such
-        named = {*named, stored[0].relative_to(final.resolve()).as_posix()}
-    named = sorted(named - {storage.STUDY_FILE} if ours else named)
-    mine = [final / n for n in storage.companions(storage.STUDY_FILE)] if ours else []
-    user = [] if own_storage and ours else stored  # the user's storage files: kept, with the folders above them
-    deletable = options.overwrite and own_storage and ours  # --overwrite replaces bertkit's study.db too
-    # the reports are tune's by their names too: a kill -9 between writing them and the manifest
-    allowed = [*mine, *user, *_beside(final, user), *(final / n for n in report.REPORTS)]
-    check_output(final, options.overwrite, protect, allowed=allowed)
-    if options.retrain_best:  # best/ checked now, not after the whole study
-        check_retrain_target(final / "best", protect)
+
+def open_study(s: Tuning) -> None:
+    optuna = search.require_optuna()
+    cfg, final, options = s.cfg, s.final, s.options
     made = not final.exists()
-    prepare_output(final, clear=deletable, kept=user, own_storage=ours, named=named)
+    prepare_output(final, clear=s.deletable, kept=s.user, own_storage=s.ours, named=s.named)
     name = options.study or cfg.task
-    fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if own_storage and ours else "")
+    fresh = "--study NEW_NAME" + (" (or --overwrite, which deletes this one)" if s.own_storage and s.ours else "")
     try:
-        study = optuna.create_study(
-            storage=storage.open_storage(url),
+        s.study = optuna.create_study(
+            storage=storage.open_storage(s.url),
             study_name=name,
-            direction=direction,
+            direction=s.direction,
             sampler=search.sampler(cfg.train.seed, cfg.tune.random_trials),
             pruner=search.pruner(cfg.tune),
             load_if_exists=True,
         )
-        write_manifest(final, ours, named)  # study.db is bertkit's from now on (a kill -9 in a trial included)
-        check_same_study(study, name, metric, direction)
-        check_study_space(study, name, space, fresh)
-        note = check_experiment(study, name, experiment_of(cfg, list(space), protect), fresh)
+        write_manifest(final, s.ours, s.named)  # study.db is bertkit's from now on (a kill -9 in a trial included)
+        check_same_study(s.study, name, s.metric, s.direction)
+        check_study_space(s.study, name, s.space, fresh)
+        note = check_experiment(s.study, name, experiment_of(cfg, list(s.space), s.protect), fresh)
     except Exception:
         if made and [p.name for p in final.iterdir()] == [outputs.MANIFEST]:
             shutil.rmtree(final, ignore_errors=True)  # made for this run only
         raise
-    result = TuneResult(final, name, url, metric, direction, notes=[note] if note else [])
-    if options.overwrite and not deletable:  # the study in the storage the user named goes on
-        prepare_output(final, clear=True, kept=user, own_storage=ours, named=named)
-        if study.trials:
-            result.notes.append(
+    s.result = TuneResult(final, name, s.url, s.metric, s.direction, notes=[note] if note else [])
+    if options.overwrite and not s.deletable:  # the study in the storage the user named goes on
+        prepare_output(final, clear=True, kept=s.user, own_storage=s.ours, named=s.named)
+        if s.study.trials:
+            s.result.notes.append(
                 f"--overwrite replaced the reports, not the study: '{name}' in --storage goes on from its "
-                f"{len(study.trials)} earlier trials (--study NAME starts a new one)"
+                f"{len(s.study.trials)} earlier trials (--study NAME starts a new one)"
             )
-    _announce(study, result, space, options)
+
+
+def optimize(s: Tuning):
+    """The trials; then the reports, whatever stopped them. Returns the best trial's config."""
+    study, options = s.study, s.options
+    _announce(study, s.result, s.space, options)
     current: dict = {}  # the number of the trial this process is running
-    objective = _objective(cfg, space, metric, direction, final, current)
+    objective = _objective(s.cfg, s.space, s.metric, s.direction, s.final, current)
     try:
         with search.user_errors_untraced():
             study.optimize(
                 objective,
                 n_trials=options.trials,
                 timeout=options.timeout,
-                callbacks=[_progress_line(metric)],
+                callbacks=[_progress_line(s.metric)],
                 catch=(*_out_of_memory(), TrainingDiverged),  # a trial that diverged fails alone
                 gc_after_trial=True,
             )
@@ -155,11 +184,9 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
         _fail_unfinished(study, current.get("trial"))
         raise
     finally:  # interrupted too: what finished is reported
-        best = report.write(study, cfg, result, space)
-        write_manifest(final, ours, named)
-    if options.retrain_best and best is not None:
-        result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
-    return result
+        best = report.write(study, s.cfg, s.result, s.space)
+        write_manifest(s.final, s.ours, s.named)
+    return best
 
 
 def _fail_unfinished(study, number: int | None) -> None:
@@ -181,14 +208,14 @@ def metric_of(cfg: Config) -> tuple[str, str | None]:
         raise BertkitError("the config has no data.train: set it to a file path or {hub: NAME}")
     task = get_task(cfg.task)
     with status("reading the data to find the task's metric"):
-        raw = task.load(cfg)
-        info = RunInfo(task.setup(raw, cfg))
+        raw = task.training.load(cfg)
+        info = RunInfo(task.training.setup(raw, cfg))
     check_model(cfg, task, raw)
     given = cfg.tune.metric or cfg.train.metric_for_best_model
-    metric = (given or task.best_metric(info)).removeprefix("eval_")
+    metric = (given or task.training.best_metric(info)).removeprefix("eval_")
     if cfg.tune.metric:
         try:
-            check_metric(metric, task.metric_names(info), cfg)
+            check_metric(metric, task.training.metric_names(info), cfg)
         except BertkitError as err:
             raise BertkitError(str(err).replace("train.metric_for_best_model", "tune.metric")) from None
     if cfg.train.eval_strategy == "no":
@@ -203,87 +230,11 @@ def check_model(cfg: Config, task, raw) -> None:
     failed trial in a study."""
 
     source = None
-    if not task.starts_from_scratch(cfg):
+    if not task.training.starts_from_scratch(cfg):
         source = models.resolve(cfg.model.name, cfg.model.revision)
-        models.check_max_length(source, cfg)
+        models.check_max_length(source, cfg, task.training.lengths(cfg))
     with status("loading the tokenizer"):
         run_tokenizer(cfg, task, raw, source)
-
-
-def check_output(final: Path, overwrite: bool, protect, allowed) -> None:
-    """The output folder may be used: new, empty, or a tune output (which --overwrite may replace)
-    holding nothing but bertkit's files and the study storage's (`allowed`)."""
-    if final.exists() and not overwrite:
-        try:
-            # would --overwrite be allowed? then it is ours
-            outputs.check_output_dir(final, True, protect, KIND, allowed)
-        except BertkitError as err:
-            raise BertkitError(f"{err} (a study continues only in a folder that bertkit tune wrote)") from None
-        return
-    outputs.check_output_dir(final, overwrite, protect, KIND, allowed)
-
-
-def prepare_output(final: Path, clear: bool, kept, own_storage: bool, named=()) -> None:
-    """The output folder, made (with a manifest, so that it is bertkit's from the start) or, with
-    `clear`, emptied of all but `kept` (the user's study storage, never deleted) and every folder
-    on the way to it (with all it holds: the user's). `own_storage`: study.db is bertkit's."""
-    if final.is_dir():  # what killed runs were deleting (`.NAME.trash-PID-*`) or writing: swept
-        for item in final.iterdir():
-            if is_leftover(item.name) and ".trash-" in item.name:
-                outputs.discard(item)
-    if clear and final.is_dir():
-        keep = [Path(k).resolve() for k in kept]
-        for item in final.iterdir():
-            if item.name == outputs.MANIFEST or is_leftover(item.name):
-                continue
-            if any(contains(item.resolve(), k) for k in keep):
-                continue
-            # deleted as trash (`.NAME.trash-PID-*`), the manifest kept to the end: a kill -9
-            # midway leaves a folder that is still bertkit's, and nothing that could be put back
-            outputs.discard(item)
-    final.mkdir(parents=True, exist_ok=True)
-    write_manifest(final, own_storage, named)
-
-
-def manifest_files(final: Path) -> tuple[set, set]:
-    """The files the manifest of `final` lists as bertkit's (study.db among them when bertkit made
-    it: a --storage naming it later does not make it the user's), and those it records as the
-    user's (a storage named with --storage inside the folder: never bertkit's, never deleted)."""
-    import json
-
-    try:
-        record = json.loads((final / outputs.MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set(), set()
-    if not isinstance(record, dict):
-        return set(), set()
-    listed, named = record.get("files"), record.get("user_storage")
-    return (set(listed) if isinstance(listed, list) else set()), (set(named) if isinstance(named, list) else set())
-
-
-def write_manifest(final: Path, own_storage: bool, named=()) -> None:
-    """The manifest lists what bertkit tune writes there: the reports, and study.db when bertkit
-    made it (`own_storage`), never a storage the user named with --storage nor anything else;
-    `named`: the user's storage files in the folder, recorded so that they stay the user's."""
-
-    names = [*REPORTS, *(storage.companions(storage.STUDY_FILE) if own_storage else ())]
-    files = [n for n in names if (final / n).is_file()]
-    outputs.write_manifest(final, KIND, files=files, user_storage=sorted(named))
-
-
-def _beside(final: Path, kept) -> list[Path]:
-    """The files of the folders on the way from `final` to a kept storage file (sub/my.db): kept
-    with it, never deleted, so not counted against the folder either."""
-    top = {final.resolve() / Path(k).resolve().relative_to(final.resolve()).parts[0] for k in kept
-           if contains(final.resolve(), Path(k).resolve()) and Path(k).resolve() != final.resolve()}  # fmt: skip
-    return [p for folder in top if folder.is_dir() for p in folder.rglob("*") if p.is_file()]
-
-
-def check_retrain_target(best: Path, protect) -> None:
-    """--retrain-best's folder checked before any trial: a bundle moved aside by a killed run is
-    put back first, then it must be new or an earlier retrained bundle (which it replaces)."""
-    outputs.recover_dir(best)
-    outputs.check_output_dir(best, best.exists(), protect, "bundle")
 
 
 def check_same_study(study, name: str, metric: str, direction: str) -> None:

@@ -212,7 +212,7 @@ def column(ds, name: str) -> list:
 def check_texts(ds, names, role: str) -> None:
     """Text columns hold text (a string; a number or null is read as text): a list, a JSON object
     or true/false is an error naming its `file:line` (`records.text_value`). Checked as the split
-    is read, so training and `bertkit inspect` (which read through the same `Task.load`) agree."""
+    is read, so training and `bertkit inspect` (which read through the same `Training.load`) agree."""
 
     for name in (n for n in names if n and n in ds.column_names):
         values = column(ds, name)

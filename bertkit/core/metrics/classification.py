@@ -1,10 +1,11 @@
 """Single-label classification metrics: accuracy, precision / recall / F1 (macro, weighted and per
 class) and the confusion matrix. An `evaluate` module written for bertkit, loaded by path."""
 
-import datasets
-import evaluate
 import numpy as np
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+from bertkit.core.metrics import base
+from bertkit.core.metrics.base import features
 
 _DESCRIPTION = "Accuracy, macro/weighted/per-class precision, recall and F1, and the confusion matrix."
 _INPUTS = """
@@ -13,14 +14,10 @@ label_names (optional): the name of each class id, used as keys of `per_class`.
 """
 
 
-class Classification(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features({"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}),
-        )
+class Classification(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = features(predictions="int64", references="int64")
 
     def _compute(self, predictions, references, label_names=None):
         predictions = np.asarray(predictions)

@@ -4,22 +4,19 @@ loaded by path."""
 
 import math
 
-import datasets
-import evaluate
 import numpy as np
+
+from bertkit.core.metrics import base
+from bertkit.core.metrics.base import features
 
 _DESCRIPTION = "Token-weighted masked-LM loss, perplexity = exp(loss), and top-1 accuracy."
 _INPUTS = "nll: negative log-likelihood of the true token at each masked position. correct: 1 if it ranked first."
 
 
-class MaskedLm(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features({"nll": datasets.Value("float64"), "correct": datasets.Value("int32")}),
-        )
+class MaskedLm(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = features(nll="float64", correct="int32")
 
     def _compute(self, nll, correct):
         nll = np.asarray(nll, dtype=float)

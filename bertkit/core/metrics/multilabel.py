@@ -2,9 +2,10 @@
 subset accuracy (every label of an example right). An `evaluate` module written for bertkit."""
 
 import datasets
-import evaluate
 import numpy as np
 from sklearn.metrics import precision_recall_fscore_support
+
+from bertkit.core.metrics import base
 
 _DESCRIPTION = "Micro and macro F1 for multi-label classification, per-label scores, subset accuracy."
 _INPUTS = """
@@ -13,19 +14,15 @@ label_names (optional): the name of each position.
 """
 
 
-class MultiLabel(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Sequence(datasets.Value("int8")),
-                    "references": datasets.Sequence(datasets.Value("int8")),
-                }
-            ),
-        )
+class MultiLabel(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = datasets.Features(
+        {
+            "predictions": datasets.Sequence(datasets.Value("int8")),
+            "references": datasets.Sequence(datasets.Value("int8")),
+        }
+    )
 
     def _compute(self, predictions, references, label_names=None):
         predictions = np.asarray(predictions, dtype=int)

@@ -7,25 +7,22 @@ default mode count them (a stray I- tag opens an entity), which is what run_ner.
 papers report, so the two can be compared."""
 
 import datasets
-import evaluate
+
+from bertkit.core.metrics import base
 
 _DESCRIPTION = "Entity-level P/R/F1 in strict IOB2 mode (seqeval), per entity type, token accuracy, lenient P/R/F1."
 _INPUTS = "predictions: a list of IOB2 tag sequences. references: the true sequences, same lengths."
 
 
-class Ner(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Sequence(datasets.Value("string")),
-                    "references": datasets.Sequence(datasets.Value("string")),
-                }
-            ),
-        )
+class Ner(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = datasets.Features(
+        {
+            "predictions": datasets.Sequence(datasets.Value("string")),
+            "references": datasets.Sequence(datasets.Value("string")),
+        }
+    )
 
     def _compute(self, predictions, references):
         from seqeval.metrics import classification_report, f1_score, precision_score, recall_score

@@ -1,25 +1,20 @@
 """Regression metrics: MSE, RMSE, MAE, Pearson and Spearman correlation. An `evaluate` module
 written for bertkit, loaded by path."""
 
-import datasets
-import evaluate
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
+
+from bertkit.core.metrics import base
+from bertkit.core.metrics.base import features
 
 _DESCRIPTION = "Mean squared / absolute error and Pearson / Spearman correlation."
 _INPUTS = "predictions: predicted numbers. references: true numbers."
 
 
-class Regression(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features(
-                {"predictions": datasets.Value("float64"), "references": datasets.Value("float64")}
-            ),
-        )
+class Regression(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = features(predictions="float64", references="float64")
 
     def _compute(self, predictions, references):
         predictions = np.asarray(predictions, dtype=float)

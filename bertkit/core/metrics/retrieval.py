@@ -1,22 +1,19 @@
 """Retrieval metrics from the rank of the right item for each query (1 = first): recall at 1,
 5 and 10, and mean reciprocal rank. An `evaluate` module written for bertkit, loaded by path."""
 
-import datasets
-import evaluate
 import numpy as np
+
+from bertkit.core.metrics import base
+from bertkit.core.metrics.base import features
 
 _DESCRIPTION = "Recall@k (share of queries whose right item ranks in the top k) and MRR."
 _INPUTS = "ranks: the 1-based rank of the right item for each query."
 
 
-class Retrieval(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="",
-            inputs_description=_INPUTS,
-            features=datasets.Features({"ranks": datasets.Value("int64")}),
-        )
+class Retrieval(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    features = features(ranks="int64")
 
     def _compute(self, ranks):
         ranks = np.asarray(ranks, dtype=float)

@@ -19,7 +19,8 @@ import string
 import unicodedata
 
 import datasets
-import evaluate
+
+from bertkit.core.metrics import base
 
 _DESCRIPTION = "Official SQuAD v1.1 / v2.0 exact match and F1 (0-100), HasAns / NoAns splits, best null threshold."
 _INPUTS = """predictions: a list of {id, prediction_text, no_answer_probability, best_answer}
@@ -99,14 +100,11 @@ _FEATURES = datasets.Features(
 )
 
 
-class Squad(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation="Rajpurkar et al., SQuAD (2016) and Know What You Don't Know (2018)",
-            inputs_description=_INPUTS,
-            features=_FEATURES,
-        )
+class Squad(base.Metric):
+    description = _DESCRIPTION
+    inputs = _INPUTS
+    citation = "Rajpurkar et al., SQuAD (2016) and Know What You Don't Know (2018)"
+    features = _FEATURES
 
     def _compute(self, predictions, references, unit: str = "word"):
         """`unit`: 'word' (SQuAD's F1 over words) or 'char' (F1 over characters, as JSQuAD is scored)."""

@@ -8,8 +8,8 @@ import numpy as np
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import sigmoid, softmax
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, label_index, model_output, number
 from bertkit.tasks.explain_inputs import encode_text
-from bertkit.tasks.explaining import Explainer, Plan, Target, label_index, model_output
 
 
 class ClassifyExplainer(Explainer):
@@ -59,6 +59,18 @@ class ClassifyExplainer(Explainer):
 
     def lay_out(self, explained: list[dict]) -> dict:
         return explained[0]
+
+    def headline(self, result: dict) -> str:
+        if result["score_kind"] == "value":
+            return f"predicted value {number(result['predicted'])}"
+        predicted = result["predicted"]
+        return "predicted: " + (", ".join(predicted) or "no label" if isinstance(predicted, list) else predicted)
+
+    def shown(self, result: dict) -> list[dict]:
+        return [result]
+
+    def title(self, explained: dict, result: dict) -> str:
+        return f"label {explained['target']}" if "target_index" in explained else explained["target"]
 
 
 EXPLAINER = ClassifyExplainer()

@@ -1,22 +1,49 @@
-"""Labels read from the data: the problem type guessed from the label column (single-label, multi-
-label, regression), label names in a stable order, non-finite regression targets refused with
-their line.
+"""Labels read from the data: one reading of a label in every format and command (`label_name`),
+the problem type guessed from the label column (single-label, multi-label, regression), label
+names in a stable order, and the values no label can be (an object, a list inside a list, NaN or
+infinity) refused with their line.
+
+The one reading (docs/data.md, "Labels"): a label is text, white space around it dropped; a label
+that is a number, written as a number (JSON `1.0`) or as text (CSV `01`, `1.0`, `+1`, `1e0`), is
+that number in its shortest form (`1`; `0.50` is `0.5`); JSON `true` and `false` are the labels
+`true` and `false`. So a file reads the same as CSV, TSV, JSON lines or Parquet, in `train`,
+`evaluate`, `predict`'s gold column, `tune`, `distill` and the few-shot route alike.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal, InvalidOperation
 
+from bertkit.core import data as data_mod
 from bertkit.core.errors import BertkitError
 
 SINGLE, MULTI, REGRESSION = "single_label", "multi_label", "regression"
 PROBLEM_TYPES = (SINGLE, MULTI, REGRESSION)
 
 
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def label_name(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
+    """A label as bertkit reads it, whatever the file's format: its text, white space around it
+    dropped, a number in its shortest form (`1`, `1.0`, `01` and `1e0` are `1`), JSON's booleans as
+    `true` and `false`. Values no label can be are refused before this (`check_label_values`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    if isinstance(value, int | float) or NUMBER.fullmatch(text):
+        try:
+            number = Decimal(text)
+        except InvalidOperation:
+            return text
+        if not number.is_finite():
+            return text
+        if number == number.to_integral_value():
+            return str(int(number))
+        return format(number.normalize(), "f")
+    return text
 
 
 def given_labels(labels: list, key: str = "data.labels") -> list[str]:
@@ -98,11 +125,18 @@ def non_finite(value) -> bool:
         return False
 
 
-def check_finite(values: list, places: list[str], column: str, separator: str | None = None) -> None:
-    """NaN or infinity among labels would silently turn into a class of its own (or NaN weights,
-    or make a regression file look like classification); each label of a multi-label example
-    (a list, or text cut at `separator`) is checked."""
+def check_label_values(values: list, places: list[str], column: str, separator: str | None = None) -> None:
+    """Refuse, naming the example's place, what no label can be: an object (it trained as its
+    Python spelling), a list inside a multi-label example's list, and NaN or infinity, which would
+    silently turn into a class of their own (or NaN weights, or make a regression file look like
+    classification). Each label of a multi-label example (a list, or text cut at `separator`) is
+    checked."""
     for value, place in zip(values, places, strict=True):
+        if isinstance(value, dict):
+            raise BertkitError(
+                f"{place}: '{column}' is an object ({_short(value)}); a label is a name or a number (a list of "
+                "them for multi-label data): fix this example"
+            )
         if isinstance(value, list):
             ones = value
         elif separator and isinstance(value, str):
@@ -110,7 +144,51 @@ def check_finite(values: list, places: list[str], column: str, separator: str | 
         else:
             ones = [value]
         for one in ones:
+            if isinstance(one, list | dict):
+                raise BertkitError(
+                    f"{place}: '{column}' holds {_short(one)} among its labels; each label of a multi-label "
+                    "example is a name or a number: fix this example"
+                )
             if non_finite(one):
                 raise BertkitError(
                     f"{place}: '{column}' is {one!r}, not a finite number or a label name; fix or remove this example"
                 )
+
+
+def encode_labels(values: list, info: dict, places: list[str] | str) -> list:
+    """Label ids (or rows of 0/1, or numbers); `places` says where each example is."""
+    problem, labels = info["problem_type"], info["labels"]
+    if isinstance(places, str):  # a split's name
+        places = [f"{places} data, example {i + 1}" for i in range(len(values))]
+    if problem == REGRESSION:
+        return data_mod.as_numbers(values, places)
+    check_label_values(values, places, info.get("label_column") or "label", info.get("label_separator"))
+    # a bundle's names read as the data's are (one written before this reading, `01`, still finds `01`)
+    index = {**{label_name(name): i for i, name in enumerate(labels)}, **{name: i for i, name in enumerate(labels)}}
+    given = info.get("labels_given", False)
+    if problem == MULTI:
+        out = []
+        for i, group in enumerate(split_multi(values, info.get("label_separator"))):
+            row = [0.0] * len(labels)
+            for name in group:
+                if name not in index:
+                    unknown_label(name, labels, places[i], given)
+                row[index[name]] = 1.0
+            out.append(row)
+        return out
+    out = []
+    for i, v in enumerate(values):
+        name = label_name(v)
+        if v is None or name == "":
+            raise BertkitError(f"{places[i]}: the example has no label; label every example")
+        if name not in index:
+            unknown_label(name, labels, places[i], given)
+        out.append(index[name])
+    return out
+
+
+def _short(value) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

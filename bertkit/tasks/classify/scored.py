@@ -1,4 +1,4 @@
-"""A classifier's per-example results (`bertkit.tasks.scored.Scored`) for each problem type:
+"""A classifier's per-example results (`bertkit.tasks.contract.scored.Scored`) for each problem type:
 single-label (accuracy, precision / recall / F1 from the confusion counts), multi-label (from
 per-label true / false positives and false negatives) and regression (Pearson, Spearman)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 from bertkit.core import metrics
 from bertkit.core.inference import sigmoid
 from bertkit.tasks.classify.labels import MULTI, REGRESSION
-from bertkit.tasks.scored import Correlated, Scored, ratio
+from bertkit.tasks.contract.scored import Correlated, Scored, ratio
 
 
 def scored(logits, references, info: dict) -> Scored:

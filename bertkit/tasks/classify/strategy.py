@@ -15,6 +15,7 @@ from bertkit.core.run_info import read_json
 from bertkit.core.sharding import is_main
 from bertkit.tasks import registry
 from bertkit.tasks.classify.labels import REGRESSION
+from bertkit.tasks.classify.settings import ClassifyConfig
 from bertkit.tasks.embed.encoder import hub_settings, model_settings
 
 FINETUNE, CONTRASTIVE = "finetune", "contrastive"
@@ -35,7 +36,7 @@ class ContrastiveSettings:
 
     @classmethod
     def of(cls, cfg) -> ContrastiveSettings:
-        c, t = cfg.classify, cfg.train
+        c, t = cfg.section(ClassifyConfig), cfg.train
         pooling = source_pooling(cfg.model.name, cfg.model.revision)
         return cls(
             t.batch_size,
@@ -79,7 +80,7 @@ def choose(cfg, problem: str, n_labels: int, label_count: int, pairable: bool = 
     """The route and why, from the config and the training data (`label_count`: its labels
     counted over examples, an example once for each of its labels; `pairable`: whether the labels
     make any pair, label_pairs.can_pair)."""
-    asked, c = cfg.classify.strategy, cfg.classify
+    asked, c = cfg.section(ClassifyConfig).strategy, cfg.section(ClassifyConfig)
     pairs = bool(cfg.data.text_pair_column)
     weighted = "classify.class_weights" if c.class_weights is not None else None
     weighted = weighted or ("classify.loss: focal" if c.loss != "cross_entropy" else None)

@@ -1,7 +1,8 @@
-"""The distill task: the contract's methods (bertkit/tasks/base.py), each handed to the teacher's
-task (classify or ner: its reading, labels, features, collator and metrics) except the student's
-start (layers kept, `student.py`) and the loss (`losses.py`). The run's description is the
-teacher task's, so the bundle written is an ordinary classify or ner bundle."""
+"""The distill task: a training part only, each hook handed to the teacher's task's (classify or
+ner: its reading, labels, features, collator and metrics) except the student's start (layers
+kept, `student.py`) and the loss (`losses.py`). The run's description is the teacher task's, so
+the bundle written is an ordinary classify or ner bundle, predicted, evaluated, explained and
+exported as one: distill has no prediction, evaluation or export part of its own."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from bertkit.core import models
 from bertkit.core.errors import BertkitError
 from bertkit.core.tokenization import load_tokenizer
 from bertkit.tasks import get_task
-from bertkit.tasks.base import Task
+from bertkit.tasks.contract import Task, Training
 from bertkit.tasks.distill import losses
+from bertkit.tasks.distill.settings import DistillConfig
 from bertkit.tasks.distill.student import check_layers, check_vocabulary, keep_layers, layer_count
 from bertkit.tasks.distill.teacher import (
     UNLABELED,
@@ -29,13 +31,12 @@ if TYPE_CHECKING:
     from bertkit.config import Config
 
 
-def _task_of(info):
+def _training_of(info):
+    """The teacher task's training part (the description names the teacher's task)."""
+    return get_task(info["task"]).training
 
-    return get_task(info["task"])
 
-
-class DistillTask(Task):
-    name = "distill"
+class DistillTraining(Training):
 
     def teacher(self, cfg: Config):
         """`teacher_of(cfg)`, read once per run: load, setup, the tokenizer, the model and the
@@ -49,7 +50,7 @@ class DistillTask(Task):
 
     def load(self, cfg: Config):
         teacher = self.teacher(cfg)
-        splits = teacher.task.load(teacher.cfg)
+        splits = teacher.task.training.load(teacher.cfg)
         unlabeled = read_unlabeled(cfg.data.unlabeled, teacher)
         if unlabeled:
             splits["train"] = with_unlabeled(splits["train"], unlabeled, teacher)
@@ -58,11 +59,11 @@ class DistillTask(Task):
     def setup(self, ds, cfg: Config) -> dict:
 
         teacher = self.teacher(cfg)
-        d = cfg.distill
+        d = cfg.section(DistillConfig)
         if d.student_layers is not None:  # refused now, not after the teacher has scored everything
             start = models.resolve(cfg.model.name, cfg.model.revision)
             check_layers(d.student_layers, layer_count(start, cfg.model.trust_remote_code), cfg.model.name)
-        info = teacher.task.setup(ds, teacher.cfg)
+        info = teacher.task.training.setup(ds, teacher.cfg)
         check_labels(info, teacher)
         check_pairs(info, teacher)
         unlabeled = sum(ds["train"][UNLABELED]) if UNLABELED in ds["train"].column_names else 0
@@ -82,13 +83,13 @@ class DistillTask(Task):
         return info
 
     def inputs(self, cfg: Config) -> list[str]:
-        return [cfg.distill.teacher]
+        return [cfg.section(DistillConfig).teacher]
 
     def metric_names(self, info) -> list[str]:
-        return _task_of(info).metric_names(info)
+        return _training_of(info).metric_names(info)
 
     def best_metric(self, info) -> str:
-        return _task_of(info).best_metric(info)
+        return _training_of(info).best_metric(info)
 
     def new_tokenizer(self, ds, cfg: Config):
         """The teacher's tokenizer: the student must read the same tokens."""
@@ -97,21 +98,21 @@ class DistillTask(Task):
         if cfg.model.tokenizer:
             raise BertkitError("model.tokenizer: a student uses the teacher's tokenizer; remove the key")
         tokenizer = load_tokenizer(teacher.path)
-        if cfg.model.name != cfg.distill.teacher:
+        if cfg.model.name != cfg.section(DistillConfig).teacher:
 
             start = models.resolve(cfg.model.name, cfg.model.revision)
             check_vocabulary(tokenizer, start, teacher.path, cfg.model.revision, cfg.model.trust_remote_code)
         return tokenizer
 
     def tokenizer_facts(self, tokenizer, info) -> dict:
-        return _task_of(info).tokenizer_facts(tokenizer, info)
+        return _training_of(info).tokenizer_facts(tokenizer, info)
 
     def prepare(self, ds, tokenizer, info):
         """The teacher task's features, and for training: the teacher's logits on each, the labels
         as prepared, whether the example was labelled, and the row number in place of the label."""
 
-        task = _task_of(info)
-        features = task.prepare(ds, tokenizer, info)
+        task = get_task(info["task"])
+        features = task.training.prepare(ds, tokenizer, info)
         train = features["train"]
         path = info["distillation"]["teacher"]
         teacher = Teacher(path, {"task": info["task"]}, task, None)
@@ -136,39 +137,26 @@ class DistillTask(Task):
     def build_model(self, source: str, info, cfg: Config):
 
         teacher = self.teacher(cfg)
-        model = teacher.task.build_model(source, info, teacher.cfg)
-        return keep_layers(model, cfg.distill.student_layers, cfg.model.name)
+        model = teacher.task.training.build_model(source, info, teacher.cfg)
+        return keep_layers(model, cfg.section(DistillConfig).student_layers, cfg.model.name)
 
     def collator(self, tokenizer, cfg: Config):
         teacher = self.teacher(cfg)
-        return teacher.task.collator(tokenizer, teacher.cfg)
+        return teacher.task.training.collator(tokenizer, teacher.cfg)
 
     def loss(self, info, cfg: Config, train):
         kind = "ner" if info["task"] == "ner" else info["problem_type"]
-        return losses.trainer_loss(kind, train, cfg.distill.temperature, cfg.distill.alpha)
+        settings = cfg.section(DistillConfig)
+        return losses.trainer_loss(kind, train, settings.temperature, settings.alpha)
 
     def metric_fn(self, info, features, examples):
-        return _task_of(info).metric_fn(info, features, examples)
-
-    # ------------------------------------------------------------ a student is a bundle of the teacher's task
-
-    def evaluate(self, model, tokenizer, info, data, options):
-        return _task_of(info).evaluate(model, tokenizer, info, data, options)
-
-    def predict(self, model, tokenizer, info, records, options):
-        return _task_of(info).predict(model, tokenizer, info, records, options)
-
-    def empty_result(self, model, record, info, options):
-        return _task_of(info).empty_result(model, record, info, options)
-
-    def check_record(self, record, tokenizer, info, options, where, seen):
-        return _task_of(info).check_record(record, tokenizer, info, options, where, seen)
-
-    def gold_fields(self, info):
-        return _task_of(info).gold_fields(info)
+        return _training_of(info).metric_fn(info, features, examples)
 
     def data_warnings(self, info):
-        return _task_of(info).data_warnings(info)
+        return _training_of(info).data_warnings(info)
 
 
-TASK = DistillTask()
+# a student is a bundle of its teacher's task: no prediction, evaluation or export of its own
+TASK = Task(
+    name="distill", auto_model="AutoModel", training=DistillTraining(), prediction=None, evaluation=None, export=None
+)

@@ -17,6 +17,8 @@ from bertkit.core.progress import bar, console
 from bertkit.tasks import get_task, record
 from bertkit.tasks.bundle import open_bundle, read_info
 from bertkit.tasks.classify.labels import given_labels
+from bertkit.tasks.classify.settings import ClassifyConfig
+from bertkit.tasks.distill.settings import DistillConfig
 from bertkit.tasks.ner.tags import entity_types
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ class Teacher:
 def teacher_of(cfg) -> Teacher:
     """The teacher named by distill.teacher, and the run's config in its task's terms."""
 
-    path = cfg.distill.teacher
+    path = cfg.section(DistillConfig).teacher
     folder = Path(path)
     info = read_info(folder) if folder.is_dir() else None
     accepted = "a bundle written by `bertkit train classify` or `bertkit train ner` (a folder with bertkit.json)"
@@ -69,7 +71,8 @@ def task_config(cfg, info: dict):
     if "max_length" not in cfg.model.model_fields_set:
         raw["model"]["max_length"] = info["max_length"]
     if info["task"] == "classify":
-        asked = cfg.classify.problem_type if "problem_type" in cfg.classify.model_fields_set else "auto"
+        given_settings = cfg.section(ClassifyConfig)
+        asked = given_settings.problem_type if "problem_type" in given_settings.model_fields_set else "auto"
         if asked not in ("auto", info["problem_type"]):
             raise BertkitError(
                 f"classify.problem_type: {asked}, but the teacher is {info['problem_type']}; a student solves its "

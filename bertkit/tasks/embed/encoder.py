@@ -281,3 +281,9 @@ def _onnx_encoder(
 def _limit(config) -> int:
 
     return min(position_limit(config) or 512, 512)
+
+
+def bundle_encoder(model, tokenizer, info: dict) -> Encoder:
+    """An embed bundle's model and tokenizer, already loaded, as a sentence encoder with its settings."""
+    settings = Settings(info.get("pooling", "mean"), bool(info.get("normalize")), info.get("max_length", 512), "bundle")
+    return Encoder(model, tokenizer, settings, "bundle", "")

@@ -9,7 +9,7 @@ import numpy as np
 
 from bertkit.core import metrics
 from bertkit.core.pooling import l2_normalize, unit_rows
-from bertkit.tasks.scored import Correlated, Scored
+from bertkit.tasks.contract.scored import Correlated, Scored
 
 
 def pair_loss(name: str, first, second, labels, groups, scale: float, negatives=None, negative_groups=None):

@@ -23,6 +23,7 @@ from bertkit.core import models
 from bertkit.core.data.corpus import load_corpus
 from bertkit.core.errors import BertkitError
 from bertkit.core.progress import console
+from bertkit.tasks.mlm.settings import MlmConfig
 
 NEXT, RANDOM = 0, 1  # next_sentence_label values
 
@@ -48,7 +49,7 @@ def read_documents(source, text_column: str):
 
 def check_settings(cfg) -> None:
     """Settings that cannot go with mlm.nsp, refused before any work."""
-    if cfg.mlm.mode == "lines":
+    if cfg.section(MlmConfig).mode == "lines":
         raise BertkitError(
             "mlm.nsp builds its own examples (sentence pairs of up to mlm.block_size tokens): "
             "mlm.mode: lines does not apply; remove it (or turn mlm.nsp off)"
@@ -58,7 +59,7 @@ def check_settings(cfg) -> None:
             "data.strip_html joins a document's lines into one, which loses the sentences mlm.nsp pairs: "
             "strip HTML from the text first, or turn data.strip_html off"
         )
-    if cfg.mlm.from_scratch:
+    if cfg.section(MlmConfig).from_scratch:
         return
     from transformers import AutoConfig
 

@@ -18,6 +18,7 @@ from bertkit.core.data.formats import Layout
 from bertkit.core.errors import BertkitError
 from bertkit.core.progress import console
 from bertkit.core.tokenization import wrap
+from bertkit.tasks.mlm.settings import MlmConfig
 
 if TYPE_CHECKING:
     from bertkit.config import Config
@@ -44,9 +45,9 @@ def check(cfg: Config) -> None:
         )
     if source.hub or source.files or source.path == "-":
         raise BertkitError(f"data.streaming: {source.describe()}: streaming reads a local file, folder or glob")
-    if cfg.mlm.nsp:
+    if cfg.section(MlmConfig).nsp:
         raise BertkitError("data.streaming: mlm.nsp pairs sentences across documents; it cannot stream. Turn one off")
-    if cfg.mlm.from_scratch and not cfg.model.tokenizer:
+    if cfg.section(MlmConfig).from_scratch and not cfg.model.tokenizer:
         raise BertkitError(
             "data.streaming with mlm.from_scratch needs a vocabulary first: learn one with `bertkit tokenizer "
             "train` and set model.tokenizer to it"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.explain_inputs import Encoded, Word, check_length
-from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.ner import tags
 from bertkit.tasks.ner.tagging import tag_words
 
@@ -70,6 +70,15 @@ class NerExplainer(Explainer):
 
     def lay_out(self, explained: list[dict]) -> dict:
         return {"entities": [{k: v for k, v in e.items() if k != "target"} for e in explained]}
+
+    def headline(self, result: dict) -> str:
+        count = len(result["entities"])
+        if not count:
+            return "no entities found: nothing to explain"
+        return f"{count} entit{'y' if count == 1 else 'ies'} found"
+
+    def shown(self, result: dict) -> list[dict]:
+        return [{**e, "target": f"{e['label']}: {e['text']}"} for e in result["entities"]]
 
 
 EXPLAINER = NerExplainer()

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from bertkit.core import tokenization
 from bertkit.core.data import WHERE
-from bertkit.tasks import get_task
-from bertkit.tasks.inspecting import View
+from bertkit.tasks.contract.inspection import Inspection, View
 from bertkit.tasks.ner import tags
-from bertkit.tasks.ner.reading import words_and_tags
+from bertkit.tasks.ner.reading import repaired_tags, words_and_tags
 from bertkit.tasks.ner.tagging import tag_ids
 
 
@@ -33,7 +32,7 @@ def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
     if found:
         numbers["tag_scheme"] = found["scheme"]
         numbers["tags_repaired"] = found["repaired"].get("train", 0)
-    warnings = get_task("ner").data_warnings(info)
+    warnings = repaired_tags(info)
     budget = info["max_length"] - tokenization.special_budget(tokenizer)
     windowed = unseen = 0
     for role, split in ds.items():
@@ -52,3 +51,14 @@ def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
             f"{unseen} entit(y/ies) start on a word the tokenizer turns into no token at all (the model cannot see it)"
         )
     return numbers, warnings
+
+
+class NerInspection(Inspection):
+    def imbalance_hint(self, cfg) -> str:
+        return "ner.class_weights: balanced (per tag) and / or ner.loss: focal"
+
+    def view(self, split, cfg, info) -> View:
+        return view(split)
+
+    def checks(self, ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
+        return checks(ds, tokenizer, info, cfg)

@@ -258,3 +258,10 @@ def words_and_tags(
             "(only white space, or characters it drops such as a zero-width space): no tag can mark them"
         )
     return words, word_tags
+
+
+def repaired_tags(info) -> list[str]:
+    """Tags of the data that did not fit its scheme (repaired to IOB2), from what reading found
+    (the run's description): training prints these, `bertkit inspect` reports them."""
+    found = info.get("tag_scheme") or {}
+    return [repair_note(role, n, found["scheme"]) for role, n in (found.get("repaired") or {}).items() if n]

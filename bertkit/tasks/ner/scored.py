@@ -1,4 +1,4 @@
-"""A tagger's per-sentence results (`bertkit.tasks.scored.Scored`): predicted and gold IOB2 tags.
+"""A tagger's per-sentence results (`bertkit.tasks.contract.scored.Scored`): predicted and gold IOB2 tags.
 Entity precision / recall / F1 are micro averages over entities, so a resample of sentences is
 scored from three counts per sentence (entities found right, found, in the gold tags), taken
 in seqeval's strict IOB2 mode as the metric module takes them."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bertkit.tasks.scored import Scored, ratio, subset
+from bertkit.tasks.contract.scored import Scored, ratio, subset
 
 
 class Tagged(Scored):

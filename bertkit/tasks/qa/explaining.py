@@ -8,8 +8,8 @@ import numpy as np
 
 from bertkit.core import tokenization
 from bertkit.core.errors import BertkitError
+from bertkit.tasks.contract.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.explain_inputs import Encoded, words_in
-from bertkit.tasks.explaining import Explainer, Plan, Target, model_output
 from bertkit.tasks.qa.answers import NO_CONTEXT, answer_tokens, encode, extract_answers, feature_columns
 from bertkit.tasks.qa.reading import complete_settings
 
@@ -69,6 +69,12 @@ class QaExplainer(Explainer):
 
     def lay_out(self, explained: list[dict]) -> dict:
         return {"explanations": {"start": explained[0], "end": explained[1]}}
+
+    def headline(self, result: dict) -> str:
+        if result["start"] is None:
+            return f"no answer (probability {result['probability']:.3f})"
+        where = f"characters {result['start']}-{result['end']}"
+        return f"answer: {result['answer']!r} ({where}, probability {result['probability']:.3f})"
 
 
 EXPLAINER = QaExplainer()

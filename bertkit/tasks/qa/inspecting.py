@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bertkit.core.data import WHERE
-from bertkit.tasks.inspecting import View
+from bertkit.tasks.contract.inspection import Inspection, View
 from bertkit.tasks.qa.answers import encode
 
 
@@ -44,3 +44,11 @@ def checks(ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
                 "model.max_length or qa.doc_stride"
             )
     return numbers, warnings
+
+
+class QaInspection(Inspection):
+    def view(self, split, cfg, info) -> View:
+        return view(split)
+
+    def checks(self, ds: dict, tokenizer, info, cfg) -> tuple[dict, list[str]]:
+        return checks(ds, tokenizer, info, cfg)

@@ -1,4 +1,4 @@
-"""A reader's per-question results (`bertkit.tasks.scored.Scored`): its answer to each question
+"""A reader's per-question results (`bertkit.tasks.contract.scored.Scored`): its answer to each question
 beside the gold answers. Exact match and F1 are means over questions (0-100, as the squad
 metric reports them), so a resample is scored from each question's own two numbers, computed
 by the squad metric's own functions."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from bertkit.core.metrics.squad import exact_chars, exact_words, f1_chars, f1_words, normalize_answer
+from bertkit.tasks.contract.scored import Scored, subset
 from bertkit.tasks.qa.answers import _f1_unit, score_answers
-from bertkit.tasks.scored import Scored, subset
 
 
 class Answered(Scored):

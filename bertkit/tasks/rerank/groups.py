@@ -102,3 +102,38 @@ class GroupCollator:
         batch = dict(self.tokenizer.pad(rows, return_tensors="pt", pad_to_multiple_of=self.multiple))
         batch["labels"] = torch.tensor(labels, dtype=torch.float)
         return batch
+
+
+def kind_of(ds, info: dict, where: str, options: dict | None = None) -> str:
+    """grouped when the data has the negative columns, pointwise when it has the label column;
+    the query and passage columns are checked either way."""
+    present = data_mod.columns_of(ds)
+    data_mod.require_columns(
+        ds, {"text_column": info["text_column"], "text_pair_column": info["text_pair_column"]}, where, options
+    )
+    negatives = info["negative_columns"]
+    found = [c for c in negatives if c in present]
+    if found and len(found) < len(negatives):
+        missing = [c for c in negatives if c not in present]
+        raise BertkitError(f"{where}: no column {', '.join(missing)} (rerank.negative_columns names it)")
+    if found:
+        return GROUPED
+    if info.get("label_column") and info["label_column"] in present:
+        return POINTWISE
+    raise BertkitError(
+        f"{where}: neither negatives ({', '.join(negatives)}: set rerank.negative_columns) nor a label column "
+        f"('{info.get('label_column')}': set data.label_column). Give (query, positive, negatives) rows or "
+        f"(query, passage, label) rows. Columns there: {', '.join(present)}"
+    )
+
+
+def scaled_labels(split, info: dict, role: str) -> list[float]:
+    places = data_mod.places(split, role)
+    values = data_mod.as_numbers(data_mod.column(split, info["label_column"]), places, "label")
+    for value, place in zip(values, places, strict=True):
+        if not 0 <= value <= info["score_max"]:
+            raise BertkitError(
+                f"{place}: label {value} is outside 0..{info['score_max']:g}; labels are 0/1 or scores from 0 to "
+                "rerank.score_max"
+            )
+    return [v / info["score_max"] for v in values]

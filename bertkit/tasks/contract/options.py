@@ -1,6 +1,6 @@
 """What a user asks of a trained model besides the data: the options of `bertkit predict` and
-`bertkit evaluate`, typed, each with its one default. The CLI builds them; `Task.predict`,
-`Task.evaluate` and their helpers read them, and never invent a default of their own.
+`bertkit evaluate`, typed, each with its one default. The CLI builds them; `Prediction.predict`,
+`Evaluation.evaluate` and their helpers read them, and never invent a default of their own.
 
 A column left as None means "the one the model was trained on" (the bundle's `text_column`,
 `text_pair_column`, `label_column`), then the usual name.

@@ -1,4 +1,4 @@
-"""Per-example results of one model on one labelled file (`Task.evaluate_examples`), and the
+"""Per-example results of one model on one labelled file (`Evaluation.evaluate_examples`), and the
 task's metrics on any subset of those examples.
 
 `bertkit evaluate` reports `scored.score()`, the metrics on every example; `bertkit compare`
