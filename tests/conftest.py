@@ -1,3 +1,4 @@
+import json
 import os
 import random
 import sys
@@ -12,6 +13,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # tiny models gain nothing from a second one, and under pytest-xdist (a worker a core) or on a
 # busy machine its spinning made a 6-epoch training of the tiny BERT 33 s instead of 5 s.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Messages are printed 200 columns wide (rich reads COLUMNS when output is not a terminal, as
+# under pytest's capture; else 80): a test that finds a path in a message must not find it cut
+# in two by a line break, wherever the session's temporary folder is (pytest-xdist's are longer).
+os.environ["COLUMNS"] = "200"
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -237,7 +242,6 @@ PAIR_KEYS = ["alpha", "bravo", "kilo", "lima", "delta", "echo", "golf", "hotel"]
 
 
 def _pairs(path: Path, n: int, seed: int) -> None:
-    import json
 
     rng = random.Random(seed)
     rows = []
@@ -285,3 +289,21 @@ def head_models(tmp_path_factory, tiny_model) -> dict[str, Path]:
         tokenizer.save_pretrained(folder)
         built[name] = folder
     return built
+
+
+@pytest.fixture(scope="session")
+def classify_model(tmp_path_factory, tiny_model) -> Path:
+    """A plain Hugging Face classification directory (untrained head) on the tiny BERT."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from bertkit.core.models import quiet_transformers
+
+    quiet_transformers()
+    torch.manual_seed(0)
+    labels = {0: "negative", 1: "positive", 2: "neutral"}
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model, id2label=labels, num_labels=3)
+    target = tmp_path_factory.mktemp("serve") / "<classify>"
+    model.save_pretrained(target)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(target)
+    return target

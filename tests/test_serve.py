@@ -92,24 +92,6 @@ def test_max_batch_one_runs_every_request_on_its_own():
 # ---------------------------------------------------------------- the HTTP contract
 
 
-@pytest.fixture(scope="module")
-def classify_model(tmp_path_factory, tiny_model) -> Path:
-    """A plain Hugging Face classification directory (untrained head) on the tiny BERT."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from bertkit.core.models import quiet_transformers
-
-    quiet_transformers()
-    torch.manual_seed(0)
-    labels = {0: "negative", 1: "positive", 2: "neutral"}
-    model = AutoModelForSequenceClassification.from_pretrained(tiny_model, id2label=labels, num_labels=3)
-    target = tmp_path_factory.mktemp("serve") / "<classify>"
-    model.save_pretrained(target)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(target)
-    return target
-
-
 def _offline(model: Path, records: list[dict], tmp_path: Path) -> list[dict]:
     from bertkit.prediction import predict_file
 

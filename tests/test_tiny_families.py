@@ -1,5 +1,5 @@
 """`bertkit model tiny --family NAME`: a tiny model of a family built from its config class, with a
-tokenizer of the family's kind learnt from a few sentences (tests/test_family_matrix.py trains them)."""
+tokenizer of the family's kind learnt from a few sentences (tests/test_tiny_families_matrix.py trains them)."""
 
 import json
 

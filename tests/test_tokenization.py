@@ -1,6 +1,6 @@
 """Characters, words and tokens: grapheme clusters, words with no sub-word token, QA answers at
 the edges of characters the tokenizer drops. Units, on hand-made cases; the random cases are in
-test_alignment_properties.py."""
+test_tokenization_properties.py."""
 
 import numpy as np
 import pytest

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.launch import BIN, free_port
 from helpers.tiny import sentence
-from test_distributed import BIN, free_port
 
 pytestmark = pytest.mark.slow
 
