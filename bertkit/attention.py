@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bertkit.core import models
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.adapters.loading import load_weights
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
@@ -220,9 +221,9 @@ def attention_file(
     if picture is not None:
         if Path(picture).suffix.lower() != ".png":
             raise BertkitError(f"--output {picture}: the picture is a PNG; name it NAME.png")
-        check_output_file(picture, model, example="attention.png")
+        check_output_file(picture, *bundle_inputs(model), example="attention.png")
     if json_path not in (None, "-"):
-        check_output_file(json_path, model, example="attention.json", flag="--json")
+        check_output_file(json_path, *bundle_inputs(model), example="attention.json", flag="--json")
     import transformers
 
 

@@ -37,7 +37,7 @@ def evaluate_file(
     options = options or EvaluateOptions()
     bundle = open_bundle(model, trust_remote_code, runtime)
     target = Path(output_dir) if output_dir else default_output_dir(model, data)
-    outputs.check_output_dir(target, overwrite, [data, model], "evaluation")
+    outputs.check_output_dir(target, overwrite, [data, model], "evaluation", home=model)
     task = get_task(bundle.task)
     here = sharding.place()
     with contextlib.ExitStack() as stack:
@@ -47,7 +47,7 @@ def evaluate_file(
         staged = None
         if here is None or here.main:
             # staged first: an output that cannot be written fails before the scoring
-            staged = stack.enter_context(outputs.staged_dir(target, overwrite, "evaluation", [data, model]))
+            staged = stack.enter_context(outputs.staged_dir(target, overwrite, "evaluation", [data, model], home=model))
         tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model, device, precision)
         with status(f"scoring {data}"):

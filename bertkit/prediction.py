@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bertkit.core import sharding
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.data.formats import detect_format
 from bertkit.core.data.readers import count_records, located_records
 from bertkit.core.data.records import Blank, place_of, placed
@@ -62,7 +63,7 @@ def predict_file(
     here = sharding.place()
     if here is not None:
         sharding.refuse_streams(source if records is None else None, output, "predict")
-    check_output_file(output, source, model)
+    check_output_file(output, source, *bundle_inputs(model))
     if records is None:
         input_format = detect_format(source, input_format)
     chosen = output_format(output, fmt, input_format)  # a bad extension fails before the model loads

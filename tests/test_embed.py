@@ -195,6 +195,37 @@ def test_similarity_pairs_and_matrix(tmp_path, tiny_model, cli):
     assert png.stat().st_size > 1000
 
 
+def test_a_pair_gets_the_same_cosine_from_every_command(tmp_path, tiny_model, cli):
+    """similarity's pairs, its matrix, search and search --index report one number for one pair
+    (the matrix differed from the pairs and from search in the sixth decimal: float32 sums of the
+    same products in another order)."""
+    pytest.importorskip("faiss")
+    texts = ["the film was lovely", "the book was boring", "alpha bravo kilo", "a lovely film", "boring book"]
+    listing = tmp_path / "list.txt"
+    listing.write_text("\n".join(texts) + "\n")
+    pairs = tmp_path / "pairs.jsonl"
+    wanted = [(i, j) for i in range(len(texts)) for j in range(len(texts)) if i != j]
+    pairs.write_text("".join(json.dumps({"text": texts[i], "text_pair": texts[j]}) + "\n" for i, j in wanted))
+    code, out, err = cli("similarity", "-m", tiny_model, "-i", pairs)
+    assert code == 0, err
+    by_pair = {pair: json.loads(line)["score"] for pair, line in zip(wanted, out.splitlines(), strict=True)}
+    code, out, err = cli("similarity", "-m", tiny_model, "-i", listing, "--matrix")
+    assert code == 0, err
+    matrix = [json.loads(line)["scores"] for line in out.splitlines()]
+    assert all(matrix[i][j] == by_pair[i, j] for i, j in wanted)
+    asked = [a for text in texts for a in ("-q", text)]
+    code, out, err = cli("search", "-m", tiny_model, "--corpus", listing, "--no-cache", "-k", "5", *asked)
+    assert code == 0, err
+    code, _, err = cli("index", "build", "-m", tiny_model, "--corpus", listing, "-o", tmp_path / "idx")
+    assert code == 0, err
+    code, indexed, err = cli("search", "--index", tmp_path / "idx", "-k", "5", *asked)
+    assert code == 0, err
+    for found in (out, indexed):
+        for i, line in enumerate(found.splitlines()):
+            hits = {hit["index"]: hit["score"] for hit in json.loads(line)["hits"] if hit["index"] != i}
+            assert hits == {j: by_pair[i, j] for j in hits} and len(hits) == len(texts) - 1, (i, hits)
+
+
 def test_search_and_its_cache(tmp_path, tiny_model, texts, cli):
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(texts) + "\n")

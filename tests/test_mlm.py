@@ -153,7 +153,7 @@ def test_corpus_paths_folders_globs_and_json(tmp_path):
 
 def test_blocks_and_lines(tokenizer):
     from bertkit.core.errors import BertkitError
-    from bertkit.tasks.mlm.task import examples
+    from bertkit.tasks.mlm.inputs import examples
 
     texts = ["the film was great and the hotel was lovely"] * 10
     info = {"mode": "blocks", "block_size": 16, "max_length": 16, "long_lines": "truncate"}
@@ -310,7 +310,7 @@ def test_fill_mask_shows_the_text_a_token_stands_for(kind):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from bertkit.tasks.mlm.task import _describe
+    from bertkit.tasks.mlm.inputs import described
 
     if kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -327,13 +327,13 @@ def test_fill_mask_shows_the_text_a_token_stands_for(kind):
     wanted = fast(" café" if kind == "byte-level" else "café", add_special_tokens=False)["input_ids"]
     assert len(wanted) == 1, fast.convert_ids_to_tokens(wanted)
     ids = [wanted[0], *fast("playing", add_special_tokens=False)["input_ids"][-1:]]
-    out = _describe({"text": "the capital is [MASK]."}, "text", ([ids], [[0.7, 0.2]]), fast)
+    out = described({"text": "the capital is [MASK]."}, "text", ([ids], [[0.7, 0.2]]), fast)
     assert out["filled"] == "the capital is café."
     first, second = out["masks"][0]["candidates"]
     assert first == {"token": "café", "id": wanted[0], "score": 0.7}
     assert second["token"] and not {"Ġ", "▁", "#"} & set(second["token"]), second
     # each mask filled in its own place, even when a fill is the mask's own text
-    two = _describe({"text": "[MASK] and [MASK]"}, "text", ([[fast.mask_token_id], wanted[:1]], [[0.5], [0.7]]), fast)
+    two = described({"text": "[MASK] and [MASK]"}, "text", ([[fast.mask_token_id], wanted[:1]], [[0.5], [0.7]]), fast)
     assert two["filled"] == "[MASK] and café"
 
 
@@ -344,10 +344,10 @@ def test_fill_mask_never_offers_a_special_token():
     import numpy as np
     import torch
 
-    from bertkit.tasks.mlm.task import _top_k
+    from bertkit.tasks.mlm.inputs import top_candidates
 
     tokenizer = SimpleNamespace(mask_token_id=4, all_special_ids=[0, 1, 2, 3, 4])
     logits = torch.tensor([[[0.0] * 4 + [9.0, 1.0, 2.0, 3.0], [0.0] * 8]])
     inputs = {"input_ids": np.array([[4, 7]])}
-    ((top, _),) = _top_k(tokenizer, 3)(SimpleNamespace(logits=logits), inputs, None)
+    ((top, _),) = top_candidates(tokenizer, 3)(SimpleNamespace(logits=logits), inputs, None)
     assert top.tolist() == [[7, 6, 5]]

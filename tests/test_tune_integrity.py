@@ -552,3 +552,54 @@ def test_retrain_best_into_a_folder_it_may_not_replace_is_refused_before_any_tri
     code, _, err = cli("tune", "-c", config, "--trials", "1", "--retrain-best")
     assert code == 2 and "best" in err and len(quick_trials) == before
     assert (out / "best" / "notes.txt").read_text() == "mine"
+
+
+# ---------------------------------------------------------------- a study in use
+
+
+def test_overwrite_while_another_process_runs_the_study_is_refused_naming_it(
+    cli, tmp_path, tiny_model, easy_data, quick_trials
+):
+    """`tune --overwrite` while another tune ran the same study deleted the study and its trial
+    folders under it (the running one died with three tracebacks); now it is seen, as train's
+    output lock sees a run, and refused naming the process. Without --overwrite, joining stays
+    allowed (a study is shared)."""
+    import subprocess
+    import sys
+
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    out = tmp_path / "out"
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--timeout", "1")
+    assert code == 0, err
+    # another process running the study: it holds its place beside the folder while it runs
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from bertkit.tuning.output_folder import StudyUsers; "
+         "StudyUsers(sys.argv[1]).join(); print('joined', flush=True); time.sleep(120)", str(out)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "joined"
+        before = sorted(p.name for p in out.iterdir())
+        code, _, err = cli("tune", "-c", config, "--trials", "1", "--overwrite")
+        assert code == 2 and "in use" in flat(err) and f"process {holder.pid}" in flat(err), err
+        assert "Traceback" not in err and sorted(p.name for p in out.iterdir()) == before  # nothing deleted
+    finally:
+        holder.kill()
+        holder.wait()
+    code, _, err = cli("tune", "-c", config, "--trials", "1", "--timeout", "1", "--overwrite")
+    assert code == 0, err  # the other process is gone: its place is swept, and --overwrite goes ahead
+
+
+def test_a_storage_that_vanishes_ends_the_run_in_one_line(cli, tmp_path, tiny_model, easy_data, monkeypatch):
+    config = write_config(tmp_path, tiny_model, easy_data["train"])
+    db = tmp_path / "out" / "study.db"
+
+    def train(cfg, callbacks=(), progress=True, **kwargs):
+        for path in db.parent.glob("study.db*"):
+            path.unlink()  # the storage deleted while a trial runs
+        db.mkdir()  # and its name taken by a folder, so it cannot be made again
+        return Path(cfg.output_dir), {"validation": {"f1_macro": 0.5}}
+
+    monkeypatch.setattr("bertkit.tuning.study.train", train)
+    code, _, err = cli("tune", "-c", config, "--trials", "2")
+    assert code == 2 and "study storage" in flat(err) and "Traceback" not in err, err

@@ -34,13 +34,14 @@ def embed(
     runtime: str = RuntimeOption,
 ) -> None:
     """Write one sentence vector per input text, in input order (a blank line gets a zero vector)."""
+    from bertkit.core.adapters.base import bundle_inputs
     from bertkit.core.outputs import check_output_file
     from bertkit.core.progress import console
     from bertkit.embeddings.embed import embed_file, vector_format
     from bertkit.tasks.embed.encoder import load_encoder
 
     vector_format(output)  # a bad extension fails before the model loads
-    check_output_file(output, input, model)
+    check_output_file(output, input, *bundle_inputs(model))
     encoder = load_encoder(
         model, pooling, normalize, max_length, device, trust_remote_code, runtime, precision=precision
     )

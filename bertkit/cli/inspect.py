@@ -26,8 +26,11 @@ def inspect(
 
     cfg = load_config(config, sets)
     if plots is not None:
-        from bertkit.core.outputs import check_writable
+        from bertkit.core.outputs import check_outside_inputs, check_writable
+        from bertkit.tasks import get_task
+        from bertkit.training import run_inputs
 
+        check_outside_inputs(plots, run_inputs(cfg, get_task(cfg.task), [config]), "--plots")
         check_writable(plots / "lengths.png")
     report = inspect_run(cfg)
     if plots is not None:

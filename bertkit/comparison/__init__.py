@@ -19,7 +19,7 @@ from bertkit.comparison import baseline as baselines
 from bertkit.comparison.bootstrap import interval, pair_tests, resample_all
 from bertkit.comparison.report import write_report
 from bertkit.core import outputs
-from bertkit.core.adapters.base import adapter_of, find_base
+from bertkit.core.adapters.base import adapter_of, bundle_inputs, find_base
 from bertkit.core.errors import BertkitError
 from bertkit.core.onnx_runtime import ONNX_FILE
 from bertkit.core.progress import status
@@ -187,7 +187,8 @@ def compare_models(
     if baseline:
         baselines.check_baseline(baseline, task, bundles[0].info)
     target = Path(output) if output else default_output(data)
-    protect = [data, *models, *([baseline_train] if baseline_train else [])]
+    # an adapter bundle's base is read too: a report inside it would change the base every adapter of it needs
+    protect = [data, *(p for m in models for p in bundle_inputs(m)), *([baseline_train] if baseline_train else [])]
     if not in_place:  # `compare --config` checked its folder before training into it
         outputs.check_output_dir(target, overwrite, protect, KIND)
     if options.data_format is None:  # told once (and said once), not at each model's warm-up and scoring

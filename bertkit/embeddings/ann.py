@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from bertkit.core.errors import BertkitError
 from bertkit.core.extras import install_command
+from bertkit.core.pooling import cosines
 from bertkit.embeddings.ann_params import (
     CHECK_QUERIES,
     GRAPH_OPTIONS,
@@ -236,13 +237,29 @@ def search(index, vectors: np.ndarray, k: int, ef_search: int) -> tuple[np.ndarr
         if len(short):  # the lists scanned held fewer than k texts: those queries scan every list
             graph.nprobe = graph.nlist
             scores[short], keys[short] = index.search(vectors[short], k)
-        return keys, scores
+        return keys, exact_scores(index, vectors, keys, scores)
     if rescoring is not None:
         rescoring.k_factor = max(RESCORE, ef_search / k)
         ef_search = max(ef_search, round(rescoring.k_factor * k))
     graph.hnsw.efSearch = max(ef_search, k)  # HNSW needs a breadth of at least k to return k
     scores, keys = index.search(vectors, k)
-    return keys, scores
+    return keys, exact_scores(index, vectors, keys, scores)
+
+
+def exact_scores(index, vectors: np.ndarray, keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Each hit's score as every command reports a cosine (`pooling.cosines`, float64), from the
+    index's own copy of its exact vectors, in place of FAISS's float32 sum (another order of the same
+    products, so other last digits than `search` without an index or `similarity` gave)."""
+    import numpy as np
+
+    found = keys >= 0
+    if not found.any():
+        return scores
+    stored = index.reconstruct_batch(keys[found].astype(np.int64))
+    rows = np.repeat(vectors, keys.shape[1], axis=0)[found.reshape(-1)]
+    exact = scores.astype(np.float64)
+    exact[found] = cosines(rows, stored)
+    return exact
 
 
 def check_recall(index, keys: np.ndarray, vectors: np.ndarray, breadth: int, k: int = 10) -> float:

@@ -330,13 +330,13 @@ def _search(loaded, queries, top_k, batch_size, device, trust_remote_code, runti
     asked = unit_vectors(encoder, queries, batch_size)
     filled = [i for i, q in enumerate(queries) if q.strip()]
     keys = np.zeros((len(queries), 0), dtype=np.int64)
-    scores = np.zeros((len(queries), 0), dtype=np.float32)
+    scores = np.zeros((len(queries), 0))  # float64: the cosines as every command reports them
     if filled:
         found, values = ann.search(
             loaded.vectors, asked[filled], min(top_k, info["count"]), breadth or ann.default_breadth(info["ann"])
         )
         keys = np.zeros((len(queries), found.shape[1]), dtype=np.int64)
-        scores = np.zeros((len(queries), found.shape[1]), dtype=np.float32)
+        scores = np.zeros((len(queries), found.shape[1]))
         keys[filled], scores[filled] = found, values
     yield from hit_records(queries, loaded.texts, keys, scores)
     encoder.report_truncation()

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.data.readers import located_records
 from bertkit.core.data.records import blank, text_value
 from bertkit.core.errors import BertkitError
-from bertkit.core.outputs import RecordWriter, atomic_text, check_output_file
+from bertkit.core.outputs import RecordWriter, atomic_text, check_cache_dir, check_output_file
 from bertkit.core.pooling import unit_vectors
 from bertkit.core.progress import bar, status
 from bertkit.embeddings.search import corpus_vectors, top_hits
@@ -140,7 +141,9 @@ def mine_file(
     can fail is made before the model loads."""
 
     options.check()
-    check_output_file(output, pairs, corpus, model, replace=overwrite, example="triplets.jsonl")
+    read = [pairs, corpus, *bundle_inputs(model)]  # an adapter bundle's base too
+    check_output_file(output, *read, replace=overwrite, example="triplets.jsonl")
+    check_cache_dir(cache_dir, *read)
     located = read_pairs(pairs, options)
     summary = Mined()
     with atomic_text(output) as handle:

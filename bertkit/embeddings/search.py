@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.caches import cache_root
 from bertkit.core.data.corpus import corpus_files, read_lines
 from bertkit.core.errors import BertkitError
-from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
-from bertkit.core.pooling import unit_vectors
+from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_cache_dir, check_output_file
+from bertkit.core.pooling import cosines, unit_vectors
 from bertkit.core.progress import console, status
 
 # ---------------------------------------------------------------- search
@@ -104,7 +105,8 @@ def top_hits(
     queries: np.ndarray, corpus: np.ndarray, k: int, block: int = 256, skip: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(indices, scores) of the k most similar corpus rows for each query row, best first; rows
-    where `skip` is true (blank lines) are never hits."""
+    where `skip` is true (blank lines) are never hits. The ranking is float32's (fast on a large
+    corpus); each hit's score is its cosine as every command reports it (`pooling.cosines`)."""
     k = min(k, len(corpus) - (int(skip.sum()) if skip is not None else 0))
     if k <= 0:
         return np.zeros((len(queries), 0), dtype=int), np.zeros((len(queries), 0))
@@ -120,8 +122,11 @@ def top_hits(
         )
         chosen = np.take_along_axis(scores, part, axis=1)
         order = np.argsort(-chosen, axis=1, kind="stable")
-        all_index.append(np.take_along_axis(part, order, axis=1))
-        all_score.append(np.take_along_axis(chosen, order, axis=1))
+        picked = np.take_along_axis(part, order, axis=1)
+        rows = np.repeat(queries[start : start + block], picked.shape[1], axis=0)
+        exact = cosines(rows, corpus[picked.reshape(-1)]).reshape(picked.shape)
+        all_index.append(picked)
+        all_score.append(np.where(np.isfinite(np.take_along_axis(chosen, order, axis=1)), exact, -np.inf))
     return np.concatenate(all_index), np.concatenate(all_score)
 
 
@@ -168,7 +173,9 @@ def search_file(
     `cache_dir` None keeps no embeddings. `rerank` (a `bertkit.embeddings.rerank.Reranker`)
     re-orders each query's top candidates. Every check that can fail is made before the model
     loads."""
-    check_output_file(output, queries, corpus, model)
+    read = [queries, corpus, *bundle_inputs(model)]  # an adapter bundle's base too
+    check_output_file(output, *read)
+    check_cache_dir(cache_dir, *read)
     asked = asked_queries(query, queries, text_column)
     with atomic_text(output) as handle:
         encoder = load()

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.data.readers import located_records
 from bertkit.core.data.records import Blank, place_of, placed, text_value
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs import RecordWriter, atomic_path, atomic_text, check_output_file
 from bertkit.core.plots import pyplot, save_png
-from bertkit.core.pooling import unit_vectors
+from bertkit.core.pooling import cosine_matrix, cosines, unit_vectors
 from bertkit.prediction import output_format
 
 MATRIX_LIMIT = 5000  # texts; beyond this a full matrix is the wrong tool (use search)
@@ -24,7 +25,7 @@ MATRIX_LIMIT = 5000  # texts; beyond this a full matrix is the wrong tool (use s
 def pair_scores(encoder, left: list[str], right: list[str], batch_size: int = 32) -> np.ndarray:
     """Cosine of each pair; NaN where either text is empty."""
     a, b = unit_vectors(encoder, left, batch_size), unit_vectors(encoder, right, batch_size)
-    scores = (a * b).sum(axis=1)
+    scores = cosines(a, b)
     scores[[not x.strip() or not y.strip() for x, y in zip(left, right, strict=True)]] = np.nan
     return scores
 
@@ -36,7 +37,7 @@ def matrix_scores(encoder, texts: list[str], batch_size: int = 32) -> np.ndarray
             f"{len(texts):,} texts make too large a matrix (limit {MATRIX_LIMIT:,}); use `bertkit search` instead"
         )
     vectors = unit_vectors(encoder, texts, batch_size)
-    scores = vectors @ vectors.T
+    scores = cosine_matrix(vectors, vectors)
     empty = [not t.strip() for t in texts]
     scores[empty, :] = np.nan
     scores[:, empty] = np.nan
@@ -111,12 +112,12 @@ def similarity_file(
     text_column, text_pair_column = columns
     if picture_path is not None and not matrix:
         raise BertkitError("--heatmap draws a --matrix; add --matrix")
-    check_output_file(output, input, model)
+    check_output_file(output, input, *bundle_inputs(model))
     written_as = output_format(output, None)
     if picture_path is not None:
         if picture_path.suffix.lower() != ".png":
             raise BertkitError(f"--heatmap {picture_path}: the heatmap is a PNG picture; name it NAME.png")
-        check_output_file(str(picture_path), input, model)
+        check_output_file(str(picture_path), input, *bundle_inputs(model))
     records = [placed(w, r) for w, r in located_records(input, text_column=text_column, keep_blank=True)]
     if not records:
         raise BertkitError(f"{input}: no texts in it (the file is empty)")

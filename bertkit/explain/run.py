@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.errors import BertkitError
 from bertkit.core.outputs import atomic_path, atomic_text, check_output_file, json_line
 from bertkit.explain import render
@@ -172,9 +173,9 @@ def explain_file(
     if picture is not None:
         if Path(picture).suffix.lower() not in PICTURES:
             raise BertkitError(f"--output {picture}: name it NAME.html (a page) or NAME.png (a picture)")
-        check_output_file(picture, model, example="explain.html")
+        check_output_file(picture, *bundle_inputs(model), example="explain.html")
     if json_path not in (None, "-"):
-        check_output_file(json_path, model, example="explain.json", flag="--json")
+        check_output_file(json_path, *bundle_inputs(model), example="explain.json", flag="--json")
     bundle = open_bundle(model, trust_remote_code)
     if bundle.runtime == "onnx":
         raise BertkitError(

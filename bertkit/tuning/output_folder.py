@@ -5,11 +5,15 @@ manifest; the folder checked before a study starts, and made ready (swept, or em
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import time
 from pathlib import Path
 
 from bertkit.core import outputs
 from bertkit.core.errors import BertkitError
-from bertkit.core.outputs.files import contains, is_leftover
+from bertkit.core.outputs.files import contains, host, is_leftover, pid_alive
 from bertkit.tuning import report, storage
 from bertkit.tuning.report import REPORTS
 
@@ -112,3 +116,53 @@ def check_retrain_target(best: Path, protect) -> None:
     put back first, then it must be new or an earlier retrained bundle (which it replaces)."""
     outputs.recover_dir(best)
     outputs.check_output_dir(best, best.exists(), protect, "bundle")
+
+
+class StudyUsers:
+    """The `bertkit tune` processes running a study in an output folder: each keeps a file beside
+    the folder (`.NAME.tune-HOST-PID`, process id, host and start) while it runs. Several may share
+    a study; `--overwrite`, which deletes bertkit's study.db and every trial folder, is refused
+    while another one runs (it deleted the study under it), naming it."""
+
+    def __init__(self, final: Path):
+        self.final = Path(os.path.abspath(final))
+        self.mine = self.final.with_name(f".{self.final.name}.tune-{host()}-{os.getpid()}")
+
+    def others(self) -> list[dict]:
+        """The other processes running the study now; files of processes that are gone (on this
+        host) are removed."""
+        found = []
+        for path in sorted(self.final.parent.glob(f".{self.final.name}.tune-*")):
+            if path == self.mine:
+                continue
+            try:
+                user = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # being written: it joins after the set-up lock is released
+            if not isinstance(user, dict):
+                continue
+            if user.get("host") == host() and isinstance(user.get("pid"), int) and not pid_alive(user["pid"]):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                continue
+            found.append({**user, "file": str(path)})
+        return found
+
+    def join(self) -> None:
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        outputs.write_json(self.mine, {"pid": os.getpid(), "host": host(), "started": started})
+
+    def leave(self) -> None:
+        with contextlib.suppress(OSError):
+            self.mine.unlink()
+
+    def refuse_overwrite(self) -> None:
+        """--overwrite while another process runs the study: refused, naming it."""
+        others = self.others()
+        if others:
+            shown = "; ".join(f"process {u.get('pid')} on {u.get('host')}, since {u.get('started')}" for u in others)
+            raise BertkitError(
+                f"--overwrite: the study in {self.final} is in use ({shown}); overwriting it would delete the study "
+                "and its trial folders under that run. Wait for it to finish, or start another study (--study "
+                f"NAME, or another output). If that run is gone, delete {others[0]['file']}."
+            )

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from bertkit.core.errors import BertkitError
+from bertkit.core.errors import BertkitError, first_line
 from bertkit.tuning.search import require_optuna
 
 STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
@@ -203,6 +203,32 @@ def open_storage(url: str, attempts: int = 5):
                     f"--storage {shown_url(url)}: cannot open the study storage: {scrub(str(err), url)}"
                 ) from None
     raise AssertionError("unreachable")
+
+
+def lost(url: str, study_name: str) -> str | None:
+    """Why the study storage at `url` can no longer be read (a SQLite file deleted or replaced, a
+    server gone, the study dropped), or None while it can: asked after a run failed, so that a
+    storage that vanished under it ends the run in one line, not in Optuna's and SQLAlchemy's
+    tracebacks."""
+    file = sqlite_file(url)
+    if file is not None and not file.is_file():
+        return f"{file} is gone"
+    optuna = require_optuna()
+    try:
+        with contextlib.redirect_stderr(None), warnings_off():
+            optuna.load_study(study_name=study_name, storage=url)
+    except Exception as err:  # any driver's, or Optuna's KeyError for a study that is not there
+        return first_line(scrub(str(err), url)) or type(err).__name__
+    return None
+
+
+@contextlib.contextmanager
+def warnings_off():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 @contextlib.contextmanager

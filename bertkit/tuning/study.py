@@ -4,6 +4,7 @@ reports and `best.yaml` in the config's output folder."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from bertkit.training.run import run_tokenizer
 from bertkit.training.trainer import LOWER_IS_BETTER, check_metric
 from bertkit.tuning import report, search, storage
 from bertkit.tuning.experiment import check_experiment, experiment_of
-from bertkit.tuning.output_folder import claim_output, prepare_output, write_manifest
+from bertkit.tuning.output_folder import StudyUsers, claim_output, prepare_output, write_manifest
 from bertkit.tuning.report import short_params
 from bertkit.tuning.space import (
     check_space,
@@ -105,9 +106,17 @@ def _run(cfg: Config, options: TuneOptions, url: str) -> TuneResult:
     """The phases of a study, in order; each reads what the ones before it set on `tuning`."""
     tuning = Tuning(cfg, options, url)
     choose_space(tuning)  # the metric and its direction, the keys searched and their ranges, all checked
-    claim_output(tuning)  # what in the output folder is bertkit's, checked and made ready
-    open_study(tuning)  # the study created or continued, and checked to be the same experiment
-    best = optimize(tuning)  # the trials, then the reports (also after an interruption)
+    users = StudyUsers(tuning.final)  # the processes running this study now
+    with outputs.OutputLock(tuning.final):  # one process at a time sets the folder and the study up
+        if options.overwrite:
+            users.refuse_overwrite()  # it would delete the study under another process's trials
+        claim_output(tuning)  # what in the output folder is bertkit's, checked and made ready
+        open_study(tuning)  # the study created or continued, and checked to be the same experiment
+        users.join()
+    try:
+        best = optimize(tuning)  # the trials, then the reports (also after an interruption)
+    finally:
+        users.leave()
     if options.retrain_best and best is not None:
         result = tuning.result
         result.bundle, result.bundle_scores = _retrain(best, [*options.protect, result.best_config])
@@ -180,12 +189,22 @@ def optimize(s: Tuning):
                 catch=(*_out_of_memory(), TrainingDiverged),  # a trial that diverged fails alone
                 gc_after_trial=True,
             )
-    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
-        _fail_unfinished(study, current.get("trial"))
+    except BaseException as err:  # Ctrl-C, SIGTERM, SIGHUP: Optuna leaves the trial it was running as running
+        with contextlib.suppress(Exception):  # a storage that is gone cannot take the trial's end either
+            _fail_unfinished(study, current.get("trial"))
+        gone = None if isinstance(err, BertkitError | KeyboardInterrupt) else storage.lost(s.url, study.study_name)
+        if gone:
+            raise BertkitError(
+                f"the study storage {storage.shown_url(s.url)} can no longer be read ({gone}); the run stops. The "
+                "trials that finished before are in it if it comes back; else start the study again"
+            ) from None
         raise
-    finally:  # interrupted too: what finished is reported
-        best = report.write(study, s.cfg, s.result, s.space)
-        write_manifest(s.final, s.ours, s.named)
+    finally:  # interrupted too: what finished is reported, if the storage still holds it
+        best = None
+        if storage.lost(s.url, study.study_name) is None:
+            with storage.errors_hidden(s.url):
+                best = report.write(study, s.cfg, s.result, s.space)
+                write_manifest(s.final, s.ours, s.named)
     return best
 
 

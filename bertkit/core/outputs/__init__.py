@@ -18,7 +18,9 @@ This face names what the rest of bertkit uses; each name lives in one of those m
 from bertkit.core.outputs.dirs import (
     INFO_FILE,
     MANIFEST,
+    check_cache_dir,
     check_output_dir,
+    check_outside_inputs,
     publish_dir,
     staged_dir,
     staging_dir,
@@ -43,7 +45,8 @@ from bertkit.core.outputs.records import OUTPUT_FORMATS, RecordWriter, flatten, 
 
 __all__ = [
     "INFO_FILE", "LOCK_UNREADABLE_AFTER", "MANIFEST", "OUTPUT_FORMATS", "OutputLock", "RecordWriter",
-    "atomic_path", "atomic_text", "cannot_write", "check_output_dir", "check_output_file",
+    "atomic_path", "atomic_text", "cannot_write", "check_cache_dir", "check_output_dir", "check_output_file",
+    "check_outside_inputs",
     "check_writable", "discard", "ensure_folder", "flatten", "host", "json_line", "pid_alive", "publish_dir",
     "recover_dir", "staged_dir", "staging_dir", "write_json", "write_manifest", "writing_failed",
 ]  # fmt: skip

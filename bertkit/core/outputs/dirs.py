@@ -24,7 +24,7 @@ from bertkit.core.outputs.files import (
     ensure_folder,
     follow_umask,
     follow_umask_tree,
-    is_leftover,
+    is_temporary,
     no_link_loop,
     recover_dir,
     sweep_stale,
@@ -88,7 +88,7 @@ def _unlisted(root: Path, folder: Path, listed: set[str]) -> list[str]:
     extra = []
     for item in sorted(folder.iterdir()):
         relative = item.relative_to(root).as_posix()
-        if item.name == MANIFEST or relative in listed or is_leftover(item.name):
+        if item.name == MANIFEST or relative in listed or is_temporary(item.name):
             continue
         if item.is_dir() and not item.is_symlink():
             if (item / MANIFEST).is_file() and _owned(item) == (True, []):
@@ -143,14 +143,23 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None,
 
 
 def check_output_dir(
-    path: Path, overwrite: bool, protect: Iterable[str | Path] = (), kind: str | None = None, allowed=()
+    path: Path,
+    overwrite: bool,
+    protect: Iterable[str | Path] = (),
+    kind: str | None = None,
+    allowed=(),
+    home: str | Path | None = None,
 ) -> None:
-    """Fail before any work when `path` exists and may not be replaced (`allowed`: files inside it
-    that are not bertkit's but that the caller keeps, such as the study storage `bertkit tune` was given)."""
+    """Fail before any work when `path` may not be written: inside one of the command's inputs
+    (`protect`: writing there would change it; `home`, an input the command publishes its results
+    in by design, is the exception: `evaluate`'s MODEL/eval-NAME), or existing and not replaceable
+    (`allowed`: files inside it that are not bertkit's but that the caller keeps, such as the study
+    storage `bertkit tune` was given)."""
     path = Path(path)
     no_link_loop(path)
     if not Path(os.path.abspath(path)).name:
         raise BertkitError(f"output directory {path} is the root of the file system; choose a folder for it")
+    check_outside_inputs(path, [p for p in protect if p is not None and str(p) != str(home)], "output directory")
     recover_dir(path)
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
@@ -166,6 +175,39 @@ def check_output_dir(
     why = _refusal(path, protect, kind, allowed)
     if why:
         raise BertkitError(f"--overwrite: {path} {why}. bertkit replaces only what it wrote; choose another output.")
+
+
+def check_outside_inputs(path: Path, inputs: Iterable[str | Path], what: str) -> None:
+    """`path` is not inside one of `inputs` that is a folder (a model, an index, a data folder):
+    writing there would change the input (a later `bertkit tune` finds another model by its
+    content), and make a bundle hold files that `--overwrite` then refuses."""
+    here = Path(os.path.abspath(path)).resolve()
+    for source in inputs:
+        if source is None or str(source) in ("", "-"):
+            continue
+        folder = Path(source).expanduser()
+        if folder.is_dir() and contains(folder.resolve(), here):
+            raise BertkitError(
+                f"{what} {path} is inside {source}, an input of this command; writing there would change it. "
+                "Choose a place outside it."
+            )
+
+
+def check_cache_dir(path: str | Path | None, *inputs: str | Path | None, flag: str = "--cache-dir") -> None:
+    """A folder for bertkit's caches: never inside one of the command's inputs (`check_outside_inputs`)
+    nor inside a folder bertkit published (a bundle, an evaluation), where the cache's files would
+    be files that folder's manifest does not list, and `--overwrite` of it would refuse them."""
+    if path is None:
+        return
+    check_outside_inputs(Path(path), [p for p in inputs if p is not None and str(p) != "-"], flag)
+    here = Path(os.path.abspath(path)).resolve()
+    for folder in (here, *here.parents):
+        if (folder / MANIFEST).is_file():
+            raise BertkitError(
+                f"{flag} {path} is inside {folder}, a folder bertkit wrote (it has {MANIFEST}); keep caches out of "
+                "bertkit's outputs. Choose another folder, or leave the option out (the cache then lives in "
+                "$BERTKIT_CACHE)."
+            )
 
 
 def staging_dir(final: Path) -> Path:
@@ -191,7 +233,7 @@ def write_manifest(folder: Path, kind: str, files: Iterable[str] | None = None, 
     write_json(folder / MANIFEST, {**record, **notes})
 
 
-def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=()) -> None:
+def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle", protect=(), home=None) -> None:
     """Move a fully written `staged` directory to `final`, replacing an old one only if allowed.
 
     An old `final` is replaced in one step: the two directories are exchanged (`exchange_dirs`), so
@@ -201,7 +243,7 @@ def publish_dir(staged: Path, final: Path, overwrite: bool, kind: str = "bundle"
     `.NAME.old-PID`: a kill before the new one is renamed in leaves it there, and the next bertkit
     run that looks at `final` puts it back (`files.recover_dir`); once the new one is in, the old
     one is deleted as trash (`files.discard`), which is never put back."""
-    check_output_dir(final, overwrite, protect, kind)
+    check_output_dir(final, overwrite, protect, kind, home=home)
     follow_umask_tree(staged)
     write_manifest(staged, kind)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -249,15 +291,15 @@ def exchange_dirs(first: Path, second: Path) -> bool:
 
 
 @contextlib.contextmanager
-def staged_dir(final: Path, overwrite: bool, kind: str, protect=()) -> Iterator[Path]:
+def staged_dir(final: Path, overwrite: bool, kind: str, protect=(), home=None) -> Iterator[Path]:
     """A directory to fill that becomes `final` when the block ends without error; on any error
     (or interruption) it is removed and `final` is left as it was. An error names `final`, not
-    the temporary directory, which the user never sees."""
-    check_output_dir(final, overwrite, protect, kind)
+    the temporary directory, which the user never sees. (`home`: as `check_output_dir` says.)"""
+    check_output_dir(final, overwrite, protect, kind, home=home)
     staged = staging_dir(final)
     try:
         yield staged
-        publish_dir(staged, final, overwrite, kind, protect)
+        publish_dir(staged, final, overwrite, kind, protect, home=home)
     except BaseException as err:
         shutil.rmtree(staged, ignore_errors=True)
         failed = writing_failed(err, final)

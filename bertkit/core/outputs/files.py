@@ -82,6 +82,13 @@ def tmp_prefix(name: str) -> str:
     return f".{name}.tmp-{os.getpid()}-"
 
 
+def is_temporary(name: str) -> bool:
+    """Whether `name` is a bertkit writer's temporary (`.NAME.tmp-PID-*`, `.NAME.old-PID`,
+    `.NAME.trash-PID-*`), its process running or not: bertkit's, never the user's (a running one's
+    is work in progress, which no `--overwrite` check may call a file bertkit did not write)."""
+    return _LEFTOVER.fullmatch(name) is not None
+
+
 def is_leftover(name: str) -> bool:
     """Whether `name` is a temporary (`.NAME.tmp-PID-*`, `.NAME.old-PID`, `.NAME.trash-PID-*`) of
     a bertkit writer that no longer runs."""
