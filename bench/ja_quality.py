@@ -79,9 +79,9 @@ def word_order(model_dir) -> dict:
 
     from bertkit.core.inference import forward
     from bertkit.core.tokenization import load_tokenizer
+    from bertkit.tasks.mlm.inputs import examples
     from bertkit.tasks.mlm.masking import fixed_masks
     from bertkit.tasks.mlm.scoring import losses_of_rows, score_rows
-    from bertkit.tasks.mlm.inputs import examples
 
     if not (model_dir / "config.json").exists():
         sys.exit(f"{model_dir} holds no model: pre-train one first (python bench/ja_quality.py corpus pretrain)")
