@@ -32,9 +32,9 @@ PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
 test: install
 	$(PYTEST) --durations=25
 
-# unit tests and everything that trains nothing (under a minute); `make test` runs them all
+# the tests that train nothing and start no Python process (under a minute); `make test` runs them all
 test-fast: install
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow and not spawns"
 
 lint: install
 	$(BIN)/ruff check bertkit tests bench

@@ -62,6 +62,34 @@ def pytest_runtest_teardown(item):
     _running.pop("item", None)
 
 
+# ---------------------------------------------------------------- and so is `spawns`
+# A test that starts a Python process (bertkit, torchrun, accelerate, a script, a pytest session)
+# carries `@pytest.mark.spawns` or `slow`: each start imports torch again (seconds), so
+# `make test-fast` (`-m "not slow and not spawns"`) leaves them to `make test`. A test that starts
+# one without either marker fails, naming itself.
+
+_PYTHONS = (sys.executable, str(Path(sys.executable).parent), "python", "bertkit", "torchrun", "accelerate")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _processes_need_the_spawns_marker():
+    import subprocess
+
+    real = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        item = _running.get("item")
+        if item is not None and not (item.get_closest_marker("slow") or item.get_closest_marker("spawns")):
+            command = args if isinstance(args, str) else " ".join(map(str, args))
+            if any(name in command for name in _PYTHONS):
+                raise AssertionError(f"{item.nodeid} starts a Python process: mark it @pytest.mark.spawns")
+        return real(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = guarded
+    yield
+    subprocess.Popen.__init__ = real
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _training_needs_the_slow_marker():
     from transformers import Trainer

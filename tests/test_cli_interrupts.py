@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 _SCRIPT = textwrap.dedent(
@@ -60,12 +62,14 @@ def _run(tmp_path, name: str) -> str:
     return done.stdout
 
 
+@pytest.mark.spawns
 def test_a_signal_during_an_import_waits_for_the_import_to_finish(tmp_path):
     out = _run(tmp_path, "SIGINT")
     assert "imported True" in out
     assert "interrupted after the import 2" in out
 
 
+@pytest.mark.spawns
 def test_sigterm_during_an_import_is_held_too(tmp_path):
     out = _run(tmp_path, "SIGTERM")
     assert "interrupted after the import 15" in out
@@ -83,6 +87,7 @@ def test_outside_an_import_the_signal_is_raised_at_once():
         raise AssertionError("the handler did not raise")
 
 
+@pytest.mark.spawns
 def test_a_closed_pipe_ends_as_shell_tools_end(tmp_path, tiny_model):
     """`bertkit ... | head -1` ended with exit code 1, which the docs keep for bugs: 141 (128 + SIGPIPE)."""
     corpus = tmp_path / "c.txt"
@@ -153,17 +158,20 @@ def _interrupted_session(tmp_path, number: int, inside: bool) -> tuple[int, str]
     return process.returncode, "".join(lines)
 
 
+@pytest.mark.spawns
 def test_ctrl_c_after_bertkit_returned_stops_the_session(tmp_path):
     code, out = _interrupted_session(tmp_path, signal.SIGINT, inside=False)
     assert "waiting after bertkit" in out and "the session went on" not in out, out
     assert code == 2 and "KeyboardInterrupt" in out, out  # pytest's exit code for an interrupted session
 
 
+@pytest.mark.spawns
 def test_sigterm_after_bertkit_returned_ends_the_session(tmp_path):
     code, out = _interrupted_session(tmp_path, signal.SIGTERM, inside=False)
     assert code == -signal.SIGTERM and "the session went on" not in out, out  # as without bertkit: killed
 
 
+@pytest.mark.spawns
 def test_ctrl_c_inside_an_in_process_command_stops_the_session(tmp_path):
     """The command ends as on the command line (exit 130, nothing half-written), and the test's
     runner (tests/helpers/in_process.py) turns that into the session's KeyboardInterrupt."""

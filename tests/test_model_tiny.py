@@ -239,6 +239,7 @@ def run_offline(cache, *args):
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
 
 
+@pytest.mark.spawns
 def test_a_hub_id_needs_only_config_and_tokenizer(roberta_source, tmp_path):
     files = ["config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"]
     cache = hub_cache(tmp_path / "hub", "acme/roberta-src", roberta_source, files)  # no weights at all
@@ -252,6 +253,7 @@ def test_a_hub_id_needs_only_config_and_tokenizer(roberta_source, tmp_path):
     )
 
 
+@pytest.mark.spawns
 def test_a_hub_id_without_tokenizer_files_is_refused(roberta_source, tmp_path):
     """transformers 5 makes an empty tokenizer (special tokens only) of a Hub model without
     tokenizer files: `tokenize` printed `(0 tokens)` for any text, and `model tiny` saved it."""

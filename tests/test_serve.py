@@ -278,6 +278,7 @@ def _announced(process, seconds=90) -> str:
     raise AssertionError(f"no 'serving ... on http://...' line: {''.join(seen)}")
 
 
+@pytest.mark.spawns
 def test_sigterm_answers_the_requests_in_flight(classify_model):
     """With --port 0, the server names the port it really got (the line is whole in a narrow
     terminal, and printed once it accepts connections); SIGTERM answers the requests in flight."""

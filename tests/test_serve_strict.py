@@ -322,6 +322,7 @@ def _command(model, *more) -> list[str]:
 # --port 0 printing the port it got: tests/test_serve.py::test_sigterm_answers_the_requests_in_flight
 
 
+@pytest.mark.spawns
 def test_sigterm_while_starting_exits_143_at_every_moment(classify_model):  # noqa: F811
     """SIGTERM at many moments of start-up (the CLI starting, torch importing, the model loading):
     always 143, never an abort (134, a signal handler raising inside torch's C++ start-up) or a

@@ -90,6 +90,7 @@ def test_bad_requests_are_refused_by_name(cli, tmp_path, args, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.spawns
 def test_a_family_name_in_any_case_and_nothing_printed_by_the_trainer(tmp_path):
     """`BERT` and `deberta_v2` name families; the tokenizers trainer's progress once wrote blank lines
     to standard output before the summary (and a closed pipe then panicked)."""
