@@ -24,10 +24,10 @@ demo: install
 	$(BIN)/bertkit train classify --config configs/demo.yaml --overwrite
 	$(BIN)/bertkit predict --model outputs/demo --input examples/reviews/predict.txt
 
-# on every core (pytest-xdist; the docs test's pages on one worker), the 25 slowest steps listed
-# (docs/ci.md, "Running the tests")
+# on every core (pytest-xdist; an idle worker takes tests from a busy one), the 25 slowest steps
+# listed (docs/ci.md, "bertkit's own tests")
 WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist worksteal
 
 test: install
 	$(PYTEST) --durations=25

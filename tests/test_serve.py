@@ -311,6 +311,7 @@ def test_sigterm_answers_the_requests_in_flight(classify_model):
             process.kill()
 
 
+@pytest.mark.spawns
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no Chromium")
 @pytest.mark.parametrize("kind", ["classify", "ner", "qa"])
 def test_the_page_works_in_a_real_browser(kind, classify_model, head_models, tmp_path):

@@ -74,7 +74,6 @@ def built_in_two_processes(tmp_path_factory):
 
 
 @pytest.mark.spawns
-@pytest.mark.xdist_group("tiny-families-processes")  # the builds once, on one worker
 @pytest.mark.parametrize("family", SAME_SEED)
 def test_same_seed_same_model_in_every_process(built_in_two_processes, family):
     """Built twice in two processes: the same files, tokenizer included. The tokenizers library's
