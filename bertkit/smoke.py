@@ -203,6 +203,8 @@ def _as_whole(cfg, info) -> list[str]:
     problem = info.get("problem_type")
     if problem and cfg.task == "classify":
         sets.append(f"classify.problem_type={problem}")
+        # the route the whole data takes: a sample of a few dozen examples would take the few-shot one
+        sets.append(f"classify.strategy={info['strategy']}")
     if info.get("labels") and not cfg.data.labels and problem != "regression" and cfg.task in ("classify", "ner"):
         sets.append(f"data.labels={json.dumps(list(info['labels']))}")
     if info.get("score_max") and not getattr(cfg.section(EmbedConfig), "score_max", None):

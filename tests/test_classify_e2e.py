@@ -49,7 +49,8 @@ def test_bundle_is_complete(trained):
     assert info["config"]["train"]["epochs"] == 6 and "transformers" in info["versions"]
     hf = json.loads((trained / "config.json").read_text())
     assert hf["id2label"] == {"0": "negative", "1": "positive"}
-    assert "| accuracy |" in (trained / "README.md").read_text()
+    card = (trained / "README.md").read_text()
+    assert "| accuracy |" in card and "![confusion matrix](confusion_matrix.png)" in card  # each picture it drew
 
 
 def test_it_learned(trained):

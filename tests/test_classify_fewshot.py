@@ -76,9 +76,9 @@ def test_the_default_route_is_contrastive_on_little_data_and_finetune_above():
 
 def test_auto_takes_the_contrastive_route_on_little_data(capsys):
     assert setup(["a", "b"] * 8)["strategy"] == "contrastive"
-    assert "classify strategy: contrastive (auto: 8 examples per label" in said(capsys)
+    assert "classify strategy: contrastive (auto: 16 examples for 2 labels, at most" in said(capsys)
     assert setup(["a", "b"] * 8, **{"classify.few_shot_examples": 7})["strategy"] == "finetune"
-    assert "classify strategy: finetune (auto: 8 examples per label, more than" in said(capsys)
+    assert "classify strategy: finetune (auto: 16 examples for 2 labels, more than" in said(capsys)
 
 
 def said(capsys) -> str:
@@ -113,16 +113,19 @@ def test_auto_fine_tunes_labels_that_make_no_pairs(capsys):
     """One example a label, or a label on in every example: no pair can be made. `auto` took the
     contrastive route anyway and the run then failed, naming a strategy the user never set."""
     assert setup(["a", "b", "c"])["strategy"] == "finetune"
-    assert "classify strategy: finetune (auto: 1 example per label, but no pairs can be made" in said(capsys)
+    assert "classify strategy: finetune (auto: 3 examples for 3 labels, but no pairs can be made" in said(capsys)
     always = setup(["x,y", "x", "x,y"], **{"data.label_separator": ","})
     assert always["problem_type"] == "multi_label" and always["strategy"] == "finetune"
     with pytest.raises(BertkitError, match="no pairs can be made from the labels.*set classify.strategy: finetune"):
         setup(["a", "b", "c"], **{"classify.strategy": "contrastive"})
 
 
-def test_the_route_says_a_fraction_of_examples_as_it_is(capsys):
+def test_the_route_counts_examples_in_whole_numbers(capsys):
+    """17 examples for 2 labels is more than 8 a label; it was said as "8.5 examples per label" (and a
+    big set as "33674.5 examples per label")."""
     assert setup(["a", "b"] * 8 + ["a"], **{"classify.few_shot_examples": 8})["strategy"] == "finetune"
-    assert "finetune (auto: 8.5 examples per label, more than classify.few_shot_examples (8))" in said(capsys)
+    text = said(capsys)
+    assert "finetune (auto: 17 examples for 2 labels, more than classify.few_shot_examples (8) a label)" in text
 
 
 def test_fine_tuning_names_the_contrastive_settings_it_will_not_use(capsys):
@@ -317,3 +320,17 @@ def test_a_packaged_models_pooling_is_read_from_its_folder(tmp_path, tiny_model,
     with console.capture() as said:
         assert source_pooling("acme/packaged-cls") == "cls"
     assert "not known" not in said.get()
+
+
+def test_a_sample_of_the_data_takes_the_route_the_whole_data_takes(tmp_path, capsys):
+    """A quick try (data.max_train_samples, as `bertkit smoke` and `tune` sample too) decided the
+    route on its sample: a data set that fine-tunes took the few-shot route on 64 examples."""
+    from bertkit.config import load_config
+
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(400)))
+    cfg = load_config(None, [f"data.train={path}", "model.name=m", "data.max_train_samples=32"])
+    info = TASK.training.setup(TASK.training.load(cfg), cfg)
+    assert info["strategy"] == "finetune"
+    text = said(capsys)
+    assert "360 examples for 2 labels, more than" in text and "before data.max_train_samples (32)" in text, text

@@ -67,7 +67,7 @@ def few_shot(tmp_path_factory, tiny_model):
 
 def test_the_run_says_the_routes_own_settings_not_fine_tunings(few_shot):
     said = " ".join((few_shot[0].parent / "said.txt").read_text().split())
-    assert "classify strategy: contrastive (auto: 16 examples per label" in said, said
+    assert "classify strategy: contrastive (auto: 32 examples for 2 labels" in said, said
     assert "contrastive tuning: 640 pairs, 40 steps, learning rate 0.001" in said, said
     assert "tuning on pairs" in said, said  # the progress bar
     # the fine-tuning learning rate is not used on this route, so it is not said

@@ -280,3 +280,32 @@ def test_the_onnx_bundle_loads_in_optimum(task, quantize, bundles, tmp_path, cli
     ours = OnnxModel(target)(**theirs["inputs"])
     for name in get_task(task).export.outputs:
         np.testing.assert_allclose(np.asarray(theirs[name]), getattr(ours, name), atol=1e-5)
+
+
+# ---------------------------------------------------------------- int8 that agrees with its fp32 model
+
+
+@pytest.mark.slow
+def test_an_int8_export_below_the_agreement_floor_is_not_published(classify_bundle, tmp_path, cli, monkeypatch):
+    """int8 labels that equal fp32's on less than --min-agreement (0.99 by default) of the check data
+    stop the export: nothing is written, and the message names the flag; a lower floor publishes it,
+    with the agreement in bertkit.json."""
+    from bertkit.exporting import onnx as exporting
+
+    real = exporting.compare_int8
+
+    def one_in_twenty_changed(task, fp32, int8, tokenizer, info, data, fmt, report):
+        real(task, fp32, int8, tokenizer, info, data, fmt, report)
+        report.int8.update(equal_predictions=0.95, agreement=0.95)
+
+    monkeypatch.setattr(exporting, "compare_int8", one_in_twenty_changed)
+    target = tmp_path / "int8"
+    code, _, err = cli("export", "-m", classify_bundle, "--quantize", "int8", "-o", target)
+    flat = " ".join(err.split())
+    assert code == 2 and "95.0%" in flat and "--min-agreement 0.99" in flat and "Traceback" not in err, err
+    assert not target.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".int8")]
+    code, _, err = cli("export", "-m", classify_bundle, "--quantize", "int8", "-o", target, "--min-agreement", "0.9")
+    assert code == 0, err
+    assert json.loads((target / "bertkit.json").read_text())["export"]["check"]["int8"]["agreement"] == 0.95
+    code, _, err = cli("export", "-m", classify_bundle, "--quantize", "int8", "--min-agreement", "1.5")
+    assert code == 2 and "--min-agreement" in err

@@ -37,7 +37,9 @@ def test_conll_iob1_trains_and_learns(trained):
     metrics = json.loads((trained / "metrics.json").read_text())
     assert metrics["test"]["f1"] > 0.9, metrics["test"]
     assert set(metrics["test"]["per_type"]) == {"LOC", "PER"}
-    assert "| PER |" in (trained / "README.md").read_text()
+    card = (trained / "README.md").read_text()
+    assert "| PER |" in card and "![scores by entity type](per_type_f1.png)" in card
+    assert (trained / "per_type_f1.png").is_file() and "confusion_matrix" not in card
 
 
 def test_predict_text_gives_character_spans(trained, cli, tmp_path):

@@ -257,3 +257,15 @@ def test_a_fill_mask_input_keeps_its_mask_within_the_model(tmp_path):
     assert len(long) <= 110 and long.split()[1] == "[MASK]"
     japanese = _masked({"body": "今日は良い天気です。" * 50}, "body")["body"]
     assert "[MASK]" in japanese and len(japanese) < 110
+
+
+def test_smoke_runs_the_route_the_whole_data_takes(cli, tmp_path, tiny_model):
+    """A config whose data fine-tunes (more than 64 examples a label) was smoke-tested on the
+    contrastive route: its 32-example sample took the few-shot route, so CI passed without running
+    the method the real run uses."""
+    rows = [(f"good film {i}", "pos") for i in range(150)] + [(f"bad film {i}", "neg") for i in range(150)]
+    code, _, err = cli("smoke", "-c", classify_config(tmp_path, tiny_model, rows))
+    said = " ".join(err.split())
+    assert code == 0, err
+    assert "classify strategy: finetune (auto: 270 examples for 2 labels" in said, said
+    assert "classify strategy: contrastive" not in said and "contrastive tuning" not in said, said

@@ -319,6 +319,27 @@ def test_no_credential_is_shown(url, secrets):
     assert shown_url("tune:secret@db.example/optuna?x=1") == "***"  # not a URL: hidden whole
 
 
+def test_a_missing_database_driver_names_what_to_install(monkeypatch):
+    """postgresql:// opens through psycopg 3 (SQLAlchemy 2.1's default): the message names the
+    extra that installs it, not psycopg2; other schemes name their own driver; never the password."""
+    from bertkit.tuning import storage
+
+    def no_driver(url, **kwargs):
+        module = {"postgresql": "psycopg", "mysql+pymysql": "pymysql"}.get(url.split("://")[0], "psycopg2")
+        raise ImportError("Failed to import DB access module") from ModuleNotFoundError(name=module)
+
+    monkeypatch.setattr("optuna.storages.RDBStorage", no_driver)
+    cases = [
+        ("postgresql://tune:s3cret@db.example/optuna", '(psycopg) is not installed: pip install "bertkit[postgres]"'),
+        ("mysql+pymysql://tune:s3cret@db.example/optuna", "(pymysql) is not installed: pip install pymysql"),
+        ("postgresql+psycopg2://tune:s3cret@db.example/x", "(psycopg2) is not installed: pip install psycopg2-binary"),
+    ]
+    for url, said in cases:
+        with pytest.raises(BertkitError) as caught:
+            storage.open_storage(url)
+        assert said in str(caught.value) and "s3cret" not in str(caught.value)
+
+
 def test_a_password_holding_an_unescaped_at_is_refused_without_showing_it(cli, tmp_path, tiny_model, easy_data):
     config = write_config(tmp_path, tiny_model, easy_data["train"])
     code, out, err = cli("tune", "-c", config, "--storage", "postgresql://tune:p@ss@db.example/optuna")

@@ -24,6 +24,14 @@ def export(
         help="Labelled file to calibrate and check int8 on (default: the validation file the bundle's config names, "
         "else its test file, else its training file).",
     ),
+    min_agreement: float = typer.Option(
+        0.99,
+        "--min-agreement",
+        min=0,
+        max=1,
+        help="int8: publish only when its predictions equal fp32's on at least this share of the check data "
+        "(embed: vectors at cosine 0.99 or more).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier export of this bundle."),
     trust_remote_code: bool = TrustOption,
 ) -> None:
@@ -35,7 +43,9 @@ def export(
     from bertkit.core.progress import console
     from bertkit.exporting.onnx import export_bundle, summary_rows
 
-    target, record = export_bundle(model, fmt, quantize, output, overwrite, check_data, trust_remote_code)
+    target, record = export_bundle(
+        model, fmt, quantize, output, overwrite, check_data, trust_remote_code, min_agreement
+    )  # fmt: skip
     table = Table(title="export check", show_header=False)
     for name, value in summary_rows(record):
         table.add_row(name, value)

@@ -161,13 +161,23 @@ def per_type_f1(per_type: dict, path: Path) -> None:
     save_png(fig, path)
 
 
+# the pictures a result's scores support: (the scores' key, the file, what the model card calls it)
+PICTURES = (
+    ("confusion_matrix", "confusion_matrix.png", "confusion matrix"),
+    ("per_type", "per_type_f1.png", "scores by entity type"),
+)
+
+
+def pictures_of(scores: dict) -> list[tuple[str, str]]:
+    """(file, name) of each picture `scores` support, as `task_plots` draws them."""
+    return [(file, name) for key, file, name in PICTURES if scores.get(key)]
+
+
 def task_plots(scores: dict, folder: Path) -> list[str]:
     """Whatever pictures a result supports; returns the file names written."""
-    written = []
-    if "confusion_matrix" in scores:
-        confusion_matrix(scores["confusion_matrix"], scores["labels"], folder / "confusion_matrix.png")
-        written.append("confusion_matrix.png")
-    if scores.get("per_type"):
-        per_type_f1(scores["per_type"], folder / "per_type_f1.png")
-        written.append("per_type_f1.png")
-    return written
+    for file, _ in pictures_of(scores):
+        if file == "confusion_matrix.png":
+            confusion_matrix(scores["confusion_matrix"], scores["labels"], folder / file)
+        else:
+            per_type_f1(scores["per_type"], folder / file)
+    return [file for file, _ in pictures_of(scores)]

@@ -25,6 +25,7 @@ from bertkit.tasks.contract.options import EvaluateOptions
 
 CALIBRATION_SAMPLE = 200  # examples the task scores to record the ranges (seeded, as evaluate samples)
 METHOD = "minmax"
+CALIBRATION_METHODS = {"minmax": "MinMax", "percentile": "Percentile", "entropy": "Entropy"}
 
 
 class Recorder:
@@ -65,10 +66,12 @@ def evaluate_on_check_data(task, model, tokenizer, info, data: Path, fmt: str | 
         ) from None
 
 
-def record_inputs(task, fp32, tokenizer, info, data: Path, fmt: str | None = None) -> list[dict[str, np.ndarray]]:
+def record_inputs(
+    task, fp32, tokenizer, info, data: Path, fmt: str | None = None, sample: int = CALIBRATION_SAMPLE
+) -> list[dict[str, np.ndarray]]:
     """The model inputs the task makes of (a seeded sample of) `data`, one unpadded row each."""
     recorder = Recorder(fp32)
-    evaluate_on_check_data(task, recorder, tokenizer, info, data, fmt, CALIBRATION_SAMPLE, "calibration")
+    evaluate_on_check_data(task, recorder, tokenizer, info, data, fmt, sample, "calibration")
     if not recorder.rows:
         raise BertkitError(f"{data}: no example to calibrate int8 on; give a file with examples as --check-data")
     return recorder.rows
@@ -84,10 +87,13 @@ def activation_matmuls(graph_file: Path) -> list[str]:
     return [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] not in weights]
 
 
-def quantize_static(source: Path, target: Path, rows: list[dict[str, np.ndarray]], keep_fp32: list[str]) -> None:
+def quantize_static(
+    source: Path, target: Path, rows: list[dict[str, np.ndarray]], keep_fp32: list[str], method: str = METHOD
+) -> None:
     """onnxruntime's static quantisation (QDQ): int8 weights of the MatMul / Gemm layers, one
-    scale per output channel; uint8 activations, one scale per tensor from the calibration ranges;
-    the nodes in `keep_fp32` untouched."""
+    scale per output channel; uint8 activations, one scale per tensor from the calibration ranges
+    (`method`: minmax, percentile or entropy, as onnxruntime computes them); the nodes in
+    `keep_fp32` untouched."""
     import logging
 
 
@@ -121,7 +127,7 @@ def quantize_static(source: Path, target: Path, rows: list[dict[str, np.ndarray]
             activation_type=quantization.QuantType.QUInt8,
             weight_type=quantization.QuantType.QInt8,
             nodes_to_exclude=keep_fp32,
-            calibrate_method=quantization.CalibrationMethod.MinMax,
+            calibrate_method=getattr(quantization.CalibrationMethod, CALIBRATION_METHODS[method]),
         )
     finally:
         root.setLevel(level)

@@ -26,6 +26,9 @@ from bertkit.tasks.bundle import open_bundle
 
 FORMATS = ("onnx",)
 QUANTIZE = ("int8",)
+# the least share of the check data's predictions an int8 export must keep as fp32 gives them to be
+# published (`--min-agreement`): a model exported to save money should not change one answer in twenty
+MIN_AGREEMENT = 0.99
 FP32_FILE = "model-fp32.onnx"  # the unquantised graph while an int8 export is made (not kept)
 
 
@@ -112,8 +115,13 @@ def export_bundle(
     overwrite: bool = False,
     check_data: str | None = None,
     trust_remote_code: bool = False,
+    min_agreement: float = MIN_AGREEMENT,
 ) -> tuple[Path, dict]:
-    """Export the bundle at `model`; returns the new bundle's path and its `export` record."""
+    """Export the bundle at `model`; returns the new bundle's path and its `export` record. An int8
+    export whose predictions agree with fp32's on less than `min_agreement` of the check data is
+    not published."""
+    if not 0 <= min_agreement <= 1:
+        raise BertkitError(f"--min-agreement {min_agreement}: a share between 0 and 1, e.g. 0.99")
 
     if fmt not in FORMATS:
         raise BertkitError(f"--format {fmt}: use one of {', '.join(FORMATS)}")
@@ -162,6 +170,7 @@ def export_bundle(
             calibration = {"data": str(data), "rows": len(rows), "method": METHOD}
             with status("checking int8 against fp32"):
                 compare_int8(task, fp32, OnnxModel(staged), tokenizer, info, data, fmt, report)
+            refuse_disagreement(report.int8, data, min_agreement)
             del fp32
             fp32_file.unlink()
         record = {
@@ -187,6 +196,20 @@ def export_bundle(
     return target, record
 
 
+def refuse_disagreement(found: dict, data, least: float) -> None:
+    """An int8 graph whose predictions agree with fp32's on less than `least` of the check data is
+    not published (the export stops, its staged folder removed): a user exporting to save money
+    would otherwise get one answer in twenty changed, and learn it from the report alone."""
+    agreement = found.get("agreement")
+    if agreement is None or agreement >= least:
+        return
+    raise BertkitError(
+        f"int8 agrees with fp32 on {agreement:.1%} of {found.get('records')} records of {data}, below "
+        f"--min-agreement {least:g}: nothing was written. Export fp32 (leave --quantize out), or give a lower "
+        "--min-agreement to keep this int8 export"
+    )
+
+
 def summary_rows(record: dict) -> list[tuple[str, str]]:
     """The export's check as rows of a two-column table."""
     check = record["check"]
@@ -201,6 +224,8 @@ def summary_rows(record: dict) -> list[tuple[str, str]]:
     int8 = check.get("int8") or {}
     if "equal_predictions" in int8:
         rows.append(("int8 = fp32 predictions", f"{int8['equal_predictions']:.1%} of {int8['records']} records"))
+    elif "agreement" in int8:
+        rows.append(("int8 vectors at cosine >= 0.99", f"{int8['agreement']:.1%} of {int8['records']} records"))
     if "cosine_min" in int8:
         rows.append(("int8 vs fp32 cosine", f"min {int8['cosine_min']:.5f}, mean {int8['cosine_mean']:.5f}"))
     if "metric" in int8:

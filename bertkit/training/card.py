@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bertkit.core import plots
 from bertkit.core.outputs import atomic_text
 from bertkit.tasks import get_task, record
 
@@ -84,10 +85,9 @@ def card_text(info: dict) -> str:
             "",
         ]
     lines += ["![training curves](training_curves.png)", ""]
-    if info.get("problem_type") == "single_label":
-        lines += ["![confusion matrix](confusion_matrix.png)", ""]
-    if info.get("task") == "ner":
-        lines += ["![scores by entity type](per_type_f1.png)", ""]
+    scored = info.get("metrics", {})
+    for file, name in plots.pictures_of(scored.get("test") or scored.get("validation") or {}):  # as drawn
+        lines += [f"![{name}]({file})", ""]
     lines += _adapter_lines(info.get("adapter"), where)
     lines += [
         "## Use",

@@ -31,6 +31,19 @@ HARMLESS_QUERY = frozenset({
     "read_default_file", "read_default_group", "autocommit", "echo",
 })  # fmt: skip
 HIDDEN = "***"
+# The database driver each URL scheme opens through (SQLAlchemy's default where the URL names
+# none: psycopg 3 for postgresql:// since SQLAlchemy 2.1), and the install that provides it.
+DRIVERS = {
+    "postgresql": 'pip install "bertkit[postgres]"  (psycopg 3)',
+    "postgresql+psycopg": 'pip install "bertkit[postgres]"  (psycopg 3)',
+    "postgresql+psycopg2": "pip install psycopg2-binary",
+    "postgresql+asyncpg": "pip install asyncpg",
+    "postgresql+pg8000": "pip install pg8000",
+    "mysql": "pip install mysqlclient",
+    "mysql+pymysql": "pip install pymysql",
+    "mysql+mysqlconnector": "pip install mysql-connector-python",
+    "mysql+mysqldb": "pip install mysqlclient",
+}
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
@@ -190,8 +203,7 @@ def open_storage(url: str, attempts: int = 5):
                 return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_SECONDS,
                                                   grace_period=GRACE_SECONDS)  # fmt: skip
             except ImportError as err:
-                missing = f"its database driver is not installed ({scrub(str(err), url)})"
-                raise BertkitError(f"--storage {shown_url(url)}: {missing}") from None
+                raise BertkitError(f"--storage {shown_url(url)}: {missing_driver(url, err)}") from None
             except Exception as err:  # sqlalchemy's: a bad URL, an unreachable server, a read-only file
                 # processes starting together on a new database race to create its tables: the
                 # loser finds them made and tries again
@@ -203,6 +215,16 @@ def open_storage(url: str, attempts: int = 5):
                     f"--storage {shown_url(url)}: cannot open the study storage: {scrub(str(err), url)}"
                 ) from None
     raise AssertionError("unreachable")
+
+
+def missing_driver(url: str, err: ImportError) -> str:
+    """What to install for the database driver `url` needs, which failed to import (`err`)."""
+    cause = err.__cause__ if isinstance(err.__cause__, ImportError) else err
+    module = getattr(cause, "name", None)
+    scheme = _SCHEME.match(url).group(1).lower()
+    fix = DRIVERS.get(scheme) or (f"pip install {module}" if module else "install its driver")
+    named = f" ({module})" if module else ""
+    return f"its database driver{named} is not installed: {fix}"
 
 
 def lost(url: str, study_name: str) -> str | None:

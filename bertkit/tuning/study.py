@@ -86,6 +86,7 @@ class Tuning:
     metric: str = ""
     direction: str = ""
     space: dict = field(default_factory=dict)
+    route: str | None = None  # classify's route on the data the config names, kept by every trial
     # the output folder's files: whose each is (see `claim_output`)
     ours: bool = False  # study.db is bertkit's
     named: list = field(default_factory=list)  # the files the user named inside the folder
@@ -129,7 +130,8 @@ def choose_space(s: Tuning) -> None:
     if cfg.tune.space:  # the user's ranges are checked before the data is read
         check_space(cfg, cfg.tune.space)
     # the data, model and tokenizer checked too: a user error stops here, not in a trial
-    s.metric, route = metric_of(cfg)
+    s.metric, s.route = metric_of(cfg)
+    route = s.route
     s.space = space_of(cfg, route)  # by default, the keys the route reads (classify's few-shot route: its own)
     refuse_unused_keys(s.space, route, route == "contrastive" and strategy.frozen_in_every_trial(cfg, s.space))
     if not cfg.tune.space:
@@ -178,7 +180,7 @@ def optimize(s: Tuning):
     study, options = s.study, s.options
     _announce(study, s.result, s.space, options)
     current: dict = {}  # the number of the trial this process is running
-    objective = _objective(s.cfg, s.space, s.metric, s.direction, s.final, current)
+    objective = _objective(s.cfg, s.space, s.metric, s.direction, s.final, current, s.route)
     try:
         with search.user_errors_untraced():
             study.optimize(
@@ -282,12 +284,14 @@ def _announce(study, result: TuneResult, space: dict, options: TuneOptions) -> N
     console.print(f"running {' and '.join(limit) or 'until interrupted'} in this process")
 
 
-def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path, current: dict):
+def _objective(cfg: Config, space: dict, metric: str, direction: str, final: Path, current: dict, route=None):
     from transformers.utils import logging as hf_logging
 
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bar per trial: one line each
     override = {"train.metric_for_best_model": metric} if cfg.tune.metric else {}
+    if route is not None and "classify.strategy" not in space:  # decided once, on the data the config names
+        override["classify.strategy"] = route
 
     def objective(trial) -> float:
         current["trial"] = trial.number  # the trial an interruption would cut short

@@ -123,14 +123,16 @@ def choose(cfg, problem: str, n_labels: int, label_count: int, pairable: bool = 
         return FINETUNE, f"auto: {weighted} is a fine-tuning loss setting"
     if problem == REGRESSION:
         return FINETUNE, "auto: regression is fine-tuned"
-    per_label, limit = label_count / max(n_labels, 1), c.few_shot_examples
-    shown = f"{per_label:.1f}".removesuffix(".0")  # 8.5 is more than 8: rounded, it read as 8
-    shown += " example per label" if per_label == 1 else " examples per label"
-    if per_label > limit:
-        return FINETUNE, f"auto: {shown}, more than classify.few_shot_examples ({limit})"
+    limit = c.few_shot_examples
+    # counts of examples are whole numbers: the labels over the data against the limit a label, not
+    # an average ("33674.5 examples per label"); the same test as the average against the limit
+    examples = f"{label_count:,} example" + ("s" if label_count != 1 else "")
+    shown = f"{examples} for {n_labels} label" + ("s" if n_labels != 1 else "")
+    if label_count > limit * max(n_labels, 1):
+        return FINETUNE, f"auto: {shown}, more than classify.few_shot_examples ({limit}) a label"
     if not pairable:
         return FINETUNE, f"auto: {shown}, but {NO_PAIRS}"
-    return CONTRASTIVE, f"auto: {shown}, at most classify.few_shot_examples ({limit})"
+    return CONTRASTIVE, f"auto: {shown}, at most classify.few_shot_examples ({limit}) a label"
 
 
 # train.* settings of fine-tuning that the contrastive route does not read (it reads train.batch_size,

@@ -90,10 +90,18 @@ class ClassifyTraining(Training):
             labels = ordered_labels(flat, flat_places, cfg.data.label_column)
         if problem != REGRESSION and len(labels) < 2 and problem == SINGLE:
             raise BertkitError(f"the training data has only one label ({labels}); classification needs at least two")
-        groups = split_multi(values, cfg.data.label_separator) if problem == MULTI else [[v] for v in values]
+        named = values
+        if cfg.data.max_train_samples and cfg.section(ClassifyConfig).strategy == "auto":
+            # the route is decided on the data the user named, not on a sample of it: a quick try
+            # (data.max_train_samples, `bertkit smoke`, `bertkit tune`) runs what the real run runs
+            whole = cfg.model_copy(update={"data": cfg.data.model_copy(update={"max_train_samples": None})})
+            named = data_mod.column(self.load(whole)["train"], cfg.data.label_column)
+        groups = split_multi(named, cfg.data.label_separator) if problem == MULTI else [[v] for v in named]
         counted = sum(map(len, groups))  # an example once for each of its labels
         pairable = problem == REGRESSION or can_pair([frozenset(map(label_name, g)) for g in groups])
         route, why = strategy.choose(cfg, problem, len(labels), counted, pairable)
+        if named is not values:
+            why += f", in the training data before data.max_train_samples ({cfg.data.max_train_samples:,}) sampled it"
         strategy.say(route, why)
         strategy.warn_unused(cfg, route)
         return {

@@ -51,4 +51,5 @@ class Export:
                 all(without_scores(x.get(k)) == without_scores(y.get(k)) for k in keys)
                 for x, y in zip(first, second, strict=True)
             ]
-        return {"records": len(same), "equal_predictions": sum(same) / max(len(same), 1)}
+        share = sum(same) / max(len(same), 1)
+        return {"records": len(same), "equal_predictions": share, "agreement": share}

@@ -8,6 +8,10 @@ import numpy as np
 from bertkit.core.pooling import mean_in_token_order, pool
 from bertkit.tasks.contract import Export
 
+# an int8 vector agrees with its fp32 one at this cosine or above: search hits and similarity scores
+# then move in the third decimal at most (docs/deployment.md)
+AGREEING_COSINE = 0.99
+
 
 class EmbedExport(Export):
     outputs = ("sentence_embedding",)
@@ -27,8 +31,12 @@ class EmbedExport(Export):
         return torch.nn.functional.normalize(vectors, p=2, dim=-1) if info.get("normalize") else vectors
 
     def agreement(self, first, second) -> dict:
-        """The cosine of each record's two vectors: the least and the mean."""
+        """The cosine of each record's two vectors: the least and the mean; a record agrees when its
+        vectors' cosine is at least AGREEING_COSINE."""
         a = np.array([r["embedding"] for r in first if not r.get("empty")], dtype=np.float64)
         b = np.array([r["embedding"] for r in second if not r.get("empty")], dtype=np.float64)
         cosine = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
-        return {"records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean())}
+        return {
+            "records": len(a), "cosine_min": float(cosine.min()), "cosine_mean": float(cosine.mean()),
+            "agreement": float(np.mean(cosine >= AGREEING_COSINE)),
+        }  # fmt: skip
