@@ -316,7 +316,7 @@ def test_the_page_works_in_a_real_browser(kind, classify_model, head_models, tmp
     """The page as a person sees it: opened with a text in its link, it draws the result."""
     import urllib.parse
 
-    from real_parts import CHROMIUM_FLAGS, chromium
+    from helpers.real_parts import CHROMIUM_FLAGS, chromium
 
     browser = chromium()  # skipped where there is none, failed under CI (.ci/run installs it)
     model = classify_model if kind == "classify" else head_models[kind]
