@@ -1,5 +1,5 @@
 # bertkit: `make demo` trains and runs a classifier offline; `make test` runs the test suite
-# (`make test-fast`: only the tests that train nothing).
+# (`make test-fast`: only the tests that train nothing and start no Python process).
 # torch is installed first, from TORCH_SPEC (the CPU wheel here; override for CUDA builds), and
 # never upgraded afterwards: the project's own requirement on torch is a range it satisfies.
 
@@ -32,7 +32,7 @@ PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist worksteal
 test: install
 	$(PYTEST) --durations=25
 
-# the tests that train nothing and start no Python process (under a minute); `make test` runs them all
+# the tests that train nothing and start no Python process; `make test` runs them all
 test-fast: install
 	$(PYTEST) -m "not slow and not spawns"
 
