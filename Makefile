@@ -1,5 +1,5 @@
 # bertkit: `make demo` trains and runs a classifier offline; `make test` runs the test suite
-# (`make test-fast`: only the tests that train nothing).
+# (`make test-fast`: only the tests that train nothing and start no Python process).
 # torch is installed first, from TORCH_SPEC (the CPU wheel here; override for CUDA builds), and
 # never upgraded afterwards: the project's own requirement on torch is a range it satisfies.
 
@@ -24,12 +24,17 @@ demo: install
 	$(BIN)/bertkit train classify --config configs/demo.yaml --overwrite
 	$(BIN)/bertkit predict --model outputs/demo --input examples/reviews/predict.txt
 
-test: install
-	$(BIN)/python -m pytest -q
+# on every core (pytest-xdist; an idle worker takes tests from a busy one), the 25 slowest steps
+# listed (docs/ci.md, "bertkit's own tests")
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist worksteal
 
-# unit tests and everything that trains nothing (under a minute); `make test` runs them all
+test: install
+	$(PYTEST) --durations=25
+
+# the tests that train nothing and start no Python process; `make test` runs them all
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow and not spawns"
 
 lint: install
 	$(BIN)/ruff check bertkit tests bench

@@ -10,7 +10,7 @@ import random
 import shutil
 
 import pytest
-from tiny import write_squad
+from helpers.tiny import write_squad
 
 ADAPTER = "{kind: lora, r: 4, alpha: 8, dropout: 0.0, target_modules: auto}"
 

@@ -2,11 +2,12 @@
 documented rule, the pictures, pairs, Japanese, and clear refusals."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.attention import Attention, _piece_groups, merge_words
 
@@ -68,7 +69,7 @@ def test_a_pair_and_a_model_with_a_task_head(cli, tiny_model, head_models):
 
 
 def test_japanese_text_with_a_slow_tokenizer(cli, tmp_path):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     corpus = (Path(__file__).resolve().parents[1] / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8")
     model = build_tiny_japanese_bert(tmp_path / "ja", corpus.splitlines(), vocab_size=300)
@@ -117,3 +118,26 @@ def test_a_byte_level_vocabulary_is_shown_as_the_text(tmp_path):
     assert not any(mark in token for token in attention.tokens for mark in ("Ġ", "Ã", "ð"))
     assert set("".join(attention.tokens[1:-1])) <= set(text + "␣")
     assert merge_words(attention, groups).tokens == ["<s>", "great", "café", "in", "Zürich", "😀!", "</s>"]
+
+
+def test_every_head_of_every_layer_with_layer_all_and_head_all(cli, tiny_model, tmp_path):
+    from bertkit.attention import Attention, select
+
+    weights = np.random.default_rng(0).random((2, 3, 4, 4))
+    matrices, titles = select(Attention(list("abcd"), weights), "all", "all")
+    assert matrices.shape == (6, 4, 4) and titles[4] == "layer 1, head 1"
+    assert np.allclose(matrices[4], weights[1, 1])
+    picture = tmp_path / "grid.png"
+    code, _, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--layer", "all", "--head", "all",
+                       "-o", picture)  # fmt: skip
+    assert code == 0 and picture.read_bytes()[:4] == b"\x89PNG", err
+    code, _, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--layer", "all", "--head", "1")
+    assert_refused(code, err, "--layer all draws each layer's mean")
+
+
+def test_attention_json_numbers_have_six_decimals_at_most(cli, tiny_model):
+    code, out, err = cli("attention", "-m", tiny_model, "-t", "a great film", "--json", "-")
+    assert code == 0, err
+    assert not re.search(r"\d\.\d{7,}", out), out[:300]
+    weights = np.asarray(json.loads(out)["attentions"])
+    assert np.allclose(weights.sum(axis=-1), 1, atol=1e-4)

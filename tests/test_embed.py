@@ -336,7 +336,7 @@ def test_bad_pairs(tmp_path, tiny_model, cli):
 def test_a_hub_sentence_encoder_is_read_with_its_own_pooling(tmp_path, tiny_model, monkeypatch):
     """A Hub id's sentence-transformers files (fetched into the cache) give its pooling, its
     normalisation and its max_seq_length, as a folder's do; offline without them, the defaults and a note."""
-    from test_fewshot_units import sentence_encoder_in_hub_cache
+    from test_classify_fewshot import sentence_encoder_in_hub_cache
 
     from bertkit.core.progress import console
     from bertkit.tasks.embed.encoder import load_encoder

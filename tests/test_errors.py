@@ -137,7 +137,7 @@ def test_model_that_is_not_a_model_directory(cli, tmp_path):
 def test_predict_empty_input_writes_nothing(cli, tmp_path, run_config):
     assert run_config(None)[0] == 0
     empty = tmp_path / "empty.txt"
-    empty.write_text("")  # (blank lines are inputs: each gets an empty result, see test_reliability)
+    empty.write_text("")  # (blank lines are inputs: each gets an empty result, see test_prediction_blank_lines.py)
     code, _, err = cli("predict", "-m", tmp_path / "out", "-i", empty, "-o", tmp_path / "pred.jsonl")
     assert_clean_failure(code, err, "no input records")
     assert not (tmp_path / "pred.jsonl").exists() and not list(tmp_path.glob(".pred.jsonl.tmp-*"))

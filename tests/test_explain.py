@@ -9,7 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 from bertkit.explain.attribution import gauss_legendre
 from bertkit.explain.run import TOLERANCE, within_tolerance
@@ -275,7 +275,7 @@ def test_japanese_words_from_mecab(cli, tmp_path):
     from pathlib import Path
 
     import torch
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     corpus = (Path(__file__).resolve().parents[1] / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8")
@@ -329,3 +329,32 @@ def test_a_task_without_an_explainer_is_refused_by_name():
         match="a rerank model gives no label or span to explain; explain works on classify, ner and qa models",
     ):
         check_request("rerank", "a text", None, None, {}, plain=False)
+
+
+@pytest.fixture(scope="module")
+def pair_classifier(tmp_path_factory, tiny_model):
+    """A plain Hugging Face classifier (untrained head) on the tiny BERT: it reads pairs too."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("pair-classifier")
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("command", ["attention", "explain"])
+def test_an_empty_text_pair_is_refused(cli, pair_classifier, command):
+    """`--text-pair ""` read as a pair with nothing in it ([CLS] text [SEP] [SEP]) is a slip, not a pair."""
+    model = pair_classifier
+    code, _, err = cli(command, "-m", model, "-t", "a great film", "--text-pair", "  ", "--json", "-")
+    assert_refused(code, err, "--text-pair is empty")
+
+
+@pytest.mark.parametrize("device, message", [("gpu0", "not a device"), ("cuda:7", "use --device cpu")])
+def test_a_device_that_is_not_here_is_refused(cli, pair_classifier, device, message):
+    import torch
+
+    if torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a GPU 7")
+    code, _, err = cli("explain", "-m", pair_classifier, "-t", "a great film", "--device", device)
+    assert_refused(code, err, f"--device {device}: {message}" if message == "not a device" else message)

@@ -11,80 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import sentence, write_squad
+from helpers.in_process import run_main
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS = ["alpha", "bravo", "kilo", "lima", "delta", "echo", "golf", "hotel"]
-
-
-def _train(cli, folder: Path, task: str, body: str) -> Path:
-    config = folder / f"{task}.yaml"
-    config.write_text(f"task: {task}\n{body}output_dir: {folder / task}\n")
-    code, _, err = cli("train", task, "-c", config)
-    assert code == 0, err
-    return folder / task
-
-
-def _pairs(path: Path, n: int, seed: int) -> Path:
-    rng = random.Random(seed)
-    rows = []
-    for _ in range(n):
-        a, b = rng.sample(KEYS, 2)
-        rows.append({"query": f"about {a} {b}", "passage": " ".join([a, b, *rng.choices(["the", "film", "was"], k=4)])})
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory, tiny_model, classify_bundle, ner_data):
-    """One small trained bundle of each task (a short epoch each: what is tested is the export)."""
-    folder = tmp_path_factory.mktemp("export-bundles")
-    run = _cli_runner()
-    train = "train:\n  epochs: 1\n  batch_size: 16\n  learning_rate: 3.0e-3\n"
-    squad = write_squad(folder / "train.json", 120, seed=1, long_every=6)
-    dev = write_squad(folder / "dev.json", 20, seed=2, long_every=4)
-    corpus = folder / "corpus.txt"
-    corpus.write_text("\n".join(sentence(random.Random(3), lab) for lab in ["positive", "negative"] * 60) + "\n")
-    model = f"model:\n  name: {tiny_model}\n  max_length: 32\n"
-    return {
-        "classify": classify_bundle,
-        "ner": _train(
-            run, folder, "ner", f"{model}data:\n  train: {ner_data['train']}\n  test: {ner_data['test']}\n{train}"
-        ),
-        "qa": _train(
-            run,
-            folder,
-            "qa",
-            f"model:\n  name: {tiny_model}\n  max_length: 64\ndata:\n  train: {squad}\n  validation: {dev}\n"
-            f"qa:\n  doc_stride: 16\n  max_question_length: 16\n{train}",
-        ),
-        "embed": _train(
-            run,
-            folder,
-            "embed",
-            f"{model}data:\n  train: {_pairs(folder / 'pairs.jsonl', 120, 1)}\n"
-            f"  validation: {_pairs(folder / 'dev.jsonl', 40, 2)}\n"
-            f"  text_column: query\n  text_pair_column: passage\n{train}",
-        ),
-        "mlm-adapt": _train(run, folder, "mlm-adapt", f"{model}data:\n  train: {corpus}\n{train}"),
-    }
-
-
-def _cli_runner():
-    from bertkit.cli import main
-
-    def run(*args):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else 0
-            return code, "", ""
-        return 0, "", ""
-
-    return run
 
 
 INPUTS = {
@@ -243,7 +175,7 @@ def test_embed_commands_run_the_onnx_bundle(bundles, tmp_path, cli):
 @pytest.mark.parametrize("task", ["classify", "embed"])
 def test_running_an_onnx_bundle_imports_no_torch(task, bundles, tmp_path):
     target = tmp_path / "onnx"
-    assert _cli_runner()("export", "-m", bundles[task], "-o", target)[0] == 0
+    assert run_main("export", "-m", bundles[task], "-o", target) == 0
     source = _input(tmp_path, task)
     command = "predict" if task == "classify" else "embed"
     result = tmp_path / ("p.jsonl" if task == "classify" else "v.npy")

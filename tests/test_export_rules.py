@@ -94,3 +94,14 @@ def test_check_data_format_is_told_once(classify_bundle, tmp_path, cli):
     assert said.count(f"{data}: read as jsonl") == 1, said
     check = json.loads((tmp_path / "out" / "bertkit.json").read_text())["export"]["check"]
     assert check["data"] == str(data) and check["data_role"] == "given"
+
+
+@pytest.mark.parametrize("given", [".", "./", "bundle/", "bundle/."])
+def test_the_default_output_sits_beside_the_bundle_however_it_is_named(tmp_path, monkeypatch, given):
+    """`bertkit export -m .` from inside a bundle wrote a folder named `.-onnx` inside it."""
+    from bertkit.exporting.onnx import default_output
+
+    (tmp_path / "bundle").mkdir()
+    monkeypatch.chdir(tmp_path / "bundle" if given.startswith(".") else tmp_path)
+    assert default_output(given, None).resolve() == tmp_path / "bundle-onnx"
+    assert default_output(given, "int8").resolve() == tmp_path / "bundle-onnx-int8"

@@ -6,7 +6,7 @@ that builds its features through `Training.prepare` goes through it."""
 import random
 
 import pytest
-from tiny import sentence, write_conll, write_squad
+from helpers.tiny import sentence, write_conll, write_squad
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_a_changed_setting_rebuilds(tiny_model, easy_data, cache, counted):
 
 
 def test_a_changed_data_file_rebuilds(tiny_model, tmp_path, cache, counted):
-    from tiny import write_easy_csv
+    from helpers.tiny import write_easy_csv
 
     train = write_easy_csv(tmp_path / "train.csv", 120, seed=1)
     sets = classify_sets(tiny_model, train)

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("faiss")
 
-import index_fakes  # noqa: E402
-from index_fakes import FakeEncoder, add, build, check_search  # noqa: E402
+from helpers import index_fakes  # noqa: E402
+from helpers.index_fakes import FakeEncoder, add, build, check_search  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +62,7 @@ def tidy(folder: Path) -> None:
 READER = """
 import json, sys, time
 from pathlib import Path
-import index_fakes
+from helpers import index_fakes
 index_fakes.use_fake_encoder()
 folder, stop_at = Path(sys.argv[1]), float(sys.argv[2])
 reads, failures, tags = 0, [], set()
@@ -77,6 +77,7 @@ print(json.dumps({"reads": reads, "tags": sorted(tags), "failures": failures[:5]
 """
 
 
+@pytest.mark.spawns
 def test_searches_see_one_whole_generation_while_writers_rebuild_and_add(tmp_path):
     folder = tmp_path / "idx"
     flat_index(folder, "g0", 40)  # of bertkit's earlier layout: the first writes upgrade it as the readers read
@@ -109,7 +110,7 @@ def test_searches_see_one_whole_generation_while_writers_rebuild_and_add(tmp_pat
 CRASH = """
 import os, sys
 from pathlib import Path
-import index_fakes
+from helpers import index_fakes
 from bertkit.embeddings import ann, index_publishing
 
 index_fakes.use_fake_encoder()
@@ -155,6 +156,7 @@ STEPS = {  # the step, and which index a reader sees after a kill there
 }
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("action", ["build", "add"])
 def test_a_writer_killed_at_any_step_leaves_a_usable_index(tmp_path, action):
     folder = tmp_path / "idx"
@@ -174,6 +176,7 @@ def test_a_writer_killed_at_any_step_leaves_a_usable_index(tmp_path, action):
         tidy(folder)
 
 
+@pytest.mark.spawns
 def test_a_new_index_killed_while_written_is_absent_then_built(tmp_path):
     folder = tmp_path / "idx"
     done = run_child(CRASH, "flushing the generation", "build", folder)
@@ -512,6 +515,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize(
     "point, seen",
     [("before the exchange", "old"), ("after the exchange", "new"), ("between the renames", None), ("", "new")],
@@ -538,6 +542,7 @@ def test_a_run_killed_while_replacing_a_directory_leaves_one_whole(tmp_path, poi
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
+@pytest.mark.spawns
 def test_a_bundle_killed_between_the_renames_is_put_back_by_the_next_run(tmp_path, tiny_model, cli):
     out = tmp_path / "out"
     made = ("model", "tiny", "--from", tiny_model, "-o", out, "--layers", "1", "--hidden", "32", "--heads", "2")

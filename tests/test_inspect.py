@@ -5,7 +5,7 @@ import json
 import shutil
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 
 @pytest.fixture(scope="module")

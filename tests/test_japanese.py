@@ -68,7 +68,7 @@ PIECES = [
 
 @pytest.fixture(scope="module")
 def ja_model(tmp_path_factory):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     texts = (EXAMPLES / "corpus.txt").read_text(encoding="utf-8").splitlines()
     return build_tiny_japanese_bert(tmp_path_factory.mktemp("ja") / "bert", texts)

@@ -16,7 +16,7 @@ EXAMPLES = ROOT / "examples" / "ja"
 
 @pytest.fixture(scope="module")
 def ja_model(tmp_path_factory):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     texts = (EXAMPLES / "corpus.txt").read_text(encoding="utf-8").splitlines()
     for name in ("train.csv", "test.csv"):
@@ -53,7 +53,7 @@ def test_classify_news_and_predict(cli, ja_model, tmp_path):
         f"data:\n  train: {EXAMPLES / 'news/train.csv'}\n  test: {EXAMPLES / 'news/test.csv'}\n"
         "train:\n  epochs: 15\n  batch_size: 8\n  learning_rate: 3.0e-3\n  seed: 1\n"
         # fine-tuning on purpose: 30 headlines a class would take the contrastive route, which
-        # tests/test_fewshot_e2e.py covers
+        # tests/test_classify_fewshot_e2e.py covers
         "classify:\n  strategy: finetune\n",
     )
     scores = json.loads((news / "metrics.json").read_text())["test"]

@@ -7,8 +7,8 @@ import json
 
 import pytest
 import yaml
-from checks import assert_refused
 from conftest import ROOT, shared
+from helpers.checks import assert_refused
 
 EXAMPLES = ROOT / "examples" / "ja"
 TEXT = "ｻｸﾗ電機は２０２６年に新しいＡＩを発表した。東京で雨が降りました。"

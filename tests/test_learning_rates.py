@@ -4,7 +4,7 @@ import json
 import math
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 from bertkit.config import load_config
 from bertkit.core.learning_rates import StepScaledRate, planned_steps

@@ -5,7 +5,7 @@ import json
 import random
 
 import pytest
-from tiny import sentence
+from helpers.tiny import sentence
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ train.max_steps; the settings streaming cannot honour are refused before anythin
 import random
 
 import pytest
-from tiny import sentence
+from helpers.tiny import sentence
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from conftest import ROOT
-from tiny import sentence
+from helpers.tiny import sentence
 
 TEXTS = [
     f"the {a} {b} was {c} and {d}"
@@ -161,7 +161,7 @@ def test_other_families_from_a_config(cli, tiny_model, tmp_path, family):
 def ja_source(tmp_path_factory):
     pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     texts = (ROOT / "examples" / "ja" / "corpus.txt").read_text(encoding="utf-8").splitlines()
     return build_tiny_japanese_bert(tmp_path_factory.mktemp("ja") / "bert", texts)
@@ -239,6 +239,7 @@ def run_offline(cache, *args):
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
 
 
+@pytest.mark.spawns
 def test_a_hub_id_needs_only_config_and_tokenizer(roberta_source, tmp_path):
     files = ["config.json", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"]
     cache = hub_cache(tmp_path / "hub", "acme/roberta-src", roberta_source, files)  # no weights at all
@@ -252,6 +253,7 @@ def test_a_hub_id_needs_only_config_and_tokenizer(roberta_source, tmp_path):
     )
 
 
+@pytest.mark.spawns
 def test_a_hub_id_without_tokenizer_files_is_refused(roberta_source, tmp_path):
     """transformers 5 makes an empty tokenizer (special tokens only) of a Hub model without
     tokenizer files: `tokenize` printed `(0 tokens)` for any text, and `model tiny` saved it."""
@@ -318,7 +320,7 @@ def test_files_follow_the_umask(cli, tiny_model, tmp_path):
 
 @pytest.mark.slow
 def test_bertkit_trains_on_a_tiny_model(cli, tiny_model, corpus, easy_data, tmp_path):
-    from checks import write_config
+    from helpers.checks import write_config
 
     model = tmp_path / "tiny"
     code, _, err = cli("model", "tiny", "--from", tiny_model, "-o", model, "--vocab-from", corpus, "--vocab-size", "80")

@@ -4,6 +4,7 @@ sentences through windows, every predict input, evaluate, and bad input."""
 import json
 
 import pytest
+from helpers.fixture_cache import OUTPUT
 
 pytestmark = pytest.mark.slow
 
@@ -22,15 +23,11 @@ def config(tmp_path, model, train, test=None, extra=""):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_model, ner_data):
-    from bertkit.cli import main
-
-    tmp_path = tmp_path_factory.mktemp("ner-e2e")
-    try:
-        main(["train", "ner", "-c", str(config(tmp_path, tiny_model, ner_data["train"], ner_data["test"]))])
-    except SystemExit as stop:
-        assert stop.code in (0, None)
-    return tmp_path / "ner"
+def trained(trained_bundle, tmp_path_factory, tiny_model, ner_data):
+    """`config(...)` with ner_data's train and test files, trained once (tests/conftest.py)."""
+    folder = tmp_path_factory.mktemp("ner-e2e")
+    text = config(folder, tiny_model, ner_data["train"], ner_data["test"]).read_text()
+    return trained_bundle("ner-e2e", "ner", text.replace(str(folder / "ner"), OUTPUT))
 
 
 def test_conll_iob1_trains_and_learns(trained):
@@ -170,7 +167,7 @@ def test_bad_ner_input(tiny_model, cli, tmp_path, name, text, message):
 def test_invalid_iob2_is_repaired_with_a_warning(tiny_model, ner_data, cli, tmp_path):
     import random
 
-    from tiny import ner_sentence
+    from helpers.tiny import ner_sentence
 
     rng = random.Random(4)
     sentences = [ner_sentence(rng) for _ in range(60)]

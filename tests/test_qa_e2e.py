@@ -3,22 +3,25 @@ form (JSON lines, SQuAD JSON, a question against a long document), evaluate, pla
 
 import json
 import random
+from pathlib import Path
 
 import pytest
-from tiny import qa_paragraph, write_squad
+from helpers.fixture_cache import OUTPUT, built
+from helpers.tiny import qa_paragraph, write_squad
 
 pytestmark = pytest.mark.slow  # every test here trains a model
 
 
 @pytest.fixture(scope="module")
-def squad_files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("squad")
-    return {
-        "train": write_squad(folder / "train.json", 400, seed=1, long_every=12),
-        "dev": write_squad(folder / "dev.json", 40, seed=2, long_every=5),
-        "train2": write_squad(folder / "train2.json", 400, seed=3, version_2=True),
-        "dev2": write_squad(folder / "dev2.json", 40, seed=4, version_2=True),
-    }
+def squad_files():
+    def build(folder):
+        write_squad(folder / "train.json", 400, seed=1, long_every=12)
+        write_squad(folder / "dev.json", 40, seed=2, long_every=5)
+        write_squad(folder / "train2.json", 400, seed=3, version_2=True)
+        write_squad(folder / "dev2.json", 40, seed=4, version_2=True)
+
+    folder = built("qa-e2e-data", "v1 400 seed 1 long 12, 40 seed 2 long 5; v2 400 seed 3, 40 seed 4", build)
+    return {name: folder / f"{name}.json" for name in ("train", "dev", "train2", "dev2")}
 
 
 def _config(tmp_path, model, train, dev, name="qa") -> str:
@@ -36,13 +39,11 @@ output_dir: {tmp_path / name}
 
 
 @pytest.fixture(scope="module")
-def qa_bundle(tmp_path_factory, tiny_model, squad_files):
-    from bertkit.config import load_config
-    from bertkit.training import train
-
+def qa_bundle(trained_bundle, tmp_path_factory, tiny_model, squad_files):
+    """`_config(...)` on the v1 files, trained once (tests/conftest.py)."""
     folder = tmp_path_factory.mktemp("qa-run")
-    cfg = load_config(_config(folder, tiny_model, squad_files["train"], squad_files["dev"]))
-    return train(cfg)[0]
+    text = Path(_config(folder, tiny_model, squad_files["train"], squad_files["dev"])).read_text()
+    return trained_bundle("qa-e2e", "qa", text.replace(str(folder / "qa"), OUTPUT))
 
 
 def test_train_v1_learns_and_writes_a_bundle(qa_bundle):

@@ -91,24 +91,6 @@ def test_max_batch_one_runs_every_request_on_its_own():
 # ---------------------------------------------------------------- the HTTP contract
 
 
-@pytest.fixture(scope="module")
-def classify_model(tmp_path_factory, tiny_model) -> Path:
-    """A plain Hugging Face classification directory (untrained head) on the tiny BERT."""
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from bertkit.core.models import quiet_transformers
-
-    quiet_transformers()
-    torch.manual_seed(0)
-    labels = {0: "negative", 1: "positive", 2: "neutral"}
-    model = AutoModelForSequenceClassification.from_pretrained(tiny_model, id2label=labels, num_labels=3)
-    target = tmp_path_factory.mktemp("serve") / "<classify>"
-    model.save_pretrained(target)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(target)
-    return target
-
-
 def _offline(model: Path, records: list[dict], tmp_path: Path) -> list[dict]:
     from bertkit.prediction import predict_file
 
@@ -295,6 +277,7 @@ def _announced(process, seconds=90) -> str:
     raise AssertionError(f"no 'serving ... on http://...' line: {''.join(seen)}")
 
 
+@pytest.mark.spawns
 def test_sigterm_answers_the_requests_in_flight(classify_model):
     """With --port 0, the server names the port it really got (the line is whole in a narrow
     terminal, and printed once it accepts connections); SIGTERM answers the requests in flight."""
@@ -327,12 +310,13 @@ def test_sigterm_answers_the_requests_in_flight(classify_model):
             process.kill()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("kind", ["classify", "ner", "qa"])
 def test_the_page_works_in_a_real_browser(kind, classify_model, head_models, tmp_path):
     """The page as a person sees it: opened with a text in its link, it draws the result."""
     import urllib.parse
 
-    from real_parts import CHROMIUM_FLAGS, chromium
+    from helpers.real_parts import CHROMIUM_FLAGS, chromium
 
     browser = chromium()  # skipped where there is none, failed under CI (.ci/run installs it)
     model = classify_model if kind == "classify" else head_models[kind]

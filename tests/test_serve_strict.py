@@ -21,7 +21,6 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
 from fastapi.testclient import TestClient  # noqa: E402
-from test_serve import classify_model  # noqa: E402, F401 - the fixture
 
 from bertkit.core.errors import BertkitError  # noqa: E402
 from bertkit.serving.app import build_app  # noqa: E402
@@ -29,7 +28,7 @@ from bertkit.serving.predictor import Limits, Predictor  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def served(classify_model):  # noqa: F811
+def served(classify_model):
     app = build_app(Predictor(str(classify_model)), max_batch=4, max_wait_ms=5, limits=Limits(6, 400, 2_000))
     with TestClient(app) as running:
         yield running
@@ -323,6 +322,7 @@ def _command(model, *more) -> list[str]:
 # --port 0 printing the port it got: tests/test_serve.py::test_sigterm_answers_the_requests_in_flight
 
 
+@pytest.mark.spawns
 def test_sigterm_while_starting_exits_143_at_every_moment(classify_model):  # noqa: F811
     """SIGTERM at many moments of start-up (the CLI starting, torch importing, the model loading):
     always 143, never an abort (134, a signal handler raising inside torch's C++ start-up) or a
@@ -394,3 +394,50 @@ def test_a_record_without_its_field_is_told_in_the_requests_terms(served, ner_cl
         message = _missing_field_message(client, record)
         assert field in message and '{"records"' in message, message
         assert "--" not in message and "qa.question_field" not in message, message
+
+
+class _FakePredictor:
+    """What the app reads of a Predictor; `run` refuses a text without [MASK], as fill-mask does."""
+
+    task = type("Task", (), {"name": "mlm-adapt"})()
+    options = type("Options", (), {"batch_size": 8})()
+    text_column = "text"
+
+    def fields(self):
+        return ["text"]
+
+    def records_of_texts(self, texts):
+        return [{"text": t} for t in texts]
+
+    def characters(self, records):
+        return sum(len(r["text"]) for r in records)
+
+    def problems(self, records, where):  # the checks before batching let everything through
+        return []
+
+    def describe(self):
+        return {"model": "fake", "task": "mlm-adapt", "runtime": "onnx", "labels": None}
+
+    def run(self, records):
+        from bertkit.core.errors import BertkitError
+
+        for number, record in enumerate(records, 1):
+            if "[MASK]" not in record["text"]:
+                raise BertkitError(f"input record {number}: no [MASK] in {record['text']!r}")
+        return [{"text": r["text"], "masks": []} for r in records]
+
+
+@pytest.mark.parametrize(("body", "field"), [({"text": "x"}, "text"), ({"texts": ["a [MASK]", "x"]}, "texts")])
+def test_a_request_the_model_refuses_is_a_422_naming_the_field(body, field):
+    """The model's own refusal (fill-mask text without [MASK]) was a 422 whose detail was a bare
+    string, unlike every other 422: it now names the field, as FastAPI's own do."""
+    from fastapi.testclient import TestClient
+
+    from bertkit.serving.app import build_app
+
+    with TestClient(build_app(_FakePredictor())) as client:
+        answer = client.post("/predict", json=body)
+        assert answer.status_code == 422
+        (problem,) = answer.json()["detail"]
+        assert problem["loc"] == ["body", field] and "no [MASK]" in problem["msg"]
+        assert client.post("/predict", json={"text": "a [MASK]"}).status_code == 200

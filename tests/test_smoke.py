@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 pytestmark = pytest.mark.slow  # a smoke run trains (two steps)
 
@@ -22,7 +22,7 @@ def shipped_configs() -> list[Path]:
 @pytest.fixture(scope="module")
 def japanese_model(tmp_path_factory):
     """Stands in for outputs/ja/bert-small, the Japanese BERT that bench/ja_quality.py pre-trains."""
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     news = ROOT / "examples" / "ja" / "news" / "train.csv"
     texts = [line.split(",")[0] for line in news.read_text(encoding="utf-8").splitlines()[1:]]
@@ -146,7 +146,7 @@ def test_broken_ner_and_qa_configs_fail_with_exit_2(cli, tmp_path, tiny_model):
 
 
 def test_japanese_smoke(cli, tmp_path):
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     examples = ROOT / "examples" / "ja"
     texts = [line.split(",")[0] for line in (examples / "news" / "train.csv").read_text().splitlines()[1:]]

@@ -1,5 +1,6 @@
 """`bertkit model tiny --family NAME`: a tiny model of a family built from its config class, with a
-tokenizer of the family's kind learnt from a few sentences (tests/test_family_matrix.py trains them)."""
+tokenizer of the family's kind learnt from a few sentences (test_tiny_families_matrix.py trains
+them)."""
 
 import json
 
@@ -47,24 +48,41 @@ def test_the_vocabulary_comes_from_the_text_given(cli, tmp_path):
     assert tokenizer.model_input_names == ["input_ids", "attention_mask"]  # RoBERTa: one segment
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("family", ["bert", "albert", "xlm-roberta"])  # WordPiece, Unigram (two layouts)
-def test_same_seed_same_model_in_every_process(tmp_path, family):
-    """Built twice in two processes: the same files, tokenizer included. The tokenizers library's
-    trainers break ties in hash-map order, which changes between processes (its WordPiece trainer
-    learnt other pieces, its Unigram trainer put them in another order): bertkit/core/stable_vocab.py
-    settles them."""
+SAME_SEED = ["bert", "albert", "xlm-roberta"]  # WordPiece, Unigram (two layouts)
+# `bertkit model tiny --family F -o FOLDER/F --seed 3` for each family named, in one process
+BUILD_EACH = (
+    "import sys\nfrom bertkit.cli import main\nfor family in sys.argv[2:]:\n"
+    "    try:\n        main(['model', 'tiny', '--family', family, '-o', sys.argv[1] + '/' + family, '--seed', '3'])\n"
+    "    except SystemExit as stop:\n        assert stop.code in (0, None), (family, stop.code)\n"
+)
+
+
+@pytest.fixture(scope="module")
+def built_in_two_processes(tmp_path_factory):
+    """Every family of SAME_SEED built in each of two processes (one process builds them all: two
+    starts of Python for the three checks, not six)."""
     import os
     import subprocess
     import sys
 
-    builds = [tmp_path / "a", tmp_path / "b"]
-    for out in builds:
-        command = [sys.executable, "-m", "bertkit", "model", "tiny", "--family", family, "-o", str(out), "--seed", "3"]
+    folders = [tmp_path_factory.mktemp("first-process"), tmp_path_factory.mktemp("second-process")]
+    for folder in folders:
+        command = [sys.executable, "-c", BUILD_EACH, str(folder), *SAME_SEED]
         done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         assert done.returncode == 0, done.stderr
+    return folders
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("family", SAME_SEED)
+def test_same_seed_same_model_in_every_process(built_in_two_processes, family):
+    """Built twice in two processes: the same files, tokenizer included. The tokenizers library's
+    trainers break ties in hash-map order, which changes between processes (its WordPiece trainer
+    learnt other pieces, its Unigram trainer put them in another order): bertkit/core/stable_vocab.py
+    settles them."""
+    first, second = (folder / family for folder in built_in_two_processes)
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
-        assert (builds[0] / name).read_bytes() == (builds[1] / name).read_bytes(), name
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
 @pytest.mark.parametrize(
@@ -90,6 +108,7 @@ def test_bad_requests_are_refused_by_name(cli, tmp_path, args, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.spawns
 def test_a_family_name_in_any_case_and_nothing_printed_by_the_trainer(tmp_path):
     """`BERT` and `deberta_v2` name families; the tokenizers trainer's progress once wrote blank lines
     to standard output before the summary (and a closed pipe then panicked)."""

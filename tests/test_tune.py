@@ -324,6 +324,7 @@ def test_the_reports_listed_are_the_files_written(tmp_path):
         assert ("importances.png" in result.written) == (count >= 2) and "best.yaml" in result.written
 
 
+@pytest.mark.spawns
 def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model):
     """By the config and by every value the space searches for the freezing keys; on the model as
     training freezes it: MPNet's relative attention bias stays trainable with every layer frozen,

@@ -578,6 +578,7 @@ def test_retrain_best_into_a_folder_it_may_not_replace_is_refused_before_any_tri
 # ---------------------------------------------------------------- a study in use
 
 
+@pytest.mark.spawns
 def test_overwrite_while_another_process_runs_the_study_is_refused_naming_it(
     cli, tmp_path, tiny_model, easy_data, quick_trials
 ):

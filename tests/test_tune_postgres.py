@@ -3,7 +3,7 @@ machines through a database URL): two processes run one study there, their trial
 counted once; best.yaml reproduces the best trial exactly; a process stopped in a trial leaves it
 recorded as failed, not running; and no password of the URL is printed or written anywhere.
 
-The server is started for the test in a temporary folder, on loopback only (tests/real_parts.py):
+The server is started for the test in a temporary folder, on loopback only (tests/helpers/real_parts.py):
 skipped where PostgreSQL is not installed, failed under CI, whose machines have it."""
 
 import json
@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from real_parts import postgres_server
+from helpers.real_parts import postgres_server
 from test_tune_e2e import write_config
 
 pytest.importorskip("optuna")

@@ -97,9 +97,13 @@ def root(
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI. A user's mistake ends with one message and exit code 2; an interruption
     (Ctrl-C, SIGTERM, SIGHUP) removes whatever was half-written and ends with 128 + the signal."""
+    with interrupts.installed():  # the caller's handlers again once main returns
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     import signal
 
-    interrupts.install()
     train.sync_train_commands()
     reflow_help(app)
     try:

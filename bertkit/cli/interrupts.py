@@ -24,14 +24,36 @@ class Interrupted(BaseException):
         self.number = number
 
 
-def install() -> None:
+def install() -> dict[int, object]:
     """Raise `Interrupted` on SIGINT, SIGTERM and SIGHUP in the main thread; a signal ignored
-    (`nohup`) stays ignored."""
+    (`nohup`) stays ignored. Returns the handlers replaced, for `restore`."""
+    replaced = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
             with contextlib.suppress(ValueError):  # not the main thread
-                signal.signal(number, _stop)
+                replaced[number] = signal.signal(number, _stop)
+    return replaced
+
+
+def restore(replaced: dict[int, object]) -> None:
+    """Put back the handlers `install` replaced. A handler set outside Python (None) cannot be put
+    back, and its signal keeps bertkit's."""
+    for number, handler in replaced.items():
+        if handler is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def installed():
+    """`install` for the time of the block, then the handlers before it again: a program that runs
+    `bertkit.cli.main` in its own process (a test session, a notebook) gets its own Ctrl-C back."""
+    replaced = install()
+    try:
+        yield
+    finally:
+        restore(replaced)
 
 
 def importing(frame) -> bool:

@@ -1,12 +1,13 @@
-"""Nothing silent: config values and data that would be lost or change the task are errors that
-name the file, the line and the key; the automatic validation split keeps every class."""
+"""bertkit/core/data/: what training reads is checked as it is read, nothing silent. Labels that
+are not finite or not the task's, keys and columns given twice, files of another task, blank
+header lines and old Mac line breaks are errors naming the file, the line and the key; the
+automatic validation split keeps every class."""
 
 import json
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
-from bertkit.config import load_config, starter_yaml
 from bertkit.core.data import split_by_class
 from bertkit.core.data.readers import read_records
 from bertkit.core.errors import BertkitError
@@ -29,56 +30,6 @@ def train(tmp_path, tiny_model, cli):
 
 
 # ---------------------------------------------------------------- config
-
-
-def test_a_key_given_twice_is_an_error(tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text("task: classify\ntrain:\n  epochs: 1\ndata:\n  train: x.csv\ntrain:\n  batch_size: 4\n")
-    with pytest.raises(BertkitError, match=r"c.yaml:6:1: key 'train' appears twice .*first on line 2"):
-        load_config(path)
-    path.write_text("train:\n  epochs: 1\n  epochs: 2\n")
-    with pytest.raises(BertkitError, match=r"c.yaml:3:3: key 'epochs' appears twice"):
-        load_config(path)
-
-
-def test_set_values_are_taken_as_written():
-    cfg = load_config(None, ["data.label_separator=|", "model.name=#foo", "data.labels=[a, b]", "train.epochs=2"])
-    assert cfg.data.label_separator == "|" and cfg.model.name == "#foo"
-    assert cfg.data.labels == ["a", "b"] and cfg.train.epochs == 2
-    assert load_config(None, ["data.test=null"]).data.test is None
-    assert load_config(None, ["model.name='quoted'"]).model.name == "quoted"
-
-
-def test_set_errors_name_the_option_not_the_file(tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text("task: classify\ntrain:\n  epochs: 1\n")
-    with pytest.raises(BertkitError) as caught:
-        load_config(path, ["train.epochs=many"])
-    assert "--set train.epochs=many: train.epochs" in str(caught.value) and "c.yaml" not in str(caught.value)
-    with pytest.raises(BertkitError, match="c.yaml:3: train.epochs"):
-        load_config(path.with_name("d.yaml") if False else _write(path, "train:\n  x: 1\n  epochs: zero\n"))
-
-
-def _write(path, text):
-    path.write_text(text)
-    return path
-
-
-def test_labels_listed_twice_or_blank_separator():
-    with pytest.raises(BertkitError, match="'pos' is listed twice"):
-        load_config(None, ["data.labels=[pos, neg, pos]"])
-    with pytest.raises(BertkitError, match="label_separator"):
-        load_config(None, ["data.label_separator=' '"])
-
-
-def test_config_init_marks_starter_values():
-    text = starter_yaml("classify")
-    assert "'starter value'" in text
-    lines = text.splitlines()
-    at = lines.index("  name: sentence-transformers/all-MiniLM-L6-v2")
-    assert lines[at - 1] == "  # starter value; the default is bert-base-uncased"
-    epochs = lines.index("  epochs: 3")
-    assert "starter value" not in lines[epochs - 1]
 
 
 # ---------------------------------------------------------------- readers
@@ -195,3 +146,109 @@ def test_qa_records_with_another_answers_key(train, tmp_path):
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, err = train(f"  train: {data}\n", task="qa")
     assert_refused(code, err, "qa.jsonl, record 1", "no 'answers' field", "qa.answers_field")
+
+
+@pytest.mark.parametrize("bad", ["1e999", "-1E400", "9" * 400])
+def test_labels_that_overflow_to_infinity_are_errors(train, tmp_path, bad):
+    """float('1e999') is inf: such a label made a regression file look like classification, with
+    one class per score."""
+    for suffix, sep in ((".csv", ","), (".tsv", "\t")):
+        data = tmp_path / f"scores{suffix}"
+        rows = [f"text number {i}{sep}{0.5 + i / 10}" for i in range(30)]
+        rows[7] = f"text number 7{sep}{bad}"
+        data.write_text(f"text{sep}label\n" + "\n".join(rows) + "\n")
+        code, err = train(f"  train: {data}\n")
+        assert_refused(code, err, f"scores{suffix}:9", "not a finite number")
+    assert not (tmp_path / "out").exists()
+
+
+def test_non_finite_labels_in_parquet_and_json_lines(train, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "scores.parquet"
+    labels = [str(0.5 + i / 10) for i in range(30)]
+    labels[3] = "1e999"
+    pq.write_table(pa.table({"text": [f"t {i}" for i in range(30)], "label": labels}), data)
+    code, err = train(f"  train: {data}\n")
+    assert_refused(code, err, "scores.parquet, row 4", "not a finite number")
+    lines = tmp_path / "scores.jsonl"
+    records = [{"text": f"t {i}", "label": 0.5 + i / 10} for i in range(30)]
+    text = "\n".join(json.dumps(r) for r in records).splitlines()
+    text[4] = '{"text": "t 4", "label": ' + "1" * 400 + "}"  # too large for any number type
+    text[6] = '{"text": "t 6", "label": "nan"}'
+    lines.write_text("\n".join(text) + "\n")
+    code, err = train(f"  train: {lines}\n")
+    assert_refused(code, err, "scores.jsonl:5", "too large")
+    text[4] = '{"text": "t 4", "label": 1.5}'
+    lines.write_text("\n".join(text) + "\n")
+    code, err = train(f"  train: {lines}\n")
+    assert_refused(code, err, "scores.jsonl:7", "'label' holds text ('nan')", "earlier records hold a number")
+
+
+def test_each_label_of_a_multi_label_example_is_checked(train, tmp_path):
+    data = tmp_path / "tags.csv"
+    rows = [f"text {i},{'a|b' if i % 2 else 'b'}" for i in range(30)] + ["text x,a|NaN"]
+    data.write_text("text,label\n" + "\n".join(rows) + "\n")
+    code, err = train(f"  train: {data}\n  label_separator: '|'\n")
+    assert_refused(code, err, "tags.csv:32", "'NaN', not a finite number")
+
+
+def test_a_json_key_given_twice_is_an_error(tmp_path):
+    """JSON readers keep the last of two equal keys: `{"text": A, "text": B}` would be read as B."""
+    from bertkit.core.data.readers import read_records
+
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"text": "fine"}\n{"text": "great film", "text": "awful"}\n')
+    with pytest.raises(BertkitError, match=r"in\.jsonl:2: the key 'text' appears twice"):
+        list(read_records(str(lines)))
+    document = tmp_path / "in.json"
+    document.write_text('[{"text": "a", "label": "pos", "label": "neg"}]')
+    with pytest.raises(BertkitError, match=r"in\.json: the key 'label' appears twice"):
+        list(read_records(str(document)))
+    nested = tmp_path / "spans.jsonl"
+    nested.write_text('{"text": "x", "entities": [{"start": 0, "end": 1, "type": "A", "type": "B"}]}\n')
+    with pytest.raises(BertkitError, match=r"spans\.jsonl:1: the key 'type' appears twice"):
+        list(read_records(str(nested)))
+
+
+def test_a_parquet_column_given_twice_is_an_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bertkit.core.data.readers import read_records
+
+    path = tmp_path / "in.parquet"
+    table = pa.Table.from_arrays([pa.array(["great film"]), pa.array(["awful"])], names=["text", "text"])
+    pq.write_table(table, path)
+    with pytest.raises(BertkitError, match=r"in\.parquet: the file has 'text' twice"):
+        list(read_records(str(path)))
+
+
+def test_a_csv_whose_header_line_is_blank_is_an_error_not_a_shift(tmp_path):
+    import pytest
+
+    from bertkit.core.data.readers import located_records
+    from bertkit.core.errors import BertkitError
+
+    path = tmp_path / "in.csv"
+    path.write_text("\ntext\nhello\n")
+    with pytest.raises(BertkitError, match="in.csv:1: the header line is blank"):
+        list(located_records(str(path), keep_blank=True))
+
+
+def test_old_mac_line_breaks_are_an_error_not_one_record(cli, tmp_path, head_models):
+    from helpers.checks import assert_refused
+
+    from bertkit.core.data.readers import located_records
+
+    mac = tmp_path / "mac.txt"
+    mac.write_bytes(b"great film\rawful film\rfine film\r")
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", mac)
+    assert_refused(code, err, "carriage return alone (old Mac line breaks)")
+    inside = tmp_path / "inside.txt"
+    inside.write_bytes(b"a lone \r inside\nsecond\n")
+    assert [r["text"] for _, r in located_records(str(inside))] == ["a lone \r inside", "second"]
+    squad = tmp_path / "mac.json"
+    squad.write_bytes(b'{"data": [\r{"text": "a"}\r]}')
+    assert [r["text"] for _, r in located_records(str(squad))] == ["a"]  # JSON: a CR is only white space

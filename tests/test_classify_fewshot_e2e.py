@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from tiny import FILLER, NEGATIVE, POSITIVE
+from helpers.tiny import FILLER, NEGATIVE, POSITIVE
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +180,7 @@ def test_multi_label_takes_one_logistic_head_a_label(tiny_model, tmp_path, cli):
     assert tuned["pairs"] > 0 and tuned["pair_loss_last"] < tuned["pair_loss_first"]
     # the tiny random model tells praise from blame too little for a useful multi-label score here
     # (its f1_micro stayed at saying both labels); the heads' arithmetic is checked in
-    # test_fewshot_units.py on vectors that do separate
+    # test_classify_fewshot.py on vectors that do separate
     assert "f1_micro" in info["metrics"]["test"]
     code, out, err = cli("predict", "-m", tmp_path / "model", "-i", test)
     assert code == 0, err

@@ -1,12 +1,16 @@
-"""Training fails early or resumes well: settings checked before any step, --resume continues from
-the last complete checkpoint, and an unfinished run never traps the user between --resume and
+"""bertkit/training/: a run fails early or resumes well. Settings are checked before any step,
+--resume continues from the last complete checkpoint (a full disk or a cut-short checkpoint
+leaves a run that can go on), and an unfinished run never traps the user between --resume and
 --overwrite."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
+
+from bertkit.core.errors import BertkitError
 
 pytestmark = pytest.mark.slow
 
@@ -136,3 +140,70 @@ def test_unfinished_work_with_user_files_is_never_cleared(cli, tmp_path, tiny_mo
         code, _, err = cli("train", "classify", "-c", path, *extra)
         assert_refused(code, err, "holds files bertkit did not write", "checkpoint-backup")
         assert (work / "checkpoint-backup" / "weights.bin").read_text() == "mine"
+
+
+def _checkpoint(folder: Path, state) -> Path:
+    """A checkpoint folder with whole weights and the given trainer_state.json content."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    save_file({"w": torch.zeros(2)}, str(folder / "model.safetensors"))
+    (folder / "trainer_state.json").write_text(json.dumps(state), encoding="utf-8")
+    return folder
+
+
+def test_torch_save_on_a_full_disk_is_a_write_error(tmp_path, monkeypatch):
+    from bertkit.core.outputs import files
+
+    torch_says = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 487744 vs 487632")
+    monkeypatch.setattr(files, "_nearly_full", lambda path: True)
+    failed = files.writing_failed(torch_says, tmp_path / "run.partial", "Kept.")
+    assert (
+        failed is not None and str(failed) == f"cannot write {tmp_path / 'run.partial'}: No space left on device. Kept."
+    )
+    monkeypatch.setattr(files, "_nearly_full", lambda path: False)
+    assert "the write failed" in str(files.writing_failed(torch_says, tmp_path))
+    assert files.writing_failed(RuntimeError("some other bug"), tmp_path) is None
+
+
+def test_a_trainer_state_without_a_step_is_not_a_complete_checkpoint(tmp_path):
+    from bertkit.core.checkpoints import is_complete, last_complete
+
+    _checkpoint(tmp_path / "checkpoint-2", {"global_step": 2, "log_history": []})
+    assert is_complete(tmp_path / "checkpoint-2")
+    for step, state in ((4, {}), (6, [1]), (8, {"global_step": None})):
+        _checkpoint(tmp_path / f"checkpoint-{step}", state)
+        assert not is_complete(tmp_path / f"checkpoint-{step}")
+    found, broken = last_complete(tmp_path)
+    assert found.name == "checkpoint-2" and len(broken) == 3
+
+
+def test_resume_refuses_files_of_yours_in_the_work_directory(tmp_path):
+    """A finished run clears OUTPUT.partial: with --resume, a notes file there was deleted."""
+    from bertkit.core.checkpoints import RUN_MARKER
+    from bertkit.training.run_dir import check_dirs
+
+    work = tmp_path / "model.partial"
+    _checkpoint(work / "checkpoint-3", {"global_step": 3})
+    (work / RUN_MARKER).write_text("bertkit run\n", encoding="utf-8")
+    (work / "notes.txt").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(BertkitError, match=r"holds files bertkit did not write \(notes.txt\)"):
+        check_dirs(tmp_path / "model", work, overwrite=False, resume=True, inputs=[])
+    assert (work / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    (work / "notes.txt").unlink()
+    assert check_dirs(tmp_path / "model", work, overwrite=False, resume=True, inputs=[]).name == "checkpoint-3"
+
+
+def test_a_run_whose_only_checkpoint_was_cut_short_leaves_no_partial(tmp_path):
+    """A full disk during the first checkpoint: the message says nothing was kept, and so it is."""
+    from bertkit.training.run_dir import discard_if_empty
+
+    work = tmp_path / "model.partial"
+    (work / "checkpoint-1").mkdir(parents=True)
+    (work / "checkpoint-1" / "config.json").write_text("{}", encoding="utf-8")
+    discard_if_empty(work)
+    assert not work.exists()
+    _checkpoint(work / "checkpoint-2", {"global_step": 2})
+    discard_if_empty(work)
+    assert work.is_dir()

@@ -1,9 +1,11 @@
-"""Nothing the user wrote is lost: --overwrite replaces only what bertkit wrote, outputs are whole
-or absent, follow the umask, go through symbolic links and into FIFOs, and one run at a time
-writes an output."""
+"""bertkit/core/outputs/: nothing the user wrote is lost. --overwrite replaces only what bertkit
+wrote; outputs are whole or absent, follow the umask, go through symbolic links and into FIFOs;
+one run at a time writes an output; a folder bertkit did not make, the root or a link loop as an
+output are clean errors; JSON lines and CoNLL rows stay one record a line."""
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -13,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 from bertkit.core import outputs
 from bertkit.core.errors import BertkitError
@@ -286,7 +288,6 @@ def test_overwrite_of_a_bundle_without_manifest_keeps_unknown_files(cli, tmp_pat
 def test_overwrite_replaces_only_the_same_kind_of_output(cli, tmp_path, classify_bundle, easy_data):
     """evaluate -o BUNDLE --overwrite would replace a model with a metrics folder: refused."""
     copy = tmp_path / "model"
-    import shutil
 
     shutil.copytree(classify_bundle, copy)
     code, _, err = cli("evaluate", "-m", classify_bundle, "-d", easy_data["test"], "-o", copy, "--overwrite")
@@ -453,3 +454,125 @@ def test_what_was_being_deleted_is_swept_never_put_back(tmp_path):
     (tmp_path / "gone" / "a.txt").write_text("x")
     files.discard(tmp_path / "gone")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_partial_folder_a_run_did_not_make_is_never_cleared(tmp_path):
+    """`OUT.partial` without bertkit's run marker is someone else's (another trainer's output, say):
+    its `checkpoint-500/` and `runs/` are not a run's debris, with or without --overwrite or --resume."""
+    from bertkit.training.run_dir import check_dirs
+
+    final, work = tmp_path / "out", tmp_path / "out.partial"
+    (work / "checkpoint-500").mkdir(parents=True)
+    (work / "checkpoint-500" / "weights.bin").write_text("mine")
+    (work / "runs").mkdir()
+    (work / "runs" / "events.out.tfevents.1").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(BertkitError, match="holds files bertkit did not write"):
+            check_dirs(final, work, overwrite, False, [])
+    with pytest.raises(BertkitError, match="was not made by a bertkit run"):
+        check_dirs(final, work, False, True, [])
+    assert (work / "checkpoint-500" / "weights.bin").read_text() == "mine"
+    assert (work / "runs" / "events.out.tfevents.1").read_text() == "mine"
+    (work / "checkpoint-500" / "weights.bin").unlink()
+    (work / "checkpoint-500").rmdir()
+    (work / "runs" / "events.out.tfevents.1").unlink()
+    (work / "runs").rmdir()
+    assert check_dirs(final, work, False, False, []) is None  # an empty folder is nobody's work
+    assert not work.exists()
+
+
+def test_a_partial_folder_that_is_a_link_is_refused(tmp_path):
+    from bertkit.training.run_dir import check_dirs
+
+    mine = tmp_path / "mine"
+    (mine / "runs").mkdir(parents=True)
+    (mine / "runs" / "notes.txt").write_text("mine")
+    (tmp_path / "out.partial").symlink_to(mine)
+    for overwrite, resume in ((False, False), (True, False), (False, True)):
+        with pytest.raises(BertkitError, match="is a symbolic link"):
+            check_dirs(tmp_path / "out", tmp_path / "out.partial", overwrite, resume, [])
+    assert (mine / "runs" / "notes.txt").read_text() == "mine"
+
+
+def test_the_root_as_output_directory_is_a_clean_error(cli, tmp_path, tiny_model, easy_data):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"task: classify\nmodel:\n  name: {tiny_model}\ndata:\n  train: {easy_data['train']}\noutput_dir: out\n"
+    )
+    for extra in ((), ("--overwrite",)):
+        code, _, err = cli("train", "classify", "-c", config, "-o", "/", *extra)
+        assert_refused(code, err, "/ is the root")
+
+
+def test_a_symbolic_link_loop_as_output_is_a_clean_error(cli, tmp_path, head_models):
+    from bertkit.core.outputs import atomic_text, check_output_dir
+
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    texts = tmp_path / "in.txt"
+    texts.write_text("alice met bruno\n")
+    code, _, err = cli("predict", "-m", head_models["ner"], "-i", texts, "-o", tmp_path / "a.jsonl")
+    assert_refused(code, err, "a.jsonl is a symbolic link that leads back to itself")
+    with pytest.raises(BertkitError, match="leads back to itself"), atomic_text(str(tmp_path / "a.jsonl")):
+        pass
+    for overwrite in (False, True):
+        with pytest.raises(BertkitError, match="leads back to itself"):
+            check_output_dir(tmp_path / "a.jsonl", overwrite)
+
+
+SEPARATORS = "great\u2028film|ok\x85next|para\u2029graph"
+
+
+def test_json_lines_outputs_stay_one_line_for_every_line_reader(cli, tmp_path, tiny_model, head_models):
+    """JSON leaves U+2028, U+2029 and U+0085 raw inside strings, and Python's str.splitlines (and
+    older JavaScript) breaks lines there: bertkit escapes them, so each result is one line for
+    any reader, and the text reads back the same."""
+    texts = SEPARATORS.split("|")
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    outputs = {
+        "predict": ("predict", "-m", head_models["ner"], "-i", source, "-o", tmp_path / "p.jsonl"),
+        "embed": ("embed", "-m", tiny_model, "-i", source, "-o", tmp_path / "e.jsonl"),
+    }
+    for name, args in outputs.items():
+        code, _, err = cli(*args)
+        assert code == 0, err
+        written = args[-1].read_text(encoding="utf-8")
+        assert len(written.splitlines()) == len(texts), name
+        assert [json.loads(line)["text"] for line in written.splitlines()] == texts, name
+    code, out, err = cli("tokenize", "-m", tiny_model, "-i", source, "--json")
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == texts
+
+
+def test_conll_output_refuses_tokens_a_row_cannot_carry(cli, tmp_path, head_models):
+    """A token holding a line break or a space, or an empty one, would end or split a CoNLL row:
+    the N-th sentence of the output would no longer be the N-th record of the input."""
+    for tokens in (["alice", "\n", "paris"], ["new york", "x"], ["", "bob"], ["-DOCSTART-", "x"]):
+        source = tmp_path / "tokens.jsonl"
+        source.write_text(json.dumps({"tokens": ["fine"]}) + "\n" + json.dumps({"tokens": tokens}) + "\n")
+        out = tmp_path / "out.conll"
+        code, _, err = cli("predict", "-m", head_models["ner"], "-i", source, "--format", "conll", "-o", out)
+        assert_refused(code, err, f"{source}:2: token", "cannot be written as a CoNLL row", "--format jsonl")
+        assert not out.exists()
+
+
+def test_lock_in_a_place_that_cannot_be_written_is_a_clear_error():
+    from bertkit.core.outputs.lock import OutputLock
+
+    with pytest.raises(BertkitError, match="cannot write /proc/bertkit-model"):
+        OutputLock(Path("/proc/bertkit-model")).acquire()
+
+
+def test_output_extensions_that_say_no_format_are_refused_before_work(cli, tmp_path):
+    from helpers.checks import assert_refused
+
+    source = tmp_path / "in.txt"
+    source.write_text("a text\n")
+    code, _, err = cli("predict", "-m", tmp_path / "no-model", "-i", source, "-o", tmp_path / "p.xyz")
+    assert_refused(code, err, "cannot tell the format from the extension .xyz")
+    code, _, err = cli(
+        "similarity", "-m", tmp_path / "no-model", "-i", source, "--matrix", "--heatmap", tmp_path / "h.txt"
+    )
+    assert_refused(code, err, "the heatmap is a PNG picture")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]

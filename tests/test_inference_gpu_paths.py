@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from tiny import FILLER, NEGATIVE, POSITIVE
+from helpers.tiny import FILLER, NEGATIVE, POSITIVE
 
 
 def _texts(n: int = 120, seed: int = 3) -> list[str]:

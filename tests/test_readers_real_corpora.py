@@ -6,8 +6,8 @@ import json
 import random
 
 import pytest
-from checks import assert_refused
-from tiny import NEGATIVE, POSITIVE, sentence
+from helpers.checks import assert_refused
+from helpers.tiny import NEGATIVE, POSITIVE, sentence
 
 from bertkit.config import load_config
 from bertkit.core.errors import BertkitError

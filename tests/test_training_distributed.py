@@ -4,23 +4,11 @@ processes, and only the main one writes the bundle."""
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers.launch import BIN, free_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-BIN = Path(sys.executable).parent
 
 
 @pytest.mark.parametrize(

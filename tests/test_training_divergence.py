@@ -7,7 +7,7 @@ import math
 import shutil
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 
 def diverging(tmp_path, model, train, task="classify", extra=""):

@@ -10,7 +10,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 
 def damaged(tmp_path, tiny_model, how: str):

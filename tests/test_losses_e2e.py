@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from tiny import FILLER, NEGATIVE, PEOPLE, PLACES, POSITIVE, VERBS
+from helpers.tiny import FILLER, NEGATIVE, PEOPLE, PLACES, POSITIVE, VERBS
 
 pytestmark = pytest.mark.slow
 EPOCHS = 5  # plain training has not yet found the rare class here; weighted has (seeds 7, 11, 13)

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
 
 
 def jsonl(path, *records):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny import ner_sentence, sentence, write_conll, write_easy_csv, write_squad
+from helpers.tiny import ner_sentence, sentence, write_conll, write_easy_csv, write_squad
 
 from bertkit.tiny_families import BUILT_IN_TEXT, FAMILIES
 

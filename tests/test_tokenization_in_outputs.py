@@ -37,7 +37,7 @@ def test_ner_conll_output_refuses_tokens_a_conll_line_cannot_carry(cli, tmp_path
     """Token JSON whose tokens are empty or hold white space: JSON lines carry them (one tag
     each); a CoNLL output would lose a token, add a column or cut a sentence in two, so it is
     refused, naming the record and the token, and nothing is written."""
-    from checks import assert_refused
+    from helpers.checks import assert_refused
 
     from bertkit.core.data.conll import read_conll
 

@@ -1,6 +1,6 @@
-"""Models are loaded safely: code shipped with a model runs only with --trust-remote-code (never
-through a prompt), a broken model directory is one clear error, and lengths a model cannot read
-are refused before training."""
+"""bertkit/core/models.py: models are loaded safely. Code shipped with a model runs only with
+--trust-remote-code (never through a prompt), a broken model directory (a damaged vocab.txt
+included) is one clear error, and lengths a model cannot read are refused before training."""
 
 import json
 import os
@@ -9,7 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from checks import assert_refused, write_config
+from helpers.checks import assert_refused, write_config
+
+from bertkit.core.errors import BertkitError
 
 CONFIG_CODE = """
 from transformers import BertConfig
@@ -149,3 +151,30 @@ def test_a_bundle_that_records_too_long_a_length_still_predicts(cli, tmp_path, c
     code, out, err = cli("predict", "-m", folder, "-i", source)
     assert code == 0, err
     assert json.loads(out)["label"] in ("positive", "negative")
+
+
+@pytest.mark.parametrize("vocab", [b"", b"\xff\xfe\x00garbage\x80\n"])
+def test_a_damaged_vocab_txt_is_a_clear_error(tiny_model, tmp_path, vocab, cli):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    (model / "tokenizer.json").unlink()
+    (model / "vocab.txt").write_bytes(vocab)
+    from bertkit.core.tokenization import load_tokenizer
+
+    with pytest.raises(BertkitError, match=r"tokenizer files \(vocab.txt\) are damaged or incomplete"):
+        load_tokenizer(str(model))
+    code, _, err = cli("tokenize", "-m", model, "hello")
+    assert code == 2 and "vocab.txt" in err and "Traceback" not in err
+
+
+def test_max_length_beyond_the_model_is_refused_not_cut(tiny_model, tmp_path, cli):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("hello world\n", encoding="utf-8")
+    out = tmp_path / "vectors.npy"
+    code, _, err = cli("embed", "-m", tiny_model, "-i", texts, "-o", out, "--max-length", "4096")
+    assert code == 2 and "reads at most 128 tokens" in err and "--max-length 128 or less" in err
+    assert not out.exists()
+    code, _, err = cli("similarity", "-m", tiny_model, "-i", texts, "--matrix", "--max-length", "129")
+    assert code == 2 and "--max-length 129" in err
+    code, _, _ = cli("embed", "-m", tiny_model, "-i", texts, "-o", out, "--max-length", "128")
+    assert code == 0 and out.is_file()

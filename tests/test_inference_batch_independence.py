@@ -9,8 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_export_onnx import bundles  # noqa: F401  (the module's trained bundles of every task)
-from tiny import FILLER, NEGATIVE, POSITIVE, ner_sentence, qa_paragraph
+from helpers.tiny import FILLER, NEGATIVE, POSITIVE, ner_sentence, qa_paragraph
 
 pytest.importorskip("onnxruntime")
 
@@ -55,7 +54,7 @@ def _records(task: str, column: str = "text", n: int = MANY) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def kinds(bundles, tmp_path_factory):  # noqa: F811
+def kinds(bundles, tmp_path_factory):
     """Each task's bundle as PyTorch, ONNX fp32 and ONNX int8 (exported once for the module)."""
     from bertkit.cli import main
 

@@ -7,10 +7,10 @@ hands the server its arguments, working directory, environment and its stdin, st
 (the file descriptors themselves, over a Unix socket), and exits with the child's exit code. A
 child is a fresh copy of the server, so nothing one command does leaks into the next.
 
-The child applies the docs test's run-time substitutions (tests/docs_substitutions.py): Hub ids
+The child applies the docs test's run-time substitutions (tests/helpers/docs_substitutions.py): Hub ids
 resolve to tiny local models, and training commands get the limits that keep them short.
 
-    python tests/docs_server.py SOCKET SETTINGS.json     # serve until killed
+    python tests/helpers/docs_server.py SOCKET SETTINGS.json     # serve until killed
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _run_child(request: dict, fds: list[int], settings: dict) -> int:
     os.environ.clear()
     os.environ.update(request["env"])
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    import docs_substitutions
+    from helpers import docs_substitutions
 
     argv = docs_substitutions.limit_run(request["argv"])
     docs_substitutions.use_tiny_models(settings["models"])
@@ -102,8 +102,8 @@ def _reap_and_leave(*_) -> None:
 
 
 def serve(socket_path: str, settings: dict) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))
-    import docs_substitutions
+    sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, for `helpers`
+    from helpers import docs_substitutions
 
     docs_substitutions.preload()
     listener = socket.socket(socket.AF_UNIX)

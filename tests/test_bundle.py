@@ -1,13 +1,13 @@
-"""Bundle files that are valid JSON but say the wrong thing (a list for an object, a task that is
-not a name, a length that is not a number, labels that do not fit the model's head, broken
-sentence-transformers files) are one clear error naming the file, with exit code 2, whichever
-command loads the model."""
+"""bertkit/tasks/bundle.py, opening a bundle: files that are valid JSON but say the wrong thing (a
+list for an object, a task that is not a name, a length that is not a number, labels that do not
+fit the model's head, broken sentence-transformers files) are one clear error naming the file,
+with exit code 2, whichever command loads the model."""
 
 import json
 import shutil
 
 import pytest
-from checks import assert_refused
+from helpers.checks import assert_refused
 
 
 def _copy(tmp_path, source, name="model"):
@@ -170,183 +170,9 @@ def test_broken_sentence_transformers_files_are_refused(cli, tmp_path, tiny_mode
 # ---------------------------------------------------------------- the search cache
 
 
-@pytest.fixture
-def corpus(tmp_path):
-    source = tmp_path / "corpus.txt"
-    source.write_text("a great film\n\nan awful meal\na lovely trip\n")
-    return source
-
-
-def _search(cli, model, corpus, cache):
-    code, out, err = cli("search", "-m", model, "--corpus", corpus, "-q", "great film", "--cache-dir", cache, "-k", "2")
-    assert code == 0, err
-    return json.loads(out), " ".join(err.split())
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        pytest.param(lambda p: p.write_bytes(b"garbage, not numpy"), id="garbage"),
-        pytest.param(lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), id="truncated"),
-        pytest.param(lambda p: p.write_bytes(b""), id="empty"),
-        pytest.param(lambda p: np_save(p, [[0.5] * 3] * 4), id="narrow"),
-        pytest.param(lambda p: np_save(p, [[0.5] * 64] * 7), id="rows"),
-        pytest.param(lambda p: np_save(p, [0.5] * 4), id="flat"),
-        pytest.param(lambda p: np_save(p, [[float("nan")] * 64] * 4), id="nan"),
-        pytest.param(lambda p: np_save(p, [{"a": 1}] * 4), id="objects"),
-    ],
-)
-def test_a_broken_search_cache_is_rebuilt(cli, tmp_path, tiny_model, corpus, damage):
-    cache = tmp_path / "cache"
-    first, _ = _search(cli, tiny_model, corpus, cache)
-    (cached,) = cache.glob("*.npy")
-    damage(cached)
-    again, err = _search(cli, tiny_model, corpus, cache)
-    assert again == first
-    assert f"corpus embeddings in {cached} are damaged" in err and "embedding the corpus again" in err, err
-    import numpy as np
-
-    assert np.load(cached).shape == (4, 64)
-    _, err = _search(cli, tiny_model, corpus, cache)
-    assert "reused" in err and "are damaged" not in err
-
-
-def np_save(path, rows):
-    import numpy as np
-
-    with open(path, "wb") as handle:
-        np.save(handle, np.array(rows), allow_pickle=True)
-
-
-def test_an_unwritable_search_cache_is_a_warning(cli, tmp_path, tiny_model, corpus):
-    blocked = tmp_path / "a-file"
-    blocked.write_text("not a folder")
-    for cache in (blocked, blocked / "sub"):
-        hits, err = _search(cli, tiny_model, corpus, cache)
-        assert hits["hits"][0]["text"] == "a great film" or len(hits["hits"]) == 2
-        assert "cannot keep the corpus embeddings" in err and "without the cache" in err, err
-    assert blocked.read_text() == "not a folder"
-
-
 # ---------------------------------------------------------------- tokenizer train: its output
-
-
-@pytest.fixture
-def words(tmp_path):
-    source = tmp_path / "words.txt"
-    source.write_text("\n".join(f"word{i} and more words here" for i in range(200)) + "\n")
-    return source
-
-
-def _no_learning(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("the vocabulary was learnt before the output was checked")
-
-    monkeypatch.setattr("bertkit.core.tokenizer_training.train_wordpiece", refuse)
-
-
-def test_tokenizer_output_under_a_file_is_refused_before_learning(cli, tmp_path, words, monkeypatch):
-    _no_learning(monkeypatch)
-    blocker = tmp_path / "one.txt"
-    blocker.write_text("mine")
-    for target in (blocker / "sub", blocker / "sub" / "deeper"):
-        code, _, err = cli("tokenizer", "train", "-i", words, "-o", target, "--vocab-size", "60")
-        assert_refused(code, err, f"cannot write {target}", f"{blocker} is a file, not a folder")
-    assert blocker.read_text() == "mine"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.txt", "words.txt"]
-
-
-@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0, reason="root")
-def test_tokenizer_output_in_an_unwritable_folder_is_refused_before_learning(cli, tmp_path, words, monkeypatch):
-    _no_learning(monkeypatch)
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
-    try:
-        code, _, err = cli("tokenizer", "train", "-i", words, "-o", locked / "tok", "--vocab-size", "60")
-    finally:
-        locked.chmod(0o700)
-    assert_refused(code, err, f"cannot write {locked / 'tok'}")
-
-
-def _disk_full_after_a_file(error):
-    def save(self, folder, *args, **kwargs):
-        from pathlib import Path
-
-        (Path(folder) / "vocab.txt").write_text("[PAD]\n")
-        raise error(Path(folder) / "tokenizer.json")
-
-    return save
-
-
-@pytest.mark.parametrize(
-    "error",
-    [
-        # the Rust tokenizers library reports a failed write as a plain Exception
-        pytest.param(lambda path: Exception("No space left on device (os error 28)"), id="rust"),
-        pytest.param(lambda path: OSError(28, "No space left on device", str(path)), id="oserror"),
-    ],
-)
-def test_tokenizer_write_failures_name_the_target_not_a_temporary(cli, tmp_path, words, monkeypatch, error):
-    from transformers import PreTrainedTokenizerBase
-
-    monkeypatch.setattr(PreTrainedTokenizerBase, "save_pretrained", _disk_full_after_a_file(error))
-    target = tmp_path / "tok"
-    code, _, err = cli("tokenizer", "train", "-i", words, "-o", target, "--vocab-size", "60")
-    assert_refused(code, err, f"cannot write {target}: No space left on device")
-    assert ".tmp-" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["words.txt"]
-
-
-def test_tokenizer_manifest_write_failure_names_the_target(cli, tmp_path, words, monkeypatch):
-    from bertkit.core import outputs
-    from bertkit.core.outputs import dirs
-
-    def full(path, data):
-        raise outputs.writing_failed(OSError(28, "No space left on device"), path)
-
-    monkeypatch.setattr(dirs, "write_json", full)  # the manifest's writer
-    target = tmp_path / "tok"
-    code, _, err = cli("tokenizer", "train", "-i", words, "-o", target, "--vocab-size", "60")
-    assert_refused(code, err, f"cannot write {target / '.bertkit-output.json'}: No space left on device")
-    assert ".tmp-" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["words.txt"]
 
 
 # ---------------------------------------------------------------- config init: its output
 
 
-def test_config_init_to_stdout_with_a_dash(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    code, plain, _ = cli("config", "init", "ner")
-    assert code == 0
-    code, dashed, err = cli("config", "init", "ner", "-o", "-")
-    assert code == 0 and dashed == plain, err
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_config_init_makes_missing_folders_and_leaves_no_temporaries(cli, tmp_path):
-    _, text, _ = cli("config", "init", "qa")
-    target = tmp_path / "configs" / "runs" / "qa.yaml"
-    code, _, err = cli("config", "init", "qa", "-o", target)
-    assert code == 0, err
-    assert target.read_text(encoding="utf-8") == text
-    assert [p.name for p in target.parent.iterdir()] == ["qa.yaml"]
-
-
-def test_config_init_refusals(cli, tmp_path):
-    blocker = tmp_path / "notes.txt"
-    blocker.write_text("mine")
-    code, _, err = cli("config", "init", "classify", "-o", blocker / "run.yaml")
-    assert_refused(code, err, f"cannot write {blocker / 'run.yaml'}", f"{blocker} is a file, not a folder")
-    code, _, err = cli("config", "init", "classify", "-o", tmp_path)
-    assert_refused(code, err, f"--output {tmp_path} is a directory")
-    code, _, err = cli("config", "init", "classify", "-o", blocker)
-    assert_refused(code, err, f"{blocker} already exists", "--overwrite")
-    assert blocker.read_text() == "mine"
-    code, _, err = cli("config", "init", "clasify", "-o", tmp_path / "new" / "x.yaml")
-    assert_refused(code, err, "did you mean 'classify'")
-    assert not (tmp_path / "new").exists()
-    code, _, err = cli("config", "init", "classify", "-o", blocker, "--overwrite")
-    assert code == 0, err
-    assert blocker.read_text().startswith("# bertkit config")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

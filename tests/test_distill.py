@@ -244,7 +244,7 @@ def test_distill_command_and_starter_exist(cli):
 
 
 def test_a_start_with_another_vocabulary_is_refused(tmp_path, tiny_model):
-    from tiny import build_tiny_bert
+    from helpers.tiny import build_tiny_bert
 
     from bertkit.core.tokenization import load_tokenizer
     from bertkit.tasks.distill.student import check_vocabulary

@@ -1,6 +1,6 @@
 """Characters, words and tokens: grapheme clusters, words with no sub-word token, QA answers at
 the edges of characters the tokenizer drops. Units, on hand-made cases; the random cases are in
-test_alignment_properties.py."""
+test_tokenization_properties.py."""
 
 import numpy as np
 import pytest
@@ -253,7 +253,7 @@ def ja_tokenizer(tmp_path_factory):
     pytest.importorskip("fugashi", reason="Japanese support needs bertkit[ja]")
     pytest.importorskip("unidic_lite", reason="Japanese support needs bertkit[ja]")
     from conftest import ROOT
-    from tiny import build_tiny_japanese_bert
+    from helpers.tiny import build_tiny_japanese_bert
 
     from bertkit.core.tokenization import load_tokenizer
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_distributed import BIN, free_port
-from tiny import sentence
+from helpers.launch import BIN, free_port
+from helpers.tiny import sentence
 
 pytestmark = pytest.mark.slow
 
