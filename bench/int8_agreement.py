@@ -145,7 +145,7 @@ EMBED_VARIANTS = {  # an embed bundle of the packaged MiniLM: roles kept fp32 / 
 def embed_agreement(count: int) -> list[dict]:
     """MiniLM as an embed bundle (mean pooling, normalised): the cosine of each int8 variant's
     vectors with fp32's over `count` texts, half SST-2 dev sentences and half IMDb test reviews
-    (seeded), calibrated on 200 other SST-2 dev sentences."""
+    (seeded), calibrated on 200 pairs of other SST-2 dev sentences."""
     import gzip
     import json
 
@@ -170,8 +170,12 @@ def embed_agreement(count: int) -> list[dict]:
     with gzip.open(require(DATA / "en/imdb/test.jsonl.gz"), "rt", encoding="utf-8") as handle:
         reviews = [json.loads(line)["text"] for line in handle]
     texts = sentences[: count // 2] + random.Random(SEED).sample(reviews, count - count // 2)
-    calibration = OUT / "embed-calibration.txt"
-    calibration.write_text("\n".join(sentences[count // 2 : count // 2 + 200]) + "\n", encoding="utf-8")
+    calibration = OUT / "embed-calibration.jsonl"  # 200 pairs of other SST-2 sentences (text, text_pair)
+    others = sentences[count // 2 : count // 2 + 400]
+    calibration.write_text(
+        "".join(json.dumps({"text": a, "text_pair": b}) + "\n" for a, b in zip(others[::2], others[1::2], strict=True)),
+        encoding="utf-8",
+    )
     fp32_dir, _ = export_bundle(
         str(source), output=str(OUT / "embed-fp32"), overwrite=True, check_data=str(calibration)
     )

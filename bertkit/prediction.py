@@ -147,7 +147,7 @@ def units(
     queue: deque = deque()  # (is empty, record, unit) in input order, for records the task has taken
     first: list[dict] = []  # the input's first record that is not a blank line
     seen: dict = {}  # shared by the checks of one input's records
-    checking = getattr(task, "check_record", None) if check else None  # (a stand-in for a task may lack it)
+    checking = task.prediction.check_record if check else None
 
     def feed() -> Iterator[dict]:
         taken = 0  # records not empty so far

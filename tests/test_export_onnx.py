@@ -118,9 +118,10 @@ def test_int8_export_checks_itself_and_runs(task, bundles, tmp_path, cli):
 
 
 def _kept_roles_stay_fp32(target: Path, recipe: dict, config: dict) -> None:
-    """The roles the export record says it kept in fp32 (one projection a layer each: the
-    feed-forward output, and for embed the attention output too) have no DequantizeLinear feeding
-    them; every other weight MatMul of the encoder is int8, its input smoothed first."""
+    """The roles the export record says it kept in fp32 (the feed-forward output, one projection a
+    layer; the feed-forward input too when the first graph agreed too little) have no
+    DequantizeLinear feeding them; every other weight MatMul of the encoder is int8, its input
+    smoothed first."""
     import onnx
 
     layers = config["num_hidden_layers"]
@@ -132,9 +133,40 @@ def _kept_roles_stay_fp32(target: Path, recipe: dict, config: dict) -> None:
     weight_matmuls = [n for n in nodes if n.op_type == "MatMul" and "dense" in n.name]
     plain = [n.name for n in weight_matmuls if not set(n.input) & dequantised]
     assert len(plain) == len(kept) * layers, plain
-    assert all("output/dense" in name for name in plain), plain  # BertOutput's or BertSelfOutput's dense
+    names = {"ffn-out": "/output/dense", "ffn-in": "/intermediate/dense"}  # BertOutput's, BertIntermediate's
+    assert all(any(names[role] in name and "attention" not in name for role in kept) for name in plain), plain
     quantised = [n.name for n in nodes if n.op_type == "MatMul" and set(n.input) <= dequantised]  # q, k, v too
     assert len(quantised) >= (6 - len(kept)) * layers, quantised
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("found", "published"), [((0.9, 1.0), True), ((0.9, 0.95), False)])
+def test_int8_keeps_more_in_fp32_when_the_first_graph_agrees_too_little(
+    found, published, bundles, tmp_path, cli, monkeypatch
+):
+    """The fastest int8 graph is tried first; agreeing on less than --min-agreement, the export
+    makes the next (the feed-forward input in fp32 too) and says why; when that one agrees too
+    little as well, nothing is published and the refusal names the flag."""
+    from bertkit.exporting import onnx as exporting
+
+    agreements = list(found)
+
+    def measured(task, fp32, int8, tokenizer, info, data, fmt, report):
+        report.int8.update({"records": 200, "equal_predictions": agreements[0], "agreement": agreements.pop(0)})
+
+    monkeypatch.setattr(exporting, "compare_int8", measured)
+    target = tmp_path / "int8"
+    code, _, err = cli("export", "-m", bundles["classify"], "--quantize", "int8", "-o", target)
+    said = " ".join(err.split())
+    if published:
+        assert code == 0, err
+        record = json.loads((target / "bertkit.json").read_text())["export"]
+        assert set(record["int8"]["kept_fp32"]) == {"ffn-out", "ffn-in"} and record["int8"]["agreement"] == 1.0
+        assert record["int8"]["instead_of"]["agreement"] == 0.9
+        assert "int8 keeps ffn-in in fp32 too" in said and "90.0%" in said
+        _kept_roles_stay_fp32(target, record["int8"], json.loads((bundles["classify"] / "config.json").read_text()))
+    else:
+        assert code == 2 and "95.0%" in said and "--min-agreement 0.99" in said and not target.exists()
 
 
 @pytest.mark.slow

@@ -302,7 +302,7 @@ def test_overwrite_never_replaces_the_source(cli, tmp_path, tiny_model):
     source = tmp_path / "source"
     assert cli("model", "tiny", "--from", tiny_model, "-o", source)[0] == 0
     code, _, err = cli("model", "tiny", "--from", source, "-o", source, "--overwrite")
-    assert code == 2 and "an input of this run" in err
+    assert code == 2 and "an input of this command" in err
     assert (source / "model.safetensors").is_file()
 
 

@@ -7,6 +7,7 @@ from bertkit.core import sharding
 from bertkit.core.data.records import Blank, Record
 from bertkit.core.errors import BertkitError
 from bertkit.prediction import aligned, units
+from bertkit.tasks.contract import Prediction
 from bertkit.tasks.contract.options import PredictOptions
 
 
@@ -58,10 +59,9 @@ def test_a_gpu_named_without_its_number_is_the_processs_own(monkeypatch):
         pick_device(None)
 
 
-class EchoTask:
+class EchoPrediction(Prediction):
     """Predicts the upper-cased text, two records per pass; remembers the chunks it was given."""
 
-    name = "echo"
     records_per_pass = 2
 
     def __init__(self):
@@ -83,6 +83,16 @@ class EchoTask:
     def empty_result(self, model, record, info, options):
         like = record.like if isinstance(record, Blank) else record
         return {"text": None, "empty": True, "like": like and like.get("text")}
+
+
+class EchoTask:
+    """A task with the prediction part above alone (what sharded prediction reads of a task)."""
+
+    name = "echo"
+
+    def __init__(self):
+        self.prediction = EchoPrediction()
+        self.chunks = self.prediction.chunks
 
 
 def _records() -> list:

@@ -54,6 +54,7 @@ def test_inspect_finds_weights_cut_short_without_loading_them(cli, tmp_path, tin
 
 @pytest.mark.slow
 def test_smoke_loads_the_real_model_as_the_run_does(cli, tmp_path, tiny_model, easy_data, monkeypatch):
+    from bertkit import smoke
     from bertkit.training import run
 
     loaded = []
@@ -63,7 +64,8 @@ def test_smoke_loads_the_real_model_as_the_run_does(cli, tmp_path, tiny_model, e
         loaded.append(source)
         return real(cfg, task, source, info)
 
-    monkeypatch.setattr(run, "starting_model", recorded)
+    monkeypatch.setattr(run, "starting_model", recorded)  # the training run's
+    monkeypatch.setattr(smoke, "starting_model", recorded)  # smoke's own load of the real model
     config = write_config(tmp_path, tiny_model, easy_data["train"], extra="train:\n  epochs: 1\n")
     code, _, err = cli("smoke", "-c", config)
     assert code == 0, err

@@ -93,8 +93,8 @@ def projection_roles(graph_file: Path) -> dict[str, list[str]]:
     their place and shape rather than their names, so that every family's encoder (BERT, RoBERTa,
     DistilBERT, ELECTRA, MPNet, ModernBERT...) is read alike:
 
-    - `head`: after the encoder's last LayerNormalization (the pooler, the classifier, the
-      masked-LM decoder);
+    - `head`: after the encoder's last residual LayerNormalization (the pooler, the classifier,
+      the masked-LM head's transform and decoder);
     - `ffn-out`: one reading an activation's product (the feed-forward's second: GELU's, or a
       gated unit's);
     - `ffn-in`: one that widens (the feed-forward's first; a fused query-key-value one too);
@@ -120,8 +120,11 @@ def projection_roles(graph_file: Path) -> dict[str, list[str]]:
     readers: dict[str, int] = {}
     for _, node, _ in projections:
         readers[node.input[0]] = readers.get(node.input[0], 0) + 1
-    norms = [i for i, n in enumerate(graph.node) if n.op_type == "LayerNormalization"]
-    last_norm = norms[-1] if norms else -1
+    # the encoder ends at its last residual LayerNormalization (one of a sum); a head's own
+    # LayerNormalization (the masked-LM head's, after its GELU) does not end it
+    norms = [(i, n) for i, n in enumerate(graph.node) if n.op_type == "LayerNormalization"]
+    sums = [i for i, n in norms if producer.get(n.input[0]) == "Add"]
+    last_norm = sums[-1] if sums else -1
     roles: dict[str, list[str]] = {role: [] for role in ROLES}
     for index, node, (width_in, width_out) in projections:
         made_by = producer.get(node.input[0])

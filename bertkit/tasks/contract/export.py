@@ -24,10 +24,6 @@ class Export:
     per_token = False  # whether they have a sequence axis (a row per token) besides the batch one
     metric_scale = 1.0  # what the task's metrics count up to (SQuAD's exact match and F1: 100)
     compares_predictions = True  # whether the int8 check compares predictions on records of the check data
-    # int8: the encoder projections (exporting/graphs.py's roles) left in fp32; the others are
-    # smoothed (exporting/smoothing.py) and quantised. The feed-forward output's input, the GELU's
-    # product, loses labels in int8 with or without smoothing, in every layer (docs/deployment.md)
-    int8_keeps_fp32: tuple[str, ...] = ("ffn-out",)
     # what a prediction is: a label or labels, entities (text input) or tags (CoNLL input), an answer
     prediction_fields: tuple[str, ...] = ("label", "labels", "entities", "tags", "answer")
 

@@ -16,9 +16,6 @@ AGREEING_COSINE = 0.99
 class EmbedExport(Export):
     outputs = ("sentence_embedding",)
     prediction_fields = ("embedding",)
-    # both projections into the residual stream: a vector is the whole hidden state averaged, and
-    # its cosine suffers from the attention output in int8 too, smoothed or not (docs/deployment.md)
-    int8_keeps_fp32 = ("ffn-out", "attention-out")
 
     def forward(self, model, inputs, info):
         """The pooled (and, when the bundle normalises, unit-length) vector, pooled with the
