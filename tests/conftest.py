@@ -13,6 +13,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # tiny models gain nothing from a second one, and under pytest-xdist (a worker a core) or on a
 # busy machine its spinning made a 6-epoch training of the tiny BERT 33 s instead of 5 s.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# torch 2.5's inductor starts a pool of compile workers when it is imported (transformers 5.0's
+# ModernBERT imports it): one compile thread, no pool, no processes a test did not start itself
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 # Messages are printed 200 columns wide (rich reads COLUMNS when output is not a terminal, as
 # under pytest's capture; else 80): a test that finds a path in a message must not find it cut
 # in two by a line break, wherever the session's temporary folder is (pytest-xdist's are longer).

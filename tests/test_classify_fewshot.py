@@ -51,7 +51,7 @@ def test_multi_label_pairs_share_a_label_or_none():
     assert not related(sets[0], sets[2]) and related(sets[0], sets[1]) and related(sets[2], sets[1])
 
 
-def setup(labels, **settings):
+def route_of(labels, **settings):
     import datasets
 
     settings = {"classify.strategy": "auto", **settings}
@@ -75,9 +75,9 @@ def test_the_default_route_is_contrastive_on_little_data_and_finetune_above():
 
 
 def test_auto_takes_the_contrastive_route_on_little_data(capsys):
-    assert setup(["a", "b"] * 8)["strategy"] == "contrastive"
+    assert route_of(["a", "b"] * 8)["strategy"] == "contrastive"
     assert "classify strategy: contrastive (auto: 16 examples for 2 labels, at most" in said(capsys)
-    assert setup(["a", "b"] * 8, **{"classify.few_shot_examples": 7})["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 8, **{"classify.few_shot_examples": 7})["strategy"] == "finetune"
     assert "classify strategy: finetune (auto: 16 examples for 2 labels, more than" in said(capsys)
 
 
@@ -87,13 +87,13 @@ def said(capsys) -> str:
 
 def test_fine_tuning_settings_the_route_will_not_use_are_named(capsys):
     fine = {"train.learning_rate": "0.001", "train.epochs": "5", "train.warmup_ratio": "0.2"}
-    assert setup(["a", "b"] * 8, **fine)["strategy"] == "contrastive"
+    assert route_of(["a", "b"] * 8, **fine)["strategy"] == "contrastive"
     text = said(capsys)
     assert "does not use train.epochs, train.learning_rate, train.warmup_ratio (fine-tuning settings)" in text, text
     assert "classify.strategy: finetune" in text
-    setup(["a", "b"] * 8, **{"train.batch_size": "8", "train.seed": "3"})  # the route reads these
+    route_of(["a", "b"] * 8, **{"train.batch_size": "8", "train.seed": "3"})  # the route reads these
     assert "does not use" not in said(capsys)
-    setup(["a", "b"] * 8, **fine, **{"classify.strategy": "finetune"})  # fine-tuning uses them
+    route_of(["a", "b"] * 8, **fine, **{"classify.strategy": "finetune"})  # fine-tuning uses them
     assert "does not use" not in said(capsys)
 
 
@@ -112,65 +112,65 @@ def test_can_pair_agrees_with_make_pairs():
 def test_auto_fine_tunes_labels_that_make_no_pairs(capsys):
     """One example a label, or a label on in every example: no pair can be made. `auto` took the
     contrastive route anyway and the run then failed, naming a strategy the user never set."""
-    assert setup(["a", "b", "c"])["strategy"] == "finetune"
+    assert route_of(["a", "b", "c"])["strategy"] == "finetune"
     assert "classify strategy: finetune (auto: 3 examples for 3 labels, but no pairs can be made" in said(capsys)
-    always = setup(["x,y", "x", "x,y"], **{"data.label_separator": ","})
+    always = route_of(["x,y", "x", "x,y"], **{"data.label_separator": ","})
     assert always["problem_type"] == "multi_label" and always["strategy"] == "finetune"
     with pytest.raises(BertkitError, match="no pairs can be made from the labels.*set classify.strategy: finetune"):
-        setup(["a", "b", "c"], **{"classify.strategy": "contrastive"})
+        route_of(["a", "b", "c"], **{"classify.strategy": "contrastive"})
 
 
 def test_the_route_counts_examples_in_whole_numbers(capsys):
     """17 examples for 2 labels is more than 8 a label; it was said as "8.5 examples per label" (and a
     big set as "33674.5 examples per label")."""
-    assert setup(["a", "b"] * 8 + ["a"], **{"classify.few_shot_examples": 8})["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 8 + ["a"], **{"classify.few_shot_examples": 8})["strategy"] == "finetune"
     text = said(capsys)
     assert "finetune (auto: 17 examples for 2 labels, more than classify.few_shot_examples (8) a label)" in text
 
 
 def test_fine_tuning_names_the_contrastive_settings_it_will_not_use(capsys):
     settings = {"classify.strategy": "finetune", "classify.contrastive_learning_rate": "0.001"}
-    assert setup(["a", "b"] * 8, **settings)["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 8, **settings)["strategy"] == "finetune"
     text = said(capsys)
     assert "classify strategy: finetune (asked for)" in text
     assert "fine-tuning does not use classify.contrastive_learning_rate" in text, text
-    setup(["a", "b"] * 8, **{"classify.strategy": "contrastive", "classify.pair_rounds": "3"})
+    route_of(["a", "b"] * 8, **{"classify.strategy": "contrastive", "classify.pair_rounds": "3"})
     assert "does not use" not in said(capsys)
 
 
 def test_auto_fine_tunes_what_the_contrastive_route_cannot_take():
-    assert setup(["a", "b"] * 4, **{"data.text_pair_column": "pair"})["strategy"] == "finetune"
-    assert setup(["0.5", "1.5", "2.0"])["strategy"] == "finetune"  # regression
+    assert route_of(["a", "b"] * 4, **{"data.text_pair_column": "pair"})["strategy"] == "finetune"
+    assert route_of(["0.5", "1.5", "2.0"])["strategy"] == "finetune"  # regression
 
 
 def test_an_adapter_is_fine_tuned_and_refused_by_the_contrastive_route(capsys):
     adapter = {"train.adapter": "{r: 4}"}
-    assert setup(["a", "b"] * 4, **adapter)["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 4, **adapter)["strategy"] == "finetune"
     assert "classify strategy: finetune (auto: an adapter (train.adapter) is fine-tuned)" in said(capsys)
     with pytest.raises(BertkitError, match="contrastive tunes the whole encoder.*train.adapter"):
-        setup(["a", "b"] * 4, **adapter, **{"classify.strategy": "contrastive"})
+        route_of(["a", "b"] * 4, **adapter, **{"classify.strategy": "contrastive"})
 
 
 def test_a_strategy_asked_for_is_kept():
-    assert setup(["a", "b"] * 4, **{"classify.strategy": "finetune"})["strategy"] == "finetune"
-    assert setup(["a", "b"] * 400, **{"classify.strategy": "contrastive"})["strategy"] == "contrastive"
+    assert route_of(["a", "b"] * 4, **{"classify.strategy": "finetune"})["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 400, **{"classify.strategy": "contrastive"})["strategy"] == "contrastive"
 
 
 def test_contrastive_refuses_pairs_of_texts_and_regression():
     with pytest.raises(BertkitError, match="contrastive works on single texts.*text_pair_column"):
-        setup(["a", "b"] * 4, **{"classify.strategy": "contrastive", "data.text_pair_column": "pair"})
+        route_of(["a", "b"] * 4, **{"classify.strategy": "contrastive", "data.text_pair_column": "pair"})
     with pytest.raises(BertkitError, match="regression"):
-        setup(["0.5", "1.5"], **{"classify.strategy": "contrastive"})
+        route_of(["0.5", "1.5"], **{"classify.strategy": "contrastive"})
 
 
 def test_loss_settings_belong_to_fine_tuning():
-    assert setup(["a", "b"] * 4, **{"classify.class_weights": "balanced"})["strategy"] == "finetune"
+    assert route_of(["a", "b"] * 4, **{"classify.class_weights": "balanced"})["strategy"] == "finetune"
     with pytest.raises(BertkitError, match="classify.loss: focal"):
-        setup(["a", "b"] * 4, **{"classify.strategy": "contrastive", "classify.loss": "focal"})
+        route_of(["a", "b"] * 4, **{"classify.strategy": "contrastive", "classify.loss": "focal"})
 
 
 def test_multi_label_counts_each_label_of_an_example():
-    info = setup(["a,b", "a", "b"] * 3, **{"data.label_separator": ",", "classify.few_shot_examples": 6})
+    info = route_of(["a,b", "a", "b"] * 3, **{"data.label_separator": ",", "classify.few_shot_examples": 6})
     assert info["problem_type"] == "multi_label" and info["strategy"] == "contrastive"  # 12 labels / 2 = 6
 
 

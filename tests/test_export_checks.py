@@ -18,16 +18,26 @@ def _FakeTask(name, metric, scores, predict):
     from types import SimpleNamespace
 
     from bertkit.tasks import get_task
+    from bertkit.tasks.contract import Prediction
+
+    class Given(Prediction):  # the contract's checks of records, these predictions
+        def is_empty(self, record, info, options):
+            return False
+
+        def predict(self, model, tokenizer, info, records, options):
+            return (predict(model, r) for r in records)
+
+        def empty_result(self, model, record, info, options):
+            raise AssertionError("no record is empty here")
+
+        def check_record(self, *args, **kwargs):  # what is checked here is the comparison, not the records
+            return None
 
     return SimpleNamespace(
         name=name,
         export=get_task(name).export,
         training=SimpleNamespace(best_metric=lambda info: metric),
-        prediction=SimpleNamespace(
-            records_per_pass=1024,
-            is_empty=lambda record, info, options: False,
-            predict=lambda model, tokenizer, info, records, options: (predict(model, r) for r in records),
-        ),
+        prediction=Given(),
         evaluation=SimpleNamespace(evaluate=lambda model, tokenizer, info, data, options: {metric: scores[model]}),
     )
 

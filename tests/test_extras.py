@@ -28,7 +28,8 @@ def test_every_extra_names_its_packages_and_the_checkout_form():
         for line in requirements:
             requirement = Requirement(line)
             if requirement.marker is None or requirement.marker.evaluate():
-                assert f"'{requirement.name}{requirement.specifier}'" in command, (extra, command)
+                extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+                assert f"'{requirement.name}{extras}{requirement.specifier}'" in command, (extra, command)
 
 
 def test_an_unknown_extra_falls_back_to_the_checkout_form():

@@ -5,6 +5,7 @@ of the module (imports inside functions count everywhere here: they are how cycl
 module so long that a reader loses its thread."""
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bertkit"
@@ -35,6 +36,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache  # the tree is read once a session; its callers only read what it gives
 def modules() -> dict[str, Path]:
     return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
@@ -97,11 +99,13 @@ def imported(name: str, path: Path, known: dict) -> set[str]:
     return ran - {name}
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imported(name, path, known) for name, path in known.items()}
 
 
+@functools.cache
 def direct_imports() -> list[tuple[str, str, int]]:
     """(importer, imported, line) for every import of a bertkit module, lazy ones included."""
     known = modules()

@@ -414,6 +414,8 @@ def test_zero_token_words_are_what_the_report_says(tokenizer):
     zero = zero_token_words(tokenizer)
     kind = type(tokenizer.backend_tokenizer.model).__name__ if getattr(tokenizer, "is_fast", False) else None
     if kind == "WordPiece":
-        assert set(ZERO_TOKEN) <= set(zero)
+        # a lone combining mark and the emoji variation selector: dropped by tokenizers 0.23, an
+        # [UNK] in 0.22 (the declared floor); the report says which, as the tokenizer does
+        assert set(ZERO_TOKEN) - {"\u0301", "\ufe0f"} <= set(zero)
     assert {"", " ", "\u3000"} <= set(zero) if kind != "BPE" else zero == [""]  # BPE: every byte is a token
     assert np.all([not ids for ids, _ in tokenization.subwords_of_words(tokenizer, [[w] for w in zero])])

@@ -321,7 +321,7 @@ def test_no_credential_is_shown(url, secrets):
 
 def test_a_missing_database_driver_names_what_to_install(monkeypatch):
     """postgresql:// opens through psycopg 3 (SQLAlchemy 2.1's default): the message names the
-    extra that installs it, not psycopg2; other schemes name their own driver; never the password."""
+    postgres extra's packages, not psycopg2; other schemes name their own driver; never the password."""
     from bertkit.tuning import storage
 
     def no_driver(url, **kwargs):
@@ -330,7 +330,7 @@ def test_a_missing_database_driver_names_what_to_install(monkeypatch):
 
     monkeypatch.setattr("optuna.storages.RDBStorage", no_driver)
     cases = [
-        ("postgresql://tune:s3cret@db.example/optuna", '(psycopg) is not installed: pip install "bertkit[postgres]"'),
+        ("postgresql://tune:s3cret@db.example/optuna", "(psycopg) is not installed: pip install 'psycopg[binary]>="),
         ("mysql+pymysql://tune:s3cret@db.example/optuna", "(pymysql) is not installed: pip install pymysql"),
         ("postgresql+psycopg2://tune:s3cret@db.example/x", "(psycopg2) is not installed: pip install psycopg2-binary"),
     ]

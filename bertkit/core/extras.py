@@ -1,5 +1,5 @@
 """What installs an optional part of bertkit (an extra of pyproject.toml: ja, onnx, serve, tune,
-index, adapters). bertkit is installed from its repository, not from PyPI, so `pip install
+postgres, index, adapters). bertkit is installed from its repository, not from PyPI, so `pip install
 'bertkit[onnx]'` would fail: the command names the extra's packages themselves, read from the
 installed package's own metadata (so it never drifts from pyproject.toml), and the form for a
 checkout."""
@@ -27,7 +27,8 @@ def packages(extra: str) -> tuple[str, ...]:
         marker = requirement.marker
         if marker is None or marker.evaluate({"extra": ""}) or not marker.evaluate({"extra": extra}):
             continue
-        found.append(f"{requirement.name}{requirement.specifier}")
+        extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+        found.append(f"{requirement.name}{extras}{requirement.specifier}")
     return tuple(found)
 
 

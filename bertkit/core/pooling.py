@@ -74,6 +74,7 @@ def mean_in_token_order(out, attention_mask):
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     running = torch.cumsum(hidden * mask, dim=1)
-    last = (torch.cumsum(attention_mask, dim=1) * attention_mask).argmax(dim=1)  # the last real token
+    # the last real token (counted in int32: onnxruntime before 1.19 has no ArgMax of int64)
+    last = (torch.cumsum(attention_mask, dim=1) * attention_mask).to(torch.int32).argmax(dim=1)
     total = torch.gather(running, 1, last.view(-1, 1, 1).expand(-1, 1, hidden.shape[-1])).squeeze(1)
     return total / mask.sum(dim=1).clamp(min=1e-9)

@@ -125,9 +125,11 @@ def trainer_class(cfg: Config):
             batch = self.args.per_device_train_batch_size * max(1, self.args.world_size)
             return ShuffledLengthGroups(lengths, batch, self.args.seed)
 
-        def create_optimizer(self, model=None):
-            optimizer = super().create_optimizer(model)
+        def create_optimizer(self, *args, **kwargs):
+            # transformers 5.0 calls it without arguments, later releases with the model
+            optimizer = super().create_optimizer(*args, **kwargs)
             if head_lr is not None:
+                model = args[0] if args else kwargs.get("model")
                 split_head_groups(optimizer, head_parameters(model or self.model), head_lr)
             return optimizer
 

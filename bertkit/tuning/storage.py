@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from bertkit.core.errors import BertkitError, first_line
+from bertkit.core.extras import install_command
 from bertkit.tuning.search import require_optuna
 
 STUDY_FILE = "study.db"  # the default storage: a SQLite file in the output folder
@@ -32,10 +33,12 @@ HARMLESS_QUERY = frozenset({
 })  # fmt: skip
 HIDDEN = "***"
 # The database driver each URL scheme opens through (SQLAlchemy's default where the URL names
-# none: psycopg 3 for postgresql:// since SQLAlchemy 2.1), and the install that provides it.
+# none: psycopg 3 for postgresql:// since SQLAlchemy 2.1), and the install that provides it (an
+# extra of bertkit's: its packages, by core/extras.py).
+POSTGRES_EXTRA = "postgres"  # pyproject.toml's extra with psycopg 3
 DRIVERS = {
-    "postgresql": 'pip install "bertkit[postgres]"  (psycopg 3)',
-    "postgresql+psycopg": 'pip install "bertkit[postgres]"  (psycopg 3)',
+    "postgresql": POSTGRES_EXTRA,
+    "postgresql+psycopg": POSTGRES_EXTRA,
     "postgresql+psycopg2": "pip install psycopg2-binary",
     "postgresql+asyncpg": "pip install asyncpg",
     "postgresql+pg8000": "pip install pg8000",
@@ -223,6 +226,7 @@ def missing_driver(url: str, err: ImportError) -> str:
     module = getattr(cause, "name", None)
     scheme = _SCHEME.match(url).group(1).lower()
     fix = DRIVERS.get(scheme) or (f"pip install {module}" if module else "install its driver")
+    fix = install_command(fix) if fix == POSTGRES_EXTRA else fix
     named = f" ({module})" if module else ""
     return f"its database driver{named} is not installed: {fix}"
 
