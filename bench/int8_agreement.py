@@ -29,8 +29,9 @@ activations with fixed scales, the attention's two activation MatMuls in fp32:
 For each: labels equal to fp32's and accuracy on both sets, and texts/s of the graph in process
 (bertkit's classify predict, batches of 32, --threads threads). Then whole `bertkit predict`
 processes on --texts SST-2 sentences, --repeats rounds, each round running the PyTorch fp32
-bundle, `bertkit export --quantize int8` of it (the export's default, whatever it is now) and the
-minmax-200 graph (every projection int8) in turn; medians.
+bundle, its ONNX fp32 graph, `bertkit export --quantize int8` of it (the export's default,
+whatever it is now) and the minmax-200, smooth-ffn-out-fp32 and default+ffn-in-fp32 graphs where
+this run or an earlier one made them, in turn; medians.
 
 Usage: python bench/int8_agreement.py [--model DIR] [--train-samples 600] [--held-out 3000]
        [--texts 2000] [--repeats 3] [--threads 1] [--variants a,b,...]
@@ -299,9 +300,10 @@ def main() -> None:
         texts_file.write_text("\n".join(random.Random(SEED + 2).sample(pool, args.texts)) + "\n", encoding="utf-8")
         int8_dir, record = export_bundle(str(bundle_dir), quantize="int8", output=str(work / "export-int8"),
                                          overwrite=True, min_agreement=0)  # fmt: skip
-        bundles = {"torch_fp32": bundle_dir, "export_int8": int8_dir}
-        if (work / "int8-minmax-200").is_dir():
-            bundles["all_int8_minmax"] = work / "int8-minmax-200"
+        bundles = {"torch_fp32": bundle_dir, "onnx_fp32": work / "fp32", "export_int8": int8_dir}
+        for variant in ("minmax-200", "smooth-ffn-out-fp32", "default+ffn-in-fp32"):  # made above or before
+            if (work / f"int8-{variant}").is_dir():
+                bundles[f"int8_{variant}"] = work / f"int8-{variant}"
         rounds: dict[str, list[float]] = {name: [] for name in bundles}
         for _ in range(args.repeats):
             for name, path in bundles.items():

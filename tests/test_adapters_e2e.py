@@ -287,7 +287,7 @@ def test_encoder_commands_broken_adapter_files_and_the_base_as_output(adapters, 
     (moved / "bertkit.json").write_text(json.dumps(info))
     before = (base / "model.safetensors").read_bytes()
     code, _, err = cli("adapter", "merge", "-m", moved, "-o", base, "--overwrite")
-    assert code == 2 and "an input of this run" in " ".join(err.split()), err
+    assert code == 2 and "an input of this command" in " ".join(err.split()), err
     (tmp_path / "empty").mkdir()  # was told it "holds a whole model ... needs no merging"
     code, _, err = cli("adapter", "merge", "-m", tmp_path / "empty", "-o", tmp_path / "out")
     assert code == 2 and "not a model directory" in err, err

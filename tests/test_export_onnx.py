@@ -163,10 +163,10 @@ def test_int8_keeps_more_in_fp32_when_the_first_graph_agrees_too_little(
         record = json.loads((target / "bertkit.json").read_text())["export"]
         assert set(record["int8"]["kept_fp32"]) == {"ffn-out", "ffn-in"} and record["int8"]["agreement"] == 1.0
         assert record["int8"]["instead_of"]["agreement"] == 0.9
-        assert "int8 keeps ffn-in in fp32 too" in said and "90.0%" in said
+        assert "int8 keeps ffn-in in fp32 too" in said and "90.00%" in said
         _kept_roles_stay_fp32(target, record["int8"], json.loads((bundles["classify"] / "config.json").read_text()))
     else:
-        assert code == 2 and "95.0%" in said and "--min-agreement 0.99" in said and not target.exists()
+        assert code == 2 and "95.00%" in said and "--min-agreement 0.99" in said and not target.exists()
 
 
 @pytest.mark.slow
@@ -339,7 +339,7 @@ def test_an_int8_export_below_the_agreement_floor_is_not_published(classify_bund
     target = tmp_path / "int8"
     code, _, err = cli("export", "-m", classify_bundle, "--quantize", "int8", "-o", target)
     flat = " ".join(err.split())
-    assert code == 2 and "95.0%" in flat and "--min-agreement 0.99" in flat and "Traceback" not in err, err
+    assert code == 2 and "95.00%" in flat and "--min-agreement 0.99" in flat and "Traceback" not in err, err
     assert not target.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".int8")]
     code, _, err = cli("export", "-m", classify_bundle, "--quantize", "int8", "-o", target, "--min-agreement", "0.9")
     assert code == 0, err

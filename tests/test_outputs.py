@@ -62,7 +62,7 @@ def test_overwrite_refuses_the_current_home_and_data_directories(cli, tmp_path, 
     data = holder / "train.csv"
     data.write_text(easy_data["train"].read_text())
     code, _, err = cli("train", "classify", "-c", config, "-o", holder, "--overwrite", "--set", f"data.train={data}")
-    assert_refused(code, err, "an input of this run")
+    assert_refused(code, err, "an input of this command")
     assert data.exists()
 
 
@@ -94,7 +94,7 @@ def test_overwrite_of_evaluate_and_tokenizer_outputs(cli, tmp_path, classify_bun
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"word{i} and more words here" for i in range(200)))
     code, _, err = cli("tokenizer", "train", "-i", corpus, "-o", tmp_path, "--vocab-size", "60", "--overwrite")
-    assert_refused(code, err, "an input of this run")
+    assert_refused(code, err, "an input of this command")
 
 
 # ---------------------------------------------------------------- result files
@@ -261,7 +261,7 @@ def test_overwrite_protects_globbed_data_and_the_base_model(cli, tmp_path, tiny_
     (holder / "part1.csv").write_text(easy_data["train"].read_text())
     config = train_config(tmp_path, tiny_model, holder / "*.csv", holder)
     code, _, err = cli("train", "classify", "-c", config, "--overwrite")
-    assert_refused(code, err, "an input of this run", "part1.csv")
+    assert_refused(code, err, "an input of this command", "part1.csv")
     assert (holder / "part1.csv").exists()
     # the model a run starts from is an input too
     config = train_config(tmp_path, tiny_model, easy_data["train"], tiny_model)

@@ -224,7 +224,7 @@ def safer_note(tried: dict, chosen: dict, least: float) -> str:
     more = [role for role in chosen["kept_fp32"] if role not in tried["kept_fp32"]]
     return (
         f"int8 keeps {', '.join(more)} in fp32 too: with them in int8 it agreed with fp32 on "
-        f"{tried['agreement']:.1%} of the check data, below --min-agreement {least:g}"
+        f"{tried['agreement']:.2%} of the check data, below --min-agreement {least:g}"
     )
 
 
@@ -257,7 +257,7 @@ def refuse_disagreement(found: dict, data, least: float) -> None:
     if agreement is None or agreement >= least:
         return
     raise BertkitError(
-        f"int8 agrees with fp32 on {agreement:.1%} of {found.get('records')} records of {data}, below "
+        f"int8 agrees with fp32 on {agreement:.2%} of {found.get('records')} records of {data}, below "
         f"--min-agreement {least:g}: nothing was written. Export fp32 (leave --quantize out), or give a lower "
         "--min-agreement to keep this int8 export"
     )

@@ -122,7 +122,7 @@ def _refusal(path: Path, protect: Iterable[str | Path], kind: str | None = None,
         return "is the current directory (or holds it)"
     for item in _inputs(protect):
         if contains(real, item.resolve()):
-            return f"holds {item}, an input of this run"
+            return f"holds {item}, an input of this command"
     if path.is_symlink():
         return "is a symbolic link; give the directory it points to"
     if not path.is_dir():
