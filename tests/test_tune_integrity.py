@@ -33,6 +33,12 @@ def write_config(folder: Path, tiny_model, train, text: str = SPACE, extra: str 
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_collection_after_a_stand_in_trial(monkeypatch):
+    """A stand-in trial holds no model to free, and a full collection after each costs ~0.3 s."""
+    monkeypatch.setattr("bertkit.tuning.study.GC_AFTER_TRIAL", False)
+
+
 @pytest.fixture
 def quick_trials(monkeypatch):
     """Each trial scored from its learning rate, without training; the configs trials ran with."""
