@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
-EXTRAS := dev,ja,onnx,serve,tune,postgres,index,adapters
+EXTRAS := dev,ja,onnx,serve,tune,postgres,index,adapters,audit
 export HF_HUB_OFFLINE ?= 1
 
 .PHONY: install demo test test-fast test-floors test-latest lint bench clean

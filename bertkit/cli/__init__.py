@@ -13,6 +13,7 @@ from bertkit import __version__
 from bertkit.cli import (
     adapter,
     attention,
+    audit,
     compare,
     config,
     embed,
@@ -73,6 +74,7 @@ app.command()(smoke.smoke)
 app.command()(serve.serve)
 app.command()(export.export)
 app.command()(tune.tune)
+app.command()(audit.audit)
 
 
 def _show_version(value: bool) -> None:

@@ -1,4 +1,4 @@
-"""What installs an optional part of bertkit (an extra of pyproject.toml: ja, onnx, serve, tune,
+"""What installs an optional part of bertkit (an extra of pyproject.toml: ja, onnx, serve, tune, audit,
 postgres, index, adapters). bertkit is installed from its repository, not from PyPI, so `pip install
 'bertkit[onnx]'` would fail: the command names the extra's packages themselves, read from the
 installed package's own metadata (so it never drifts from pyproject.toml), and the form for a

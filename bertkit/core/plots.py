@@ -82,8 +82,11 @@ def training_curves(log_history: list[dict], metric: str | None, path: Path) -> 
     save_png(fig, path)
 
 
-def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> None:
-    """Counts in each cell; colour by the share of each true class, so rare classes show too."""
+def confusion_matrix(
+    matrix: list[list[int]], labels: list[str], path: Path, axes=("true", "predicted"), title: str = "Confusion matrix"
+) -> None:
+    """Counts in each cell; colour by the share of each row's class, so rare classes show too
+    (`axes`: what the rows and the columns are)."""
     import numpy as np
 
     plt = pyplot()
@@ -94,12 +97,12 @@ def confusion_matrix(matrix: list[list[int]], labels: list[str], path: Path) -> 
     image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("true")
+    ax.set_xlabel(axes[1])
+    ax.set_ylabel(axes[0])
     for (i, j), value in np.ndenumerate(counts):
         ax.text(j, i, str(value), ha="center", va="center", color="white" if share[i, j] > 0.5 else "black")
-    fig.colorbar(image, ax=ax, label="share of true class")
-    ax.set_title("Confusion matrix")
+    fig.colorbar(image, ax=ax, label=f"share of the {axes[0]} class")
+    ax.set_title(title)
     fig.tight_layout()
     save_png(fig, path)
 
@@ -121,8 +124,8 @@ def length_histogram(lengths: dict[str, list[int]], max_length: int, path: Path)
     save_png(fig, path)
 
 
-def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
-    """Examples per label, side by side for each split."""
+def label_bars(counts: dict[str, dict[str, int]], path: Path, title: str = "Labels per split") -> None:
+    """Examples per label, side by side for each split (or each kind of count)."""
     import numpy as np
 
     plt = pyplot()
@@ -133,7 +136,7 @@ def label_bars(counts: dict[str, dict[str, int]], path: Path) -> None:
         ax.bar(np.arange(len(labels)) + k * width, [split.get(label, 0) for label in labels], width, label=role)
     ax.set_xticks(np.arange(len(labels)) + width * (len(counts) - 1) / 2, labels, rotation=45, ha="right")
     ax.set_ylabel("examples")
-    ax.set_title("Labels per split")
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     save_png(fig, path)

@@ -11,7 +11,7 @@ test runs the same commands, as printed, in a scratch folder laid out like a che
 2. DATA: `../shared/data` beside the scratch checkout holds the first records of each real data
    file (SAMPLE_SIZES), at the same paths, when the real ../shared/data is present; a page whose
    blocks name ../shared/data or a configs/**/local config is skipped when it is absent.
-3. LIMITS: a command that trains (`bertkit train`, `tune`, `compare --config`) gets LIMITS
+3. LIMITS: a command that trains (`bertkit train`, `tune`, `audit`, `compare --config`) gets LIMITS
    appended to its arguments (a later `--set` wins), so it trains a few steps on a few examples;
    `tune` runs TUNE_LIMITS trials, a stream is cut to its first texts, and a config that learns
    a vocabulary from scratch learns a small one (CONFIG_LIMITS). Applied by tests/helpers/docs_server.py
@@ -112,7 +112,7 @@ def limit_run(argv: list[str]) -> list[str]:
     """LIMITS for a command that trains; other commands run as given."""
     command = next((a for a in argv if not a.startswith("-")), None)
     configs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--config", "-c")]
-    if command not in ("train", "tune") and not (command == "compare" and configs):
+    if command not in ("train", "tune", "audit") and not (command == "compare" and configs):
         return argv
     argv = [*argv, *LIMITS]
     if command == "tune":

@@ -1,8 +1,9 @@
 """The classify task: its parts, over the package's modules (training.py, prediction.py,
-evaluation.py, inspecting.py, explaining.py; the export is the default: logits per text)."""
+evaluation.py, inspecting.py, explaining.py, auditing.py; the export is the default: logits per text)."""
 
 from __future__ import annotations
 
+from bertkit.tasks.classify.auditing import ClassifyAudit
 from bertkit.tasks.classify.evaluation import ClassifyEvaluation
 from bertkit.tasks.classify.explaining import EXPLAINER
 from bertkit.tasks.classify.inspecting import ClassifyInspection
@@ -30,13 +31,15 @@ class ClassifyCard(Card):
         ]
 
 
+_TRAINING = ClassifyTraining()
 TASK = Task(
     name="classify",
     auto_model="AutoModelForSequenceClassification",
-    training=ClassifyTraining(),
+    training=_TRAINING,
     prediction=ClassifyPrediction(),
     evaluation=ClassifyEvaluation(),
     explainer=EXPLAINER,
     inspection=ClassifyInspection(),
+    audit=ClassifyAudit(_TRAINING),
     card=ClassifyCard(),
 )

@@ -1,7 +1,8 @@
 """The task contract: a `Task` and its parts (training, prediction, evaluation; export, explain,
-inspect, the model card), and the types they hand around (options, per-example scores, the
+inspect, audit, the model card), and the types they hand around (options, per-example scores, the
 inspected view, the explained targets). docs/architecture.md has the table of every hook."""
 
+from bertkit.tasks.contract.auditing import Audit, Examples, Flag
 from bertkit.tasks.contract.card import Card
 from bertkit.tasks.contract.evaluation import Evaluation
 from bertkit.tasks.contract.explaining import Explainer, Plan, Target
@@ -14,6 +15,7 @@ from bertkit.tasks.contract.task import Task
 from bertkit.tasks.contract.training import Training, pad_multiple
 
 __all__ = [
-    "Card", "EvaluateOptions", "Evaluation", "Explainer", "Export", "Inspection", "Plan", "PredictOptions",
+    "Audit", "Card", "EvaluateOptions", "Evaluation", "Examples", "Explainer", "Export", "Flag", "Inspection", "Plan",
+    "PredictOptions",
     "Prediction", "Scored", "Target", "Task", "Training", "View", "pad_multiple", "require_field",
 ]

@@ -1,15 +1,16 @@
 """A task: its name, the transformers class of its bundles, and its parts. Three are what every
 task that writes bundles of its own has: `training`, `prediction`, `evaluation`; the others are
-optional: `export` (ONNX), `explainer` (`bertkit explain`), `inspection` (`bertkit inspect`) and
-`card` (the model card's words), each with the default most tasks take. Each part is an abstract
-class (bertkit/tasks/contract/*.py): a part that lacks a required method cannot be made, so a task
-missing one fails as soon as its module is imported (when it is registered, or at the first
-`get_task`), naming the method, never deep inside a run."""
+optional: `export` (ONNX), `explainer` (`bertkit explain`), `inspection` (`bertkit inspect`),
+`audit` (`bertkit audit`) and `card` (the model card's words), each with the default most tasks
+take. Each part is an abstract class (bertkit/tasks/contract/*.py): a part that lacks a required
+method cannot be made, so a task missing one fails as soon as its module is imported (when it is
+registered, or at the first `get_task`), naming the method, never deep inside a run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bertkit.tasks.contract.auditing import Audit
 from bertkit.tasks.contract.card import Card
 from bertkit.tasks.contract.evaluation import Evaluation
 from bertkit.tasks.contract.explaining import Explainer
@@ -20,7 +21,7 @@ from bertkit.tasks.contract.training import Training
 
 PARTS = {
     "training": Training, "prediction": Prediction, "evaluation": Evaluation, "export": Export,
-    "explainer": Explainer, "inspection": Inspection, "card": Card,
+    "explainer": Explainer, "inspection": Inspection, "audit": Audit, "card": Card,
 }  # fmt: skip
 
 
@@ -36,6 +37,7 @@ class Task:
     explainer: Explainer | None = None  # None: nothing to explain, and `explain_refusal` says why
     explain_refusal: str = ""  # e.g. "an embed model gives a vector, not a label to explain"
     inspection: Inspection = field(default_factory=Inspection)
+    audit: Audit | None = None  # None: `bertkit audit` refuses the task (classes and tags only)
     card: Card = field(default_factory=Card)
 
     def __post_init__(self):
