@@ -131,6 +131,8 @@ def test_the_report_names_file_and_line_and_writes_every_file(tmp_path):
     assert summary["flagged"] == len(flags) and summary["examples"] == 90 and summary["folds"] == 3
     assert sum(p["count"] for p in summary["pairs"]) == len(flags) and 0 < summary["estimated_error_share"] < 0.1
     assert (tmp_path / report.PLOT).stat().st_size > 1000
+    held = np.load(tmp_path / report.HELD_OUT)
+    assert np.allclose(held["probabilities"], np.stack(probs), atol=1e-6) and held["starts"].tolist() == list(range(90))
     fixed = [json.loads(x) for x in (tmp_path / report.FIXED).read_text().splitlines()]
     expected = [truth[i] if i in {f.index for f in flags} else examples.given[i] for i in range(90)]
     assert [NAMES.index(r["label"]) for r in fixed] == expected and len(fixed) == 90

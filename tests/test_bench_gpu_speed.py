@@ -60,6 +60,7 @@ def test_the_gpu_command_is_written_at_the_top(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.bench_run  # 13 processes, 70 s: make test-bench (CI runs it), not make test
 def test_the_whole_run_on_a_cpu_with_a_tiny_model(tmp_path):
     out = tmp_path / "out"
     done = subprocess.run(

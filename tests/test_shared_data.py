@@ -48,15 +48,17 @@ def test_sst2_minilm_learns(cli, tmp_path):
         "--set",
         f"data.validation={ROOT.parent / 'shared/data/en/sst2/dev.tsv'}",
         "--set",
-        "data.max_train_samples=320",
+        "data.max_train_samples=256",
         "--set",
-        "data.max_eval_samples=200",
+        "data.max_eval_samples=160",
+        "--set",
+        "model.max_length=64",
         "--set",
         "train.batch_size=16",
         "--set",
-        "train.learning_rate=1e-4",
+        "train.learning_rate=2e-4",
         "--set",
-        "train.epochs=3",
+        "train.epochs=2",
     )
     assert code == 0, err
     metrics = json.loads((tmp_path / "sst2" / "metrics.json").read_text())
@@ -100,8 +102,9 @@ def test_conll2003_minilm_learns(cli, tmp_path):
     code, _, err = cli(
         "train", "ner", "-c", ROOT / "configs" / "local" / "conll2003.yaml", "-o", tmp_path / "conll",
         "--set", f"data.train.path={train}", "--set", f"data.validation.path={dev}",
-        "--set", "data.max_train_samples=400", "--set", "data.max_eval_samples=150", "--set", "data.sample=first",
-        "--set", "train.epochs=2", "--set", "train.learning_rate=1e-4",
+        "--set", "data.max_train_samples=240", "--set", "data.max_eval_samples=100", "--set", "data.sample=first",
+        "--set", "model.max_length=64", "--set", "train.epochs=2", "--set", "train.learning_rate=1e-4",
+        "--set", "train.head_learning_rate=1e-3",
     )  # fmt: skip
     assert code == 0, err
     info = json.loads((tmp_path / "conll" / "bertkit.json").read_text())

@@ -1,7 +1,8 @@
 """What an audit writes: `label_issues.jsonl` (the flagged labels, most suspect first, each with
 its file and line), `summary.json` (counts per given / suggested pair, the estimated share of wrong
-labels), a plot of that confusion, and with `--write-fixed` `fixed.jsonl` (every example, its
-flagged labels replaced by the suggested ones; the user's file is never written)."""
+labels), a plot of that confusion, the held-out probabilities themselves
+(`held_out_probabilities.npz`), and with `--write-fixed` `fixed.jsonl` (every example, its flagged
+labels replaced by the suggested ones; the user's file is never written)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bertkit.core.outputs import json_line, write_json
 from bertkit.tasks.contract.auditing import Audit, Examples, Flag
 
 ISSUES, SUMMARY, PLOT, FIXED = "label_issues.jsonl", "summary.json", "label_issues.png", "fixed.jsonl"
+HELD_OUT = "held_out_probabilities.npz"
 _PLACE = (
     (re.compile(r"^(?P<file>.*), (?P<kind>record|row) (?P<number>\d+)$"), None),
     (re.compile(r"^(?P<file>.*):(?P<number>\d+)$"), "line"),
@@ -115,9 +117,18 @@ class Report:
             for record in self.records():
                 out.write(json_line(record) + "\n")
         write_json(folder / SUMMARY, self.summary)
+        self._write_probabilities(folder / HELD_OUT)
         self._plot(folder / PLOT)
         if fixed:
             self._write_fixed(folder / FIXED)
+
+    def _write_probabilities(self, path: Path) -> None:
+        """`probabilities`: a row per example (NER: per word, the sentences one after the other,
+        `starts` where each begins), columns in the order of summary.json's `labels`."""
+        rows = [np.atleast_2d(p) for p in self.probabilities]
+        starts = np.cumsum([0] + [len(r) for r in rows[:-1]])
+        with path.open("wb") as out:
+            np.savez_compressed(out, probabilities=np.concatenate(rows).astype(np.float32), starts=starts)
 
     def _plot(self, path: Path) -> None:
         pairs = self.summary["pairs"]
