@@ -283,6 +283,19 @@ def test_an_ner_audit_flags_the_changed_tags(cli, tmp_path, tiny_model, ner_data
     hits = [r for r in issues if r["given"] == "B-LOC" and r["suggested"] in ("B-PER", "O")]
     assert hits, issues[:5]
     shutil.rmtree(tmp_path / "run-audit")
+    # entity spans: audited on the tokenizer's words; the fixed file gives spans again, on those words
+    config.write_text(config.read_text().replace(str(train), str(ner_data["spans"])))
+    code, out, err = cli("audit", "-c", config, "-k", "2", "--write-fixed")
+    assert code == 0, err
+    fixed = [json.loads(x) for x in (tmp_path / "run-audit" / "fixed.jsonl").read_text().splitlines()]
+    source = [json.loads(x) for x in ner_data["spans"].read_text().splitlines()]
+    assert [r["text"] for r in fixed] == [r["text"] for r in source]
+    for record in fixed:
+        for span in record["entities"]:
+            piece = record["text"][span["start"] : span["end"]]
+            assert piece == piece.strip() and piece and span["type"] in ("PER", "LOC")
+    issues = [json.loads(x) for x in (tmp_path / "run-audit" / "label_issues.jsonl").read_text().splitlines()]
+    assert all(r["file"] == str(ner_data["spans"]) and "record" in r for r in issues)
 
 
 @pytest.mark.slow
