@@ -179,7 +179,8 @@ def units(
         gold = [f for f in task.prediction.gold_fields(info) if first and f in first[0]] if options.keep_gold else []
         if not gold:
             return result
-        read = {name: task.prediction.read_gold(name, record.get(name), info) for name in gold}
+        where = getattr(record, "where", "") or "an input record"
+        read = {name: task.prediction.read_gold(name, record.get(name), info, where) for name in gold}
         return with_gold(read, result, gold)
 
     for result in task.prediction.predict(model, tokenizer, info, feed(), options):

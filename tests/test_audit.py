@@ -50,6 +50,19 @@ def test_cleanlab_flags_the_flipped_labels_and_suggests_the_true_ones():
     assert all(0.0 <= f.quality <= 1.0 for f in flags)
 
 
+def test_cleanlab_runs_in_this_process(monkeypatch):
+    """A pool's forked workers inherit the command's signal handlers: at the pool's end one raised
+    bertkit's Interrupted and printed a traceback after a finished audit."""
+    import multiprocessing.pool
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("cleanlab started a process pool")
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", no_pool)
+    examples, probs, _ = _classes(3000, set(range(0, 3000, 37)))
+    assert get_task("classify").audit.issues(examples, probs)
+
+
 def test_multi_label_flags_a_missing_and_an_extra_label():
     rng = np.random.default_rng(1)
     n, names = 120, ["a", "b", "c"]

@@ -227,6 +227,9 @@ def test_a_tokenizer_only_directory_loads_as_a_tokenizer(tiny_model, tmp_path):
         (1, "1"), (1.0, "1"), ("1", "1"), ("1.0", "1"), ("01", "1"), ("+1", "1"), ("1e0", "1"), (" 1 ", "1"),
         (0.5, "0.5"), ("0.50", "0.5"), ("-0", "0"), (True, "true"), (False, "false"), ("True", "True"),
         (" pos ", "pos"), ("007x", "007x"), (10**20, "100000000000000000000"),
+        # far from 1 a number is written short, and never rounded to 0 (1e-20000000 read as 0 before)
+        ("1e-900000", "1e-900000"), ("1e-20000000", "1e-20000000"), ("1.50E-400", "1.5e-400"),
+        ("10e199", "1e200"), ("-2e+200", "-2e200"), (1e-300, "1e-300"),
     ],
 )  # fmt: skip
 def test_a_label_reads_the_same_whatever_its_spelling(value, read):
@@ -275,7 +278,20 @@ def test_an_object_or_a_nested_list_is_no_label_and_is_refused_with_its_line(tmp
 
 def test_predict_writes_the_gold_label_as_it_is_read():
     info = {"problem_type": "single_label", "labels": ["0", "1"], "label_column": "label"}
-    assert TASK.prediction.read_gold("label", "1.0", info) == "1"
+    assert TASK.prediction.read_gold("label", "1.0", info, "t.csv:2") == "1"
     multi = {"problem_type": "multi_label", "labels": ["1", "2"], "label_separator": "|"}
-    assert TASK.prediction.read_gold("labels", "01|2.0", multi) == "1|2"
-    assert TASK.prediction.read_gold("labels", [1.0, "02"], multi) == ["1", "2"]
+    assert TASK.prediction.read_gold("labels", "01|2.0", multi, "t.csv:2") == "1|2"
+    assert TASK.prediction.read_gold("labels", [1.0, "02"], multi, "t.jsonl:2") == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("1e5000", "single_label"), (float("nan"), "single_label"), ("NaN", "single_label"), ({"x": 1}, "single_label"),
+     ([[1]], "single_label"), ("1|inf", "multi_label"), ([["a"]], "multi_label"), ({"a": 1}, "multi_label")],
+)  # fmt: skip
+def test_predict_refuses_a_gold_label_no_label_can_be_naming_its_line(value, problem):
+    """As training and evaluate refuse it (a traceback from '1e5000', NaN written as 'nan' or
+    'NaN' by format, an object written back as it was, before)."""
+    info = {"problem_type": problem, "labels": ["0", "1"], "label_column": "label", "label_separator": "|"}
+    with pytest.raises(BertkitError, match=r"^g\.csv:3: 'label' "):
+        TASK.prediction.read_gold("label", value, info, "g.csv:3")

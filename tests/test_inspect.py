@@ -219,3 +219,17 @@ def test_each_message_is_said_once(tmp_path, cli, tokenizer_only):
     assert code == 0, said
     assert said.count(f"{train}: read as CoNLL") == 1 and said.count(f"{validation}: read as CoNLL") == 1, said
     assert said.count("train data: 1 tag(s) did not fit the IOB2 scheme") == 1, said
+
+
+def test_labels_are_counted_as_training_reads_them(tmp_path, cli, tokenizer_only):
+    """CSV `1`, `01`, `1.0` and `+1` are one label, as training counts them (inspect listed nine
+    labels for two, and warned of a test label `1e0` never seen in training)."""
+    spellings = ["1", "01", "1.0", "+1", "0", "00", "0.0", "-0"]
+    train = write(tmp_path, "train.csv", "text,label\n" + "".join(f"film {i},{spellings[i % 8]}\n" for i in range(40)))
+    test = write(tmp_path, "test.csv", "text,label\nfilm a,1e0\nfilm b,0\n")
+    config = write(tmp_path, "c.yaml", f"task: classify\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
+                   f"data:\n  train: {train}\n  test: {test}\n  validation_split: 0.2\noutput_dir: {tmp_path / 'o'}\n")  # fmt: skip
+    code, report, err = run_json(cli, config)
+    assert code == 0, err
+    assert set(report["labels"]["train"]) == {"0", "1"} and report["labels"]["test"] == {"1": 1, "0": 1}
+    assert not report.get("unseen_labels")

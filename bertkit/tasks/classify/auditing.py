@@ -11,7 +11,7 @@ from bertkit.core.errors import BertkitError
 from bertkit.core.inference import forward, sigmoid, softmax
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.labels import MULTI, REGRESSION, encode_labels, label_name
-from bertkit.tasks.contract.auditing import Audit, Examples, Flag
+from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag
 
 
 def _whole_training_data(cfg):
@@ -74,7 +74,9 @@ class ClassifyAudit(Audit):
             from cleanlab.multilabel_classification.rank import get_label_quality_scores
 
             given = [list(g) for g in examples.given]
-            ranked = find_label_issues(labels=given, pred_probs=probs, return_indices_ranked_by="self_confidence")
+            ranked = find_label_issues(
+                labels=given, pred_probs=probs, return_indices_ranked_by="self_confidence", n_jobs=N_JOBS
+            )
             quality = get_label_quality_scores(given, probs)
             threshold = examples.info.get("threshold") or 0.5
             return [
@@ -86,7 +88,7 @@ class ClassifyAudit(Audit):
         from cleanlab.rank import get_label_quality_scores
 
         given = np.asarray(examples.given, dtype=int)
-        ranked = find_label_issues(given, probs, return_indices_ranked_by="self_confidence")
+        ranked = find_label_issues(given, probs, return_indices_ranked_by="self_confidence", n_jobs=N_JOBS)
         quality = get_label_quality_scores(given, probs)
         flags = []
         for i in ranked:

@@ -28,12 +28,14 @@ class ClassifyInspection(Inspection):
         )
 
     def view(self, split, cfg: Config, info: RunInfo):
-        """Labels as the task reads them: each of a multi-label example's, none for regression."""
+        """Labels as the task reads them (`label_name`: CSV `01`, `1.0` and `+1` are the one label
+        `1`, as training counts them): each of a multi-label example's, none for regression."""
         view = super().view(split, cfg, info)
         if info["problem_type"] == REGRESSION:
             view.labels = None
-        elif info["problem_type"] == MULTI:
-            view.labels = split_multi(data_mod.column(split, cfg.data.label_column), cfg.data.label_separator)
+        elif cfg.data.label_column in split.column_names:
+            separator = cfg.data.label_separator if info["problem_type"] == MULTI else None
+            view.labels = split_multi(data_mod.column(split, cfg.data.label_column), separator)
         return view
 
     def checks(self, ds, tokenizer, info: RunInfo, cfg: Config):

@@ -40,10 +40,24 @@ def label_name(value) -> str:
             return text
         if not number.is_finite():
             return text
+        if abs(number.adjusted()) > EXPONENT_LIMIT:  # written out it would be huge: one short form
+            return _scientific(number)
         if number == number.to_integral_value():
             return str(int(number))
         return format(number.normalize(), "f")
     return text
+
+
+EXPONENT_LIMIT = 100  # beyond 1e100 (or below 1e-100) a number label is written 1.5e-400, not in full
+
+
+def _scientific(number: Decimal) -> str:
+    """`number` as `[-]d[.ddd]e±N`, its trailing zeros dropped, whatever its size (no context
+    rounds or clamps it: `1e-20000000` stays itself, not 0)."""
+    sign, digits, _ = number.as_tuple()
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    mantissa = shown[0] + ("." + shown[1:] if len(shown) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{number.adjusted()}"
 
 
 def given_labels(labels: list, key: str = "data.labels") -> list[str]:

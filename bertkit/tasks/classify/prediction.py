@@ -12,7 +12,7 @@ from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record, forward, sigmoid, softmax
 from bertkit.core.run_info import RESTORE, RunInfo, check_labels, shown
 from bertkit.tasks.classify.encoding import encode_columns, feature_rows, text_at, text_of, window_features
-from bertkit.tasks.classify.labels import MULTI, PROBLEM_TYPES, REGRESSION, label_name, split_multi
+from bertkit.tasks.classify.labels import MULTI, PROBLEM_TYPES, REGRESSION, check_label_values, label_name, split_multi
 from bertkit.tasks.contract import Prediction
 from bertkit.tasks.contract.options import PredictOptions
 
@@ -50,17 +50,19 @@ class ClassifyPrediction(Prediction):
     def gold_fields(self, info: RunInfo) -> list[str]:
         return [info.get("label_column") or "label"]
 
-    def read_gold(self, name: str, value, info: RunInfo):
+    def read_gold(self, name: str, value, info: RunInfo, where: str):
         """The label as training and evaluate read it (`labels.label_name`: `1.0` and `01` are `1`),
         so it compares with the prediction whatever the file's format; each label of a multi-label
         example likewise, in the input's form (a list, or text joined by the separator); a
-        regression's score as it is."""
-        if value is None or info["problem_type"] == REGRESSION or isinstance(value, dict):
+        regression's score as it is. What no label can be (an object, a list inside a list, NaN,
+        infinity) is refused naming `where`, as training and evaluate refuse it."""
+        if value is None or info["problem_type"] == REGRESSION:
             return value
+        separator = info.get("label_separator") if info["problem_type"] == MULTI else None
+        check_label_values([value], [where], name, separator)
         if isinstance(value, list):
             return [label_name(x) for x in value]
-        separator = info.get("label_separator")
-        if info["problem_type"] == MULTI and separator:
+        if separator:
             return separator.join(split_multi([value], separator)[0])
         return label_name(value)
 

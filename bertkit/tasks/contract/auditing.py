@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from bertkit.core.run_info import RunInfo
 
 
+# cleanlab's filters in this process: its worker pool would fork the command's own signal handlers
+# (a worker stopped at the pool's end raised bertkit's Interrupted and printed a traceback)
+N_JOBS = 1
+
+
 @dataclass
 class Examples:
     """The training examples of an audit, in file order."""

@@ -62,9 +62,10 @@ class Prediction(ABC):
         require_field(record, column, where)
         text_value(record[column], where, column)
 
-    def read_gold(self, name: str, value, info: RunInfo):
+    def read_gold(self, name: str, value, info: RunInfo, where: str):
         """A gold field's value as the task reads it (classify: the label, read as training reads
-        labels), for `predict` to write beside the prediction; by default as the input has it."""
+        labels, what no label can be refused naming `where`, the record's file:line), for `predict`
+        to write beside the prediction; by default as the input has it."""
         return value
 
     def gold_fields(self, info: RunInfo) -> list[str]:

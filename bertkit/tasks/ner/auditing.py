@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bertkit.core.tokenization import load_tokenizer, words_with_offsets
-from bertkit.tasks.contract.auditing import Audit, Examples, Flag
+from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag
 from bertkit.tasks.ner.reading import words_and_tags
 from bertkit.tasks.ner.tagging import entity_spans, tag_sentences
 
@@ -70,7 +70,7 @@ class NerAudit(Audit):
         from cleanlab.token_classification.rank import get_label_quality_scores
 
         given = [list(g) for g in examples.given]
-        found = find_label_issues(given, probabilities)
+        found = find_label_issues(given, probabilities, n_jobs=N_JOBS)
         _, word_scores = get_label_quality_scores(given, probabilities)
         names = examples.names
         flags = []
