@@ -227,8 +227,9 @@ def test_labels_are_counted_as_training_reads_them(tmp_path, cli, tokenizer_only
     spellings = ["1", "01", "1.0", "+1", "0", "00", "0.0", "-0"]
     train = write(tmp_path, "train.csv", "text,label\n" + "".join(f"film {i},{spellings[i % 8]}\n" for i in range(40)))
     test = write(tmp_path, "test.csv", "text,label\nfilm a,1e0\nfilm b,0\n")
-    config = write(tmp_path, "c.yaml", f"task: classify\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
-                   f"data:\n  train: {train}\n  test: {test}\n  validation_split: 0.2\noutput_dir: {tmp_path / 'o'}\n")  # fmt: skip
+    text = f"task: classify\nmodel:\n  name: {tokenizer_only}\n  max_length: 16\n"
+    text += f"data:\n  train: {train}\n  test: {test}\n  validation_split: 0.2\noutput_dir: {tmp_path / 'o'}\n"
+    config = write(tmp_path, "c.yaml", text)
     code, report, err = run_json(cli, config)
     assert code == 0, err
     assert set(report["labels"]["train"]) == {"0", "1"} and report["labels"]["test"] == {"1": 1, "0": 1}
