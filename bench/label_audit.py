@@ -9,13 +9,15 @@ data, then the audit run as a user runs it, and its flags compared with the flip
          slip), the I- words of that entity with it; MiniLM per fold (3 epochs at 1e-4).
 
 For each: precision (of the flagged examples or words, the share truly flipped), recall (of the
-flips, the share flagged), the estimated share of wrong labels, and the audit's wall time; then,
-from the audit's held_out_probabilities.npz, the same for each of cleanlab's filters side by side
-(`filter_by`: the default prune_by_noise_rate, prune_by_class, both, confident_learning, and
+flips, the share flagged), precision_top (of the most suspect flags, as many as were flipped, the
+share truly flipped: what a user who reads the report from the top finds), the estimated share
+of wrong labels, and the audit's wall time; then, from the audit's held_out_probabilities.npz,
+the same for each of cleanlab's filters side by side (`filter_by`: the default
+prune_by_noise_rate, prune_by_class, both, confident_learning, and
 predicted_neq_given, the plain "the model disagrees" baseline).
 
 Usage: python bench/label_audit.py [--sets sst2,conll] [--examples 1000] [--sentences 600]
-       [--share 0.1] [--folds 5]
+       [--share 0.1] [--folds 5] [--reuse]
 Writes bench/results/label_audit.json and prints a table.
 """
 
@@ -35,8 +37,11 @@ OUT = ROOT / "outputs" / "bench-audit"
 SEED = 11
 
 
-def _run(config, folder) -> tuple[list[dict], dict, float]:
+def _run(config, folder) -> tuple[list[dict], dict, float | None]:
     started = time.perf_counter()
+    if ARGS.reuse and (folder / "summary.json").is_file():  # the audit of an earlier run, read again
+        issues = [json.loads(x) for x in (folder / "label_issues.jsonl").read_text().splitlines()]
+        return issues, json.loads((folder / "summary.json").read_text()), None
     done = subprocess.run([sys.executable, "-m", "bertkit", "audit", "-c", str(config), "-k", str(ARGS.folds),
                            "-o", str(folder), "--overwrite"], cwd=ROOT)  # fmt: skip
     if done.returncode != 0:
@@ -46,13 +51,17 @@ def _run(config, folder) -> tuple[list[dict], dict, float]:
     return issues, json.loads((folder / "summary.json").read_text()), seconds
 
 
-def _row(name: str, flagged: set, flipped: set, units: int, summary: dict, seconds: float) -> dict:
+def _row(name: str, ranked: list, flipped: set, units: int, summary: dict, seconds: float | None) -> dict:
+    """`ranked`: the flags, most suspect first."""
+    flagged = set(ranked)
     hits = len(flagged & flipped)
+    top = ranked[: len(flipped)]  # as many as were flipped, most suspect first
     return {
         "set": name, "units": units, "flipped": len(flipped), "flagged": len(flagged), "found": hits,
         "precision": round(hits / max(len(flagged), 1), 3), "recall": round(hits / max(len(flipped), 1), 3),
+        "precision_top": round(len(set(top) & flipped) / max(len(top), 1), 3),
         "estimated_share": summary["estimated_error_share"], "held_out_accuracy": summary["out_of_fold_accuracy"],
-        "minutes": round(seconds / 60, 1),
+        "minutes": None if seconds is None else round(seconds / 60, 1),
     }  # fmt: skip
 
 
@@ -97,8 +106,8 @@ def sst2() -> dict:
         f"output_dir: {work / 'run'}\n"
     )
     issues, summary, seconds = _run(config, work / "audit")
-    flagged = {r["line"] - 2 for r in issues}  # line 2 is the first example
-    row = _row("SST-2 (flipped sentences)", flagged, flipped, len(chosen), summary, seconds)
+    ranked = [r["line"] - 2 for r in issues]  # line 2 is the first example
+    row = _row("SST-2 (flipped sentences)", ranked, flipped, len(chosen), summary, seconds)
     names = summary["labels"]
     given = [names.index(str(1 - int(label) if i in flipped else int(label))) for i, (_, label) in enumerate(chosen)]
     row["filters"] = filters(work / "audit", given, flipped)
@@ -154,8 +163,8 @@ def conll() -> dict:
     )
     issues, summary, seconds = _run(config, work / "audit")
     sentence_of = {line: i for i, line in enumerate(starts)}
-    flagged = {(sentence_of[r["line"]], r["word_number"] - 1) for r in issues}
-    row = _row("CoNLL-2003 (entity words, other type)", flagged, flipped_words, words, summary, seconds)
+    ranked = [(sentence_of[r["line"]], r["word_number"] - 1) for r in issues]
+    row = _row("CoNLL-2003 (entity words, other type)", ranked, flipped_words, words, summary, seconds)
     # the words in held-out order: IOB2 tags of the changed file (IOB1 read as the audit reads it)
     names, given, flat = summary["labels"], [], set()
     for i, rows in enumerate(chosen):
@@ -180,6 +189,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=600)
     parser.add_argument("--share", type=float, default=0.1)
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--reuse", action="store_true", help="read an earlier run's audits instead of running them")
     ARGS = parser.parse_args()
     rows = [{"sst2": sst2, "conll": conll}[name]() for name in ARGS.sets.split(",")]
     save("label_audit", {"settings": vars(ARGS), "rows": rows})
