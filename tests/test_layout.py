@@ -64,11 +64,11 @@ def _targets(node, known: dict) -> set[str]:
     return set()
 
 
-def import_statements(path: Path, known: dict) -> list[tuple[ast.stmt, set[str], bool]]:
-    """Each import of bertkit modules in the file (except under TYPE_CHECKING): the statement, the
-    modules it names, and whether it is inside a function."""
+def import_statements(path: Path, known: dict, typing: bool = False) -> list[tuple[ast.stmt, set[str], bool]]:
+    """Each import of bertkit modules in the file (those under TYPE_CHECKING too when `typing`):
+    the statement, the modules it names, and whether it is inside a function."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    hidden = _type_checking_nodes(tree)
+    hidden = set() if typing else _type_checking_nodes(tree)
     inside = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -107,12 +107,14 @@ def import_graph() -> dict[str, set[str]]:
 
 @functools.cache
 def direct_imports() -> list[tuple[str, str, int]]:
-    """(importer, imported, line) for every import of a bertkit module, lazy ones included."""
+    """(importer, imported, line) for every import of a bertkit module, lazy ones and those for
+    type checkers (`if TYPE_CHECKING:`) included: a type named from a room above is a dependency on
+    it too (the rooms' direction and loops count them; the modules' run-time loops do not)."""
     known = modules()
     return [
         (name, target, node.lineno)
         for name, path in known.items()
-        for node, targets, _ in import_statements(path, known)
+        for node, targets, _ in import_statements(path, known, typing=True)
         for target in sorted(targets)
     ]
 

@@ -20,7 +20,7 @@ from bertkit.core.progress import console
 from bertkit.core.text_columns import fill_joined, parts_of
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 _HTML = re.compile(r"<[^>]{1,40}>")
 WHERE = "_where"  # a column saying where each example came from (file:line), for messages
@@ -284,7 +284,7 @@ def clean_text(text: str) -> str:
     return " ".join(_HTML.sub(" ", text).split())
 
 
-def load_splits(cfg: Config, read=None, stratify=None):
+def load_splits(cfg: RunConfig, read=None, stratify=None):
     """train / validation (/ test) for a training run, with limits and cleaning applied.
 
     `read(source, role)` returns one split as a Dataset; by default a table with the configured

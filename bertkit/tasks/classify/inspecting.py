@@ -11,11 +11,11 @@ from bertkit.tasks.classify.settings import ClassifyConfig
 from bertkit.tasks.contract import Inspection
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class ClassifyInspection(Inspection):
-    def imbalance_hint(self, cfg: Config) -> str:
+    def imbalance_hint(self, cfg: RunConfig) -> str:
         per = {"multi_label": "per label's positives", "single_label": "per class"}.get(
             cfg.section(ClassifyConfig).problem_type, "per class; per label's positives for multi-label"
         )
@@ -27,7 +27,7 @@ class ClassifyInspection(Inspection):
             f"{longest} tokens); raise max_length or use classify.truncation: head+tail"
         )
 
-    def view(self, split, cfg: Config, info: RunInfo):
+    def view(self, split, cfg: RunConfig, info: RunInfo):
         """Labels as the task reads them (`label_name`: CSV `01`, `1.0` and `+1` are the one label
         `1`, as training counts them): each of a multi-label example's, none for regression."""
         view = super().view(split, cfg, info)
@@ -38,7 +38,7 @@ class ClassifyInspection(Inspection):
             view.labels = split_multi(data_mod.column(split, cfg.data.label_column), separator)
         return view
 
-    def checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+    def checks(self, ds, tokenizer, info: RunInfo, cfg: RunConfig):
         """Every split's labels encoded as `prepare` will: a label of validation or test that the
         training data (or data.labels) does not have stops training, so it stops `inspect` too."""
         for role, split in ds.items():

@@ -32,7 +32,7 @@ from bertkit.tasks.classify.settings import ClassifyConfig
 from bertkit.tasks.contract import Training
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 HF_PROBLEM = {
@@ -50,7 +50,7 @@ METRIC_NAMES = {
 
 
 class ClassifyTraining(Training):
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         if cfg.data.text_pair_column and cfg.section(ClassifyConfig).truncation == "head+tail":
             raise BertkitError(
                 "classify.truncation: head+tail works on single texts; with data.text_pair_column use head or tail"
@@ -67,7 +67,7 @@ class ClassifyTraining(Training):
 
         return data_mod.load_splits(cfg, stratify=classes)
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         """What the model and the bundle need to know: problem type and label names."""
         values = data_mod.column(ds["train"], cfg.data.label_column)
         places = data_mod.places(ds["train"], "train")
@@ -133,7 +133,7 @@ class ClassifyTraining(Training):
             prepared[role] = datasets.Dataset.from_dict(features)
         return datasets.DatasetDict(prepared)
 
-    def build_model(self, source: str, info: dict, cfg: Config):
+    def build_model(self, source: str, info: dict, cfg: RunConfig):
         from transformers import AutoModelForSequenceClassification
 
         labels = info["labels"]
@@ -148,7 +148,7 @@ class ClassifyTraining(Training):
     def trains_itself(self, info: RunInfo) -> bool:
         return info.get("strategy") == strategy.CONTRASTIVE
 
-    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: Config, log_history: list) -> dict | None:
+    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: RunConfig, log_history: list) -> dict | None:
         """The contrastive route (strategy.py, contrastive.py); None: the Trainer fine-tunes."""
         if not self.trains_itself(info):
             return None
@@ -163,7 +163,7 @@ class ClassifyTraining(Training):
         """The numbers scoring reports (any can be train.metric_for_best_model)."""
         return METRIC_NAMES[info["problem_type"]]
 
-    def loss(self, info: dict, cfg: Config, train):
+    def loss(self, info: dict, cfg: RunConfig, train):
         """Class weights and / or focal loss (bertkit/core/losses.py) when the config asks, else None:
         per class for single-label, per label's positives (BCE's pos_weight) for multi-label."""
         settings = cfg.section(ClassifyConfig)

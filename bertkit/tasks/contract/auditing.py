@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
     from bertkit.core.run_info import RunInfo
 
 
@@ -54,7 +54,7 @@ class Audit(ABC):
     unit = "example"  # what a flag points at, as the report names it ("word" for NER)
 
     @abstractmethod
-    def examples(self, cfg: Config) -> Examples:
+    def examples(self, cfg: RunConfig) -> Examples:
         """Every training example of `cfg` (data.max_train_samples applied), and its label."""
 
     @abstractmethod

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from bertkit.core.data import WHERE, column
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
     from bertkit.core.run_info import RunInfo
 
 
@@ -37,7 +37,7 @@ class Inspection:
     and the numbers only this task has (`checks`). The default reads the configured text (and pair)
     column and the label column's values as labels."""
 
-    def view(self, split, cfg: Config, info: RunInfo) -> View:
+    def view(self, split, cfg: RunConfig, info: RunInfo) -> View:
         """What `bertkit inspect` looks at in one split: by default the configured text (and pair)
         column, and the label column's values as labels when the split has one."""
         d = cfg.data
@@ -51,11 +51,11 @@ class Inspection:
         places = column(split, WHERE) if WHERE in split.column_names else []
         return View(texts, labels, pairs, places)
 
-    def checks(self, ds: dict, tokenizer, info: RunInfo, cfg: Config) -> tuple[dict, list[str]]:
+    def checks(self, ds: dict, tokenizer, info: RunInfo, cfg: RunConfig) -> tuple[dict, list[str]]:
         """Numbers only this task has (NER's tag scheme, QA's windows), and warnings about them."""
         return {}, []
 
-    def imbalance_hint(self, cfg: Config) -> str:
+    def imbalance_hint(self, cfg: RunConfig) -> str:
         """The settings that answer imbalanced labels in this task (said with the imbalance found)."""
         return "resampling the data (this task has no class weights)"
 

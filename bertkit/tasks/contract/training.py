@@ -19,11 +19,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
     from bertkit.core.run_info import RunInfo
 
 
-def pad_multiple(cfg: Config) -> int | None:
+def pad_multiple(cfg: RunConfig) -> int | None:
     """Batches are padded to a multiple of this (train.pad_to_multiple_of; 8 on a GPU, where
     tensor cores want it; none on a CPU)."""
     import torch
@@ -39,11 +39,11 @@ class Training(ABC):
     # ------------------------------------------------------------ required
 
     @abstractmethod
-    def load(self, cfg: Config) -> dict:
+    def load(self, cfg: RunConfig) -> dict:
         """The splits as `datasets.Dataset`s: {"train": ..., "validation": ..., "test"?: ...}."""
 
     @abstractmethod
-    def setup(self, ds: dict, cfg: Config) -> dict:
+    def setup(self, ds: dict, cfg: RunConfig) -> dict:
         """The run's description (`info`, saved as bertkit.json): labels, lengths, settings.
         Must hold "task" and "max_length"."""
 
@@ -52,7 +52,7 @@ class Training(ABC):
         """The splits turned into model features (token ids, labels)."""
 
     @abstractmethod
-    def build_model(self, source: str | None, info: dict, cfg: Config):
+    def build_model(self, source: str | None, info: dict, cfg: RunConfig):
         """The model to train, from `source` (a path or hub id; None when `starts_from_scratch`)."""
 
     @abstractmethod
@@ -69,20 +69,20 @@ class Training(ABC):
 
     # ------------------------------------------------------------ optional: the default most tasks take
 
-    def starts_from_scratch(self, cfg: Config) -> bool:
+    def starts_from_scratch(self, cfg: RunConfig) -> bool:
         """True when the model is built from a config, not loaded (no model.name to resolve)."""
         return False
 
-    def inputs(self, cfg: Config) -> list[str]:
+    def inputs(self, cfg: RunConfig) -> list[str]:
         """Paths a run reads besides model.name, model.tokenizer and the data files (distill: its
         teacher), which an output with --overwrite must never delete."""
         return []
 
-    def lengths(self, cfg: Config) -> dict[str, int]:
+    def lengths(self, cfg: RunConfig) -> dict[str, int]:
         """The lengths in tokens a run reads, by config key; each must fit the model's positions."""
         return {"model.max_length": cfg.model.max_length}
 
-    def new_tokenizer(self, ds: dict, cfg: Config):
+    def new_tokenizer(self, ds: dict, cfg: RunConfig):
         """A tokenizer learnt from the data, or None to load model.tokenizer / model.name's."""
         return None
 
@@ -92,13 +92,13 @@ class Training(ABC):
         use. The description is fixed from then on."""
         return {}
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         """Batches of `prepare`'s features: padded to the longest row of each batch."""
         from transformers import DataCollatorWithPadding
 
         return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
-    def loss(self, info: dict, cfg: Config, train) -> Callable | None:
+    def loss(self, info: dict, cfg: RunConfig, train) -> Callable | None:
         """The Trainer's compute_loss_func, or None for the model's own loss. Called as
         `f(outputs, labels, num_items_in_batch=None)`; the Trainer does not divide its result by
         the gradient accumulation steps, so it must be normalised by `num_items_in_batch` (the
@@ -110,7 +110,7 @@ class Training(ABC):
         """Does `fit` train this run without the Trainer (so its learning-rate settings are unused)."""
         return False
 
-    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: Config, log_history: list) -> dict | None:
+    def fit(self, model, tokenizer, features: dict, info: RunInfo, cfg: RunConfig, log_history: list) -> dict | None:
         """Train `model` without the Trainer, or None to let the Trainer train it (every task's
         default; classify's contrastive route trains its own way, `trains_itself`). Returns what
         bertkit.json records of the training; `log_history` takes the losses the training curves plot."""

@@ -12,7 +12,7 @@ from bertkit.core.settings import Section, home_path
 from bertkit.tasks import registry
 
 if TYPE_CHECKING:
-    from bertkit.config.schema import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class DistillConfig(Section):
@@ -51,7 +51,7 @@ class DistillConfig(Section):
                 raise ValueError("layer indices must be 0 or more, in increasing order, each once, e.g. [0, 2, 4]")
         return value
 
-    def derive(self, run: Config) -> None:
+    def derive(self, run: RunConfig) -> None:
         """distill: a teacher is required and the student starts from it unless model.name says
         otherwise; other tasks read no data.unlabeled."""
         if run.task != "distill":

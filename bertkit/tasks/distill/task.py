@@ -28,7 +28,7 @@ from bertkit.tasks.distill.teacher import (
 )
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 def _training_of(info):
@@ -38,7 +38,7 @@ def _training_of(info):
 
 class DistillTraining(Training):
 
-    def teacher(self, cfg: Config):
+    def teacher(self, cfg: RunConfig):
         """`teacher_of(cfg)`, read once per run: load, setup, the tokenizer, the model and the
         collator all ask for it (the cache holds the config it was read for)."""
         cached = getattr(self, "_teacher", None)
@@ -48,7 +48,7 @@ class DistillTraining(Training):
 
     # ------------------------------------------------------------ training
 
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         teacher = self.teacher(cfg)
         splits = teacher.task.training.load(teacher.cfg)
         unlabeled = read_unlabeled(cfg.data.unlabeled, teacher)
@@ -56,7 +56,7 @@ class DistillTraining(Training):
             splits["train"] = with_unlabeled(splits["train"], unlabeled, teacher)
         return splits
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
 
         teacher = self.teacher(cfg)
         d = cfg.section(DistillConfig)
@@ -82,7 +82,7 @@ class DistillTraining(Training):
         }
         return info
 
-    def inputs(self, cfg: Config) -> list[str]:
+    def inputs(self, cfg: RunConfig) -> list[str]:
         return [cfg.section(DistillConfig).teacher]
 
     def metric_names(self, info) -> list[str]:
@@ -91,7 +91,7 @@ class DistillTraining(Training):
     def best_metric(self, info) -> str:
         return _training_of(info).best_metric(info)
 
-    def new_tokenizer(self, ds, cfg: Config):
+    def new_tokenizer(self, ds, cfg: RunConfig):
         """The teacher's tokenizer: the student must read the same tokens."""
 
         teacher = self.teacher(cfg)
@@ -134,17 +134,17 @@ class DistillTraining(Training):
         features["train"] = train.add_column(losses.LABELLED_COLUMN, [int(x) for x in labelled])
         return features
 
-    def build_model(self, source: str, info, cfg: Config):
+    def build_model(self, source: str, info, cfg: RunConfig):
 
         teacher = self.teacher(cfg)
         model = teacher.task.training.build_model(source, info, teacher.cfg)
         return keep_layers(model, cfg.section(DistillConfig).student_layers, cfg.model.name)
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         teacher = self.teacher(cfg)
         return teacher.task.training.collator(tokenizer, teacher.cfg)
 
-    def loss(self, info, cfg: Config, train):
+    def loss(self, info, cfg: RunConfig, train):
         kind = "ner" if info["task"] == "ner" else info["problem_type"]
         settings = cfg.section(DistillConfig)
         return losses.trainer_loss(kind, train, settings.temperature, settings.alpha)

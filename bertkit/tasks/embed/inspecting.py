@@ -10,16 +10,16 @@ from bertkit.tasks.contract import Inspection
 from bertkit.tasks.embed.pairs import scores_of
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class EmbedInspection(Inspection):
-    def view(self, split, cfg: Config, info: RunInfo):
+    def view(self, split, cfg: RunConfig, info: RunInfo):
         view = super().view(split, cfg, info)
         view.labels = None  # pair scores, not classes
         return view
 
-    def checks(self, ds, tokenizer, info: RunInfo, cfg: Config):
+    def checks(self, ds, tokenizer, info: RunInfo, cfg: RunConfig):
         """Every split's pair scores read as `prepare` reads them: a score that is not a number
         stops training, so it stops `inspect` (and a smoke run) too."""
         if info["scored"]:

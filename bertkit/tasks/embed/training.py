@@ -15,15 +15,15 @@ from bertkit.tasks.embed.pairs import PairCollator, pair_encoder_class, pair_fea
 from bertkit.tasks.embed.settings import EmbedConfig
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class EmbedTraining(Training):
-    def lengths(self, cfg: Config) -> dict[str, int]:
+    def lengths(self, cfg: RunConfig) -> dict[str, int]:
         pair = cfg.section(EmbedConfig).pair_max_length
         return {**super().lengths(cfg), **({"embed.pair_max_length": pair} if pair else {})}
 
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         if not cfg.data.text_pair_column:
             raise BertkitError(
                 "embed training needs pairs: set data.text_pair_column to the column of the second text "
@@ -41,7 +41,7 @@ class EmbedTraining(Training):
 
         return data_mod.load_splits(cfg, read=read)
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         e, d = cfg.section(EmbedConfig), cfg.data
         scored = d.label_column in ds["train"].column_names
         loss = e.loss if e.loss != "auto" else ("cosent" if scored else "in_batch")
@@ -87,13 +87,13 @@ class EmbedTraining(Training):
             prepared[role] = datasets.Dataset.from_dict(pair_features(tokenizer, split, info, role))
         return datasets.DatasetDict(prepared)
 
-    def build_model(self, source: str, info: dict, cfg: Config):
+    def build_model(self, source: str, info: dict, cfg: RunConfig):
         from transformers import AutoModel
 
         encoder = models.load_weights(AutoModel, source, cfg)
         return pair_encoder_class()(encoder, info["pooling"], info["loss"], info["scale"])
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         return PairCollator(tokenizer, pad_multiple(cfg))
 
     def saved_model(self, model, info: dict):

@@ -9,10 +9,10 @@ from bertkit.tasks.contract import Inspection
 from bertkit.tasks.contract.inspection import View
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class MlmInspection(Inspection):
-    def view(self, split, cfg: Config, info: RunInfo):
+    def view(self, split, cfg: RunConfig, info: RunInfo):
 
         return View(list(split["text"]))

@@ -21,7 +21,7 @@ from bertkit.core.tokenization import wrap
 from bertkit.tasks.mlm.settings import MlmConfig
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 # Texts held out for validation when data.validation is not given: perplexity over ~1,000 lines
 # (tens of thousands of masked tokens) varies by well under 1% between seeds, and evaluation
@@ -35,7 +35,7 @@ LINES_PER_BATCH = 1000
 SHUFFLE_BUFFER = 1000
 
 
-def check(cfg: Config) -> None:
+def check(cfg: RunConfig) -> None:
     """What streaming needs, before anything is read."""
     data, source = cfg.data, cfg.data.train
     if not cfg.train.max_steps:
@@ -67,7 +67,7 @@ def texts(path: str, column: str, fmt, layout, skip: int, strip_html: bool):
         yield {"text": clean_text(text) if strip_html else text}
 
 
-def load(cfg: Config) -> dict:
+def load(cfg: RunConfig) -> dict:
     """The splits: train as a `datasets.IterableDataset` of texts, the others in memory."""
     import datasets
 

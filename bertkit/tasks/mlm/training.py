@@ -20,13 +20,13 @@ from bertkit.tasks.mlm.scoring import score, token_losses
 from bertkit.tasks.mlm.settings import MlmConfig
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class MlmTraining(Training):
     can_stream = True
 
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         column = cfg.data.text_column
         if cfg.data.streaming:
             return streaming.load(cfg)
@@ -34,7 +34,7 @@ class MlmTraining(Training):
             return data_mod.load_splits(cfg, read=lambda source, role: sentence_pairs.read_documents(source, column))
         return data_mod.load_splits(cfg, read=lambda source, role: load_corpus(source, column))
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         m = cfg.section(MlmConfig)
         block = m.block_size or cfg.model.max_length
         if block > cfg.model.max_length:
@@ -58,10 +58,10 @@ class MlmTraining(Training):
             **({"nsp": True} if m.nsp else {}),
         }
 
-    def starts_from_scratch(self, cfg: Config) -> bool:
+    def starts_from_scratch(self, cfg: RunConfig) -> bool:
         return cfg.section(MlmConfig).from_scratch
 
-    def new_tokenizer(self, ds, cfg: Config):
+    def new_tokenizer(self, ds, cfg: RunConfig):
         """From scratch without a given tokenizer: a WordPiece vocabulary learnt on the training text."""
         if not cfg.section(MlmConfig).from_scratch or cfg.model.tokenizer:
             return None
@@ -103,7 +103,7 @@ class MlmTraining(Training):
             prepared[role] = datasets.Dataset.from_dict(columns)
         return prepared
 
-    def build_model(self, source: str | None, info: dict, cfg: Config):
+    def build_model(self, source: str | None, info: dict, cfg: RunConfig):
         from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 
         config = None
@@ -141,7 +141,7 @@ class MlmTraining(Training):
             model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = FINE_TUNING_DROPOUT
         return model
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         settings = cfg.section(MlmConfig)
         return MaskingCollator(tokenizer, settings.mlm_probability, settings.whole_word_masking, pad_multiple(cfg))
 

@@ -31,7 +31,7 @@ from bertkit.tasks.ner.tagging import (
 )
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 def _tag_or_type(name: str) -> str:
@@ -43,7 +43,7 @@ def _tag_or_type(name: str) -> str:
 
 
 class NerTraining(Training):
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         """The splits, tags in IOB2: the scheme is `ner.scheme`, or the one the training file's tags
         are in (detected as it is read, before a validation share is split off), and every split is
         read in it; what was found goes with the splits (`NerSplits.tag_scheme`) into setup."""
@@ -70,7 +70,7 @@ class NerTraining(Training):
         """Tags of the data that did not fit its scheme (repaired to IOB2)."""
         return repaired_tags(info)
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         train = ds["train"]
         if cfg.data.labels:
             types = tags.entity_types(cfg.data.labels)
@@ -104,7 +104,7 @@ class NerTraining(Training):
             prepared[role] = datasets.Dataset.from_list(features)
         return datasets.DatasetDict(prepared)
 
-    def build_model(self, source: str, info: dict, cfg: Config):
+    def build_model(self, source: str, info: dict, cfg: RunConfig):
         from transformers import AutoModelForTokenClassification
 
         labels = info["labels"]
@@ -118,12 +118,12 @@ class NerTraining(Training):
             ignore_mismatched_sizes=True,
         )
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         from transformers import DataCollatorForTokenClassification
 
         return DataCollatorForTokenClassification(tokenizer, pad_to_multiple_of=pad_multiple(cfg))
 
-    def loss(self, info: dict, cfg: Config, train):
+    def loss(self, info: dict, cfg: RunConfig, train):
         """Tag weights and / or focal loss (bertkit/core/losses.py) over the sub-words that carry a tag
         (-100 positions skipped) when the config asks, else None (the model's own loss)."""
 

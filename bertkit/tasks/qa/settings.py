@@ -9,7 +9,7 @@ from pydantic import Field
 from bertkit.core.settings import Section, derived_doc_stride
 
 if TYPE_CHECKING:
-    from bertkit.config.schema import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class QaConfig(Section):
@@ -37,7 +37,7 @@ class QaConfig(Section):
         "mostly Chinese / Japanese characters",
     )
 
-    def derive(self, run: Config) -> None:
+    def derive(self, run: RunConfig) -> None:
         """Settings that follow others when left out (called once the whole config is read)."""
         if self.doc_stride is None:
             self.doc_stride = derived_doc_stride(run.model.max_length)

@@ -21,11 +21,11 @@ from bertkit.tasks.qa.reading import (
 from bertkit.tasks.qa.settings import QaConfig
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 class QaTraining(Training):
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         def read(source: DataSource, role: str):
             import datasets
 
@@ -33,7 +33,7 @@ class QaTraining(Training):
 
         return data_mod.load_splits(cfg, read)
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         unanswerable = unanswerable_ids(ds["train"])
         version_2 = cfg.section(QaConfig).version_2
         if version_2 is None:
@@ -64,7 +64,7 @@ class QaTraining(Training):
             prepared[role] = datasets.Dataset.from_list(features)
         return datasets.DatasetDict(prepared)
 
-    def build_model(self, source: str, info: dict, cfg: Config):
+    def build_model(self, source: str, info: dict, cfg: RunConfig):
         from transformers import AutoModelForQuestionAnswering
 
         return models.load_weights(AutoModelForQuestionAnswering, source, cfg)

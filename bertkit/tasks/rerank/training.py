@@ -28,14 +28,14 @@ from bertkit.tasks.rerank.losses import group_ranks, group_scores, loss_function
 from bertkit.tasks.rerank.settings import RerankConfig
 
 if TYPE_CHECKING:
-    from bertkit.config import Config
+    from bertkit.core.run_config import RunConfig
 
 
 METRICS = ["recall_at_1", "recall_at_5", "recall_at_10", "mrr"]
 
 
 class RerankTraining(Training):
-    def load(self, cfg: Config):
+    def load(self, cfg: RunConfig):
         if not cfg.data.text_pair_column:
             raise BertkitError(
                 "rerank training needs passages: set data.text_pair_column to the passage column (the positive "
@@ -57,7 +57,7 @@ class RerankTraining(Training):
 
         return data_mod.load_splits(cfg, read=read)
 
-    def _columns(self, cfg: Config) -> dict:
+    def _columns(self, cfg: RunConfig) -> dict:
         d = cfg.data
         return {
             "text_column": d.text_column,
@@ -66,7 +66,7 @@ class RerankTraining(Training):
             "negative_columns": list(cfg.section(RerankConfig).negative_columns),
         }
 
-    def setup(self, ds, cfg: Config) -> dict:
+    def setup(self, ds, cfg: RunConfig) -> dict:
         columns = self._columns(cfg)
         kind = kind_of(ds["train"], columns, "the training data")
         score_max = None
@@ -102,7 +102,7 @@ class RerankTraining(Training):
             prepared[role] = datasets.Dataset.from_dict(features)
         return datasets.DatasetDict(prepared)
 
-    def build_model(self, source: str, info: dict, cfg: Config):
+    def build_model(self, source: str, info: dict, cfg: RunConfig):
         from transformers import AutoModelForSequenceClassification
 
         return models.load_weights(
@@ -115,10 +115,10 @@ class RerankTraining(Training):
             label2id={"score": 0},
         )
 
-    def collator(self, tokenizer, cfg: Config):
+    def collator(self, tokenizer, cfg: RunConfig):
         return GroupCollator(tokenizer, pad_multiple(cfg))
 
-    def loss(self, info: dict, cfg: Config, train):
+    def loss(self, info: dict, cfg: RunConfig, train):
         return loss_function(info["kind"] == GROUPED)
 
     def reduce_logits(self, logits, labels):
