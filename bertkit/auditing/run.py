@@ -115,7 +115,7 @@ def _out_of_fold(cfg: Config, task, examples, settings: dict, assigned: list[int
             console.print(f"[bold]fold {fold + 1} of {options.folds}[/bold]: training on {len(assigned) - len(held):,} "
                           f"examples, predicting the {len(held):,} it holds out")  # fmt: skip
             begun = time.perf_counter()
-            _run_fold(cfg, task, examples, settings, assigned, fold, folder, options.batch_size)
+            _run_fold(cfg, task, examples, settings, held, folder, options.batch_size)
             timed += 1
             if timed == 1 and fold + 1 < options.folds:
                 took = time.perf_counter() - begun
@@ -130,23 +130,23 @@ def _out_of_fold(cfg: Config, task, examples, settings: dict, assigned: list[int
     return probabilities
 
 
-def _run_fold(cfg: Config, task, examples, settings: dict, assigned: list[int], fold: int, folder: Path, batch: int):
-    """Train on every fold but `fold` (a JSON-lines file of their records), predict `fold`, keep its
-    probabilities, and delete the model."""
+def _run_fold(cfg: Config, task, examples, settings: dict, held: list[int], folder: Path, batch: int):
+    """Train on every example but those `held` out (a JSON-lines file of their records), predict
+    those, keep their probabilities, and delete the model."""
     if folder.exists():
         shutil.rmtree(folder)  # a fold cut short: started again
     folder.mkdir(parents=True)
     data = folder / "train.jsonl"
     with data.open("w", encoding="utf-8") as out:
-        for record, f in zip(examples.records, assigned, strict=True):
-            if f != fold:
+        out_of_fold = set(held)
+        for index, record in enumerate(examples.records):
+            if index not in out_of_fold:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
     model = folder / "model"
     fold_cfg = _fold_config(cfg, settings, data, model)
     train(fold_cfg, overwrite=True)
     bundle = open_bundle(str(model))
     network = bundle.load_model(task.auto_model)
-    held = [i for i, f in enumerate(assigned) if f == fold]
     found = task.audit.probabilities(network, bundle.load_tokenizer(), bundle.info, examples, held, batch)
     staged = folder / f".{DONE}"
     with staged.open("wb") as out:

@@ -11,22 +11,12 @@ from bertkit.core.errors import BertkitError
 from bertkit.core.inference import forward, sigmoid, softmax
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.labels import MULTI, REGRESSION, encode_labels, label_name
-from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag
-
-
-def _whole_training_data(cfg):
-    """`cfg` read so that every training example stays in the training split: the training file
-    stands in for the validation data (nothing is split off), and no test data is read."""
-    data = cfg.data.model_copy(update={"validation": cfg.data.train, "test": None})
-    return cfg.model_copy(update={"data": data})
+from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag, whole_training_data
 
 
 class ClassifyAudit(Audit):
-    def __init__(self, training):
-        self.training = training  # the task's training part: it reads the data and decides the route
-
     def examples(self, cfg) -> Examples:
-        splits = self.training.load(_whole_training_data(cfg))
+        splits = whole_training_data(self.training, cfg)
         train = splits["train"]
         info = self.training.setup(splits, cfg)  # the route and the labels, said as train says them
         if info["problem_type"] == REGRESSION:

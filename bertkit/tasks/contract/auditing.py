@@ -48,10 +48,22 @@ class Flag:
     word: int | None = None  # NER: the word (from 0) whose tag is flagged
 
 
+def whole_training_data(training, cfg: RunConfig):
+    """The splits of `cfg` as the task's training part reads them (limits, cleaning, its checks),
+    every training example kept in the training split: the training data stands in for the
+    validation data, so no share is split off, and no test data is read."""
+    data = cfg.data.model_copy(update={"validation": cfg.data.train, "test": None})
+    return training.load(cfg.model_copy(update={"data": data}))
+
+
 class Audit(ABC):
-    """The audit part of the task contract: a task without one cannot be audited."""
+    """The audit part of the task contract: a task without one cannot be audited. It reads the
+    data through the task's training part (`training`), as `bertkit train` does."""
 
     unit = "example"  # what a flag points at, as the report names it ("word" for NER)
+
+    def __init__(self, training):
+        self.training = training
 
     @abstractmethod
     def examples(self, cfg: RunConfig) -> Examples:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bertkit.core.tokenization import load_tokenizer, words_with_offsets
-from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag
+from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag, whole_training_data
 from bertkit.tasks.ner.reading import words_and_tags
 from bertkit.tasks.ner.tagging import entity_spans, tag_sentences
 
@@ -15,12 +15,8 @@ from bertkit.tasks.ner.tagging import entity_spans, tag_sentences
 class NerAudit(Audit):
     unit = "word"
 
-    def __init__(self, training):
-        self.training = training
-
     def examples(self, cfg) -> Examples:
-        data = cfg.data.model_copy(update={"validation": cfg.data.train, "test": None})
-        splits = self.training.load(cfg.model_copy(update={"data": data}))
+        splits = whole_training_data(self.training, cfg)
         train = splits["train"]
         info = self.training.setup(splits, cfg)
         spans = "tags" not in train.column_names
