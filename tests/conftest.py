@@ -228,6 +228,35 @@ def learned_classify_bundle(trained_bundle, tiny_model, easy_data) -> Path:
     )
 
 
+def write_multi_label(path: Path, n: int, seed: int) -> None:
+    """JSON lines of easy multi-label texts: "praise" when "great" is in it, "blame" for "awful"."""
+    rng = random.Random(seed)
+    with path.open("w") as out:
+        for _ in range(n):
+            words = rng.sample(["great", "awful", "film", "meal", "the", "was"], 4)
+            tags = [t for t, w in (("praise", "great"), ("blame", "awful")) if w in words]
+            out.write(json.dumps({"text": " ".join(words), "label": tags}) + "\n")
+
+
+@pytest.fixture(scope="session")
+def multi_label_data() -> Path:
+    def build(folder: Path) -> None:
+        write_multi_label(folder / "multi.jsonl", 300, 3)
+
+    return built("multi-label-data", "300 seed 3", build) / "multi.jsonl"
+
+
+@pytest.fixture(scope="session")
+def multi_label_bundle(trained_bundle, tiny_model, multi_label_data) -> Path:
+    """A multi-label classify bundle (2 epochs on 300 texts; 30 validation: calibrated per label)."""
+    return trained_bundle(
+        "multi-label",
+        "classify",
+        f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 16\ndata:\n  train: {multi_label_data}\n"
+        f"train:\n  epochs: 2\n  learning_rate: 3.0e-3\noutput_dir: {OUTPUT}\n",
+    )
+
+
 class _Bundles(dict):
     """Trained bundles by task, each trained when first asked for."""
 

@@ -22,7 +22,7 @@ LAYERS = [
         {
             "config", "training", "prediction", "evaluation", "comparison", "tuning", "serving", "exporting",
             "explain", "inspection", "embeddings", "attention", "smoke", "tiny_models", "tiny_families", "families",
-            "bundle_summary", "adapter_merging", "auditing",
+            "bundle_summary", "adapter_merging", "auditing", "selection",
         },
     ),
     ("the command line", {"cli"}),

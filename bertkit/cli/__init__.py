@@ -28,6 +28,7 @@ from bertkit.cli import (
     model,
     predict,
     search,
+    select,
     serve,
     similarity,
     smoke,
@@ -75,6 +76,7 @@ app.command()(serve.serve)
 app.command()(export.export)
 app.command()(tune.tune)
 app.command()(audit.audit)
+app.command()(select.select)
 
 
 def _show_version(value: bool) -> None:

@@ -108,4 +108,7 @@ def fit_and_score(bundle, data: str, train_file: str | None, options) -> tuple:
     full = np.zeros((len(references), len(info["labels"])))
     full[:, model.classes_] = probabilities  # a label the training data lacks is never predicted
     parameters = int(model.coef_.size + model.intercept_.size)
-    return scored(full, references, info), parameters, len(references) / max(seconds, 1e-9), len(train_labels)
+    # as log-probabilities, the logits whose softmax gives them back; the bundle's temperature is its own
+    log_probabilities = np.log(np.clip(full, 1e-12, None))
+    results = scored(log_probabilities, references, {**info, "calibration": None})
+    return results, parameters, len(references) / max(seconds, 1e-9), len(train_labels)

@@ -1,4 +1,5 @@
-"""Plots: training curves, a confusion matrix, scores by entity type, lengths and labels of a data set."""
+"""Plots: training curves, a confusion matrix, scores by entity type, a reliability diagram, lengths
+and labels of a data set."""
 
 from __future__ import annotations
 
@@ -164,10 +165,41 @@ def per_type_f1(per_type: dict, path: Path) -> None:
     save_png(fig, path)
 
 
+def reliability(bins: dict, before: dict | None, ece: float, ece_before: float | None, path: Path) -> None:
+    """The reliability diagram: accuracy against mean score in each confidence bin (the
+    `calibration` metric module's bins), the scores as given and, when calibrated, as they were
+    before; a perfectly calibrated model lies on the diagonal. Dot areas follow the bins' counts."""
+    import numpy as np
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
+    drawn = [(before, ece_before, "before calibration", "tab:orange"), (bins, ece, "scores", "tab:blue")]
+    if before is not None:
+        drawn[1] = (bins, ece, "calibrated", "tab:blue")
+    for found, error, name, colour in drawn:
+        if not found or not found.get("count"):
+            continue
+        count = np.asarray(found["count"], dtype=float)
+        size = 20 + 280 * count / count.max()
+        ax.plot(found["confidence"], found["accuracy"], color=colour, linewidth=1.2)
+        ax.scatter(found["confidence"], found["accuracy"], s=size, color=colour, alpha=0.7,
+                   label=f"{name} (ECE {error:.3f})")  # fmt: skip
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("score of the predicted label (mean in the bin)")
+    ax.set_ylabel("share right in the bin")
+    ax.set_title("Reliability diagram")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    save_png(fig, path)
+
+
 # the pictures a result's scores support: (the scores' key, the file, what the model card calls it)
 PICTURES = (
     ("confusion_matrix", "confusion_matrix.png", "confusion matrix"),
     ("per_type", "per_type_f1.png", "scores by entity type"),
+    ("reliability", "reliability.png", "reliability diagram"),
 )
 
 
@@ -181,6 +213,9 @@ def task_plots(scores: dict, folder: Path) -> list[str]:
     for file, _ in pictures_of(scores):
         if file == "confusion_matrix.png":
             confusion_matrix(scores["confusion_matrix"], scores["labels"], folder / file)
+        elif file == "reliability.png":
+            before = scores.get("reliability_uncalibrated")
+            reliability(scores["reliability"], before, scores["ece"], scores.get("ece_uncalibrated"), folder / file)
         else:
             per_type_f1(scores["per_type"], folder / file)
     return [file for file, _ in pictures_of(scores)]

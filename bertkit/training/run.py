@@ -34,6 +34,7 @@ from bertkit.training.trainer import (
     RememberEvaluations,
     check_metric,
     longest_first,
+    predict_split,
     resolve_precision,
     score_split,
     trainer_class,
@@ -110,6 +111,7 @@ class Run:
     result: Any = None  # the Trainer's training output
     train_seconds: float = 0.0
     scores: dict = field(default_factory=dict)
+    predictions: dict = field(default_factory=dict)  # each scored split's prediction, kept for `calibrate`
     headline: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -125,6 +127,7 @@ def _run(run: Run) -> tuple[Path, dict]:
     make_trainer(run)  # the scorers, the callbacks, the Trainer (and the score before training)
     fit(run)  # trained by the task or by the Trainer; a failure keeps the complete checkpoints
     score(run)  # the weights checked finite, every split scored, the headline
+    calibrate(run)  # what the task learns from the scored predictions (a temperature), the splits scored again
     publish(run)  # the bundle written by the main process, the work folder removed
     return run.final, {**run.headline, **run.scores}
 
@@ -190,7 +193,7 @@ def make_trainer(run: Run) -> None:
     run.loss = training.loss(info, cfg, features["train"])
     roles = [role for role in ("validation", "test") if role in features]
     run.scorers = {role: training.metric_fn(info, features[role], run.raw[role]) for role in roles}
-    run.remembered = RememberEvaluations(run.scorers["validation"])
+    run.remembered = RememberEvaluations(run.scorers["validation"], keep=training.calibrates(info, cfg))
     run.guard = DivergenceGuard(run.precision, advice(cfg, run.precision))
     callbacks = [run.guard, RichProgress(), run.remembered] if run.progress else [run.guard, run.remembered]
     # the contrastive route trains without the Trainer: early stopping is unused there, and said so
@@ -246,15 +249,37 @@ def score(run: Run) -> None:
     try:
         # the model about to be scored and published
         check_weights(trainer.model, trainer.state.global_step, run.guard.advice)
+        keep = run.task.training.calibrates(run.info, run.cfg)
         for role, scorer in run.scorers.items():
             reused = run.remembered.best(trainer.state) if role == "validation" else None
-            run.scores[role] = reused or score_split(trainer, scorer, run.features[role], role)
+            if reused is not None and (reused[1] is not None or not keep):
+                run.scores[role], prediction = reused
+            else:
+                prediction = predict_split(trainer, run.features[role], role)
+                run.scores[role] = scorer(prediction)
+            if keep:
+                run.predictions[role] = prediction
     except TrainingDiverged:
         discard_if_empty(run.work)
         raise
     if run.task.training.scores_before_training:
         run.headline = run.task.training.compare(run.before, run.scores["validation"])
     run.scores["validation"] = {**run.headline, **run.scores["validation"]}
+
+
+def calibrate(run: Run) -> None:
+    """The task's `calibrate` on the kept predictions; what it adds to the description is scored
+    again on every split from the same predictions (no second pass through the model)."""
+    training = run.task.training
+    if not run.predictions:
+        return
+    facts = training.calibrate(run.predictions, run.info, run.cfg)
+    if not facts:
+        return
+    run.info = run.info.replace(**facts)
+    for role, prediction in run.predictions.items():
+        rescored = training.metric_fn(run.info, run.features[role], run.raw[role])(prediction)
+        run.scores[role] = {**(run.headline if role == "validation" else {}), **rescored}
 
 
 def publish(run: Run) -> None:

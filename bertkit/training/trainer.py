@@ -45,8 +45,13 @@ def check_metric(best: str, names: list[str], cfg: Config) -> None:
 
 
 def score_split(trainer, scorer, features, split: str = "validation") -> dict:
-    """Full metrics of the trainer's model on `features`, by the split's own scorer. A batch whose
-    loss is not finite stops the run (`DivergenceGuard.check_evaluation`)."""
+    """Full metrics of the trainer's model on `features`, by the split's own scorer."""
+    return scorer(predict_split(trainer, features, split))
+
+
+def predict_split(trainer, features, split: str = "validation"):
+    """The trainer's prediction (logits and labels) on `features`. A batch whose loss is not
+    finite stops the run (`DivergenceGuard.check_evaluation`)."""
     kept, trainer.compute_metrics = trainer.compute_metrics, None
     try:
         prediction = trainer.predict(features)
@@ -55,7 +60,7 @@ def score_split(trainer, scorer, features, split: str = "validation") -> dict:
     guard = getattr(trainer, "guard", None)
     if guard is not None:
         guard.check_evaluation(trainer.state.global_step, f"the {split} loss")
-    return scorer(prediction)
+    return prediction
 
 
 def longest_first(features):
@@ -67,20 +72,22 @@ def longest_first(features):
 
 class RememberEvaluations(callback_base()):
     """Keeps the full validation metrics of every evaluation, so the best checkpoint's numbers
-    need not be computed a second time after training (the Trainer only logs plain numbers)."""
+    need not be computed a second time after training (the Trainer only logs plain numbers); with
+    `keep`, each evaluation's prediction too (a task that `calibrates` reads the best one's)."""
 
-    def __init__(self, scorer):
-        self.scorer, self.last, self.by_step = scorer, None, {}
+    def __init__(self, scorer, keep: bool = False):
+        self.scorer, self.keep, self.last, self.by_step = scorer, keep, None, {}
 
     def compute(self, prediction) -> dict:
-        self.last = self.scorer(prediction)
-        return metrics.scalars(self.last)
+        self.last = (self.scorer(prediction), prediction if self.keep else None)
+        return metrics.scalars(self.last[0])
 
     def on_evaluate(self, args, state, control, **kwargs):
         self.by_step[state.global_step] = self.last
 
-    def best(self, state) -> dict | None:
-        """Full metrics of the checkpoint the Trainer kept (load_best_model_at_end), if evaluated."""
+    def best(self, state) -> tuple[dict, object] | None:
+        """Full metrics of the checkpoint the Trainer kept (load_best_model_at_end), if evaluated,
+        and its prediction (None unless kept)."""
         return self.by_step.get(state.best_global_step)
 
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from bertkit.core import data as data_mod
 from bertkit.core.errors import BertkitError
-from bertkit.core.inference import forward, sigmoid, softmax
+from bertkit.core.inference import forward
+from bertkit.tasks.classify import calibration
 from bertkit.tasks.classify.encoding import encode_texts, feature_rows
 from bertkit.tasks.classify.labels import MULTI, REGRESSION, encode_labels, label_name
 from bertkit.tasks.contract.auditing import N_JOBS, Audit, Examples, Flag, whole_training_data
@@ -44,6 +45,9 @@ class ClassifyAudit(Audit):
             "classify.strategy": info["strategy"],  # decided on the whole data: every fold takes it
             "classify.problem_type": info["problem_type"],
             "data.labels": examples.names,  # a fold without a rare label still has its column
+            # a fold scores on its own training examples (it has no other validation): a temperature
+            # fitted there would sharpen the scores, and cleanlab reads them as the model gives them
+            "classify.calibration": calibration.NONE,
         }
 
     def probabilities(self, model, tokenizer, info, examples: Examples, indices, batch_size: int) -> list:
@@ -52,7 +56,7 @@ class ClassifyAudit(Audit):
         ds = datasets.Dataset.from_list([examples.records[i] for i in indices])
         features = feature_rows(encode_texts(tokenizer, ds, info))
         logits = np.stack(forward(model, tokenizer, features, batch_size)).astype(np.float64)
-        probs = sigmoid(logits) if info["problem_type"] == MULTI else softmax(logits)
+        probs = calibration.probabilities(logits, info)
         order = [list(info["labels"]).index(name) for name in examples.names]
         return list(probs[:, order])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bertkit.core.errors import BertkitError
-from bertkit.core.inference import sigmoid, softmax
+from bertkit.tasks.classify.calibration import probabilities
 from bertkit.tasks.contract.explaining import Explainer, Plan, Target, label_index, model_output, number
 from bertkit.tasks.explain_inputs import encode_text
 
@@ -39,7 +39,7 @@ class ClassifyExplainer(Explainer):
             value = round(float(logits[0]), 6)
             return Plan([Target("score", [("logits", None, 0)])], "value", {"predicted": value})
         labels = list(info.get("labels") or []) or [f"LABEL_{i}" for i in range(len(logits))]
-        probs = sigmoid(logits) if problem == "multi_label" else softmax(logits[None])[0]
+        probs = probabilities(logits[None], {**info, "problem_type": problem})[0]  # as predict gives them
         index = int(probs.argmax()) if target is None else label_index(target, labels)
         if problem == "multi_label":
             threshold = info.get("threshold", 0.5)

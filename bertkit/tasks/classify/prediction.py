@@ -9,8 +9,9 @@ import numpy as np
 
 from bertkit.core.data.records import blank
 from bertkit.core.errors import BertkitError
-from bertkit.core.inference import chunks, empty_record, forward, sigmoid, softmax
+from bertkit.core.inference import chunks, empty_record, forward
 from bertkit.core.run_info import RESTORE, RunInfo, check_labels, shown
+from bertkit.tasks.classify.calibration import probabilities
 from bertkit.tasks.classify.encoding import encode_columns, feature_rows, text_at, text_of, window_features
 from bertkit.tasks.classify.labels import MULTI, PROBLEM_TYPES, REGRESSION, check_label_values, label_name, split_multi
 from bertkit.tasks.contract import Prediction
@@ -108,11 +109,10 @@ class ClassifyPrediction(Prediction):
         if problem == REGRESSION:
             out["score"] = round(float(stacked.reshape(-1).mean()), 6)
             return out
+        probs = probabilities(stacked, info).mean(axis=0)  # calibrated as the bundle says; windows averaged
         if problem == MULTI:
-            probs = sigmoid(stacked).mean(axis=0)
             out["labels"] = [labels[i] for i in np.flatnonzero(probs > threshold)]
         else:
-            probs = softmax(stacked).mean(axis=0)
             best = int(probs.argmax())
             out["label"], out["score"] = labels[best], round(float(probs[best]), 6)
         out["scores"] = {name: round(float(p), 6) for name, p in zip(labels, probs, strict=True)}

@@ -1,13 +1,16 @@
 """A classifier's per-example results (`bertkit.tasks.contract.scored.Scored`) for each problem type:
 single-label (accuracy, precision / recall / F1 from the confusion counts), multi-label (from
-per-label true / false positives and false negatives) and regression (Pearson, Spearman)."""
+per-label true / false positives and false negatives) and regression (Pearson, Spearman); both
+classification kinds add how well their scores are calibrated (ECE, Brier score: the
+`calibration` metric module), of the scores as the bundle gives them and, for a calibrated
+bundle, of the scores before calibration (`ece_uncalibrated`, `brier_uncalibrated`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from bertkit.core import metrics
-from bertkit.core.inference import sigmoid
+from bertkit.tasks.classify.calibration import is_calibrated, probabilities
 from bertkit.tasks.classify.labels import MULTI, REGRESSION
 from bertkit.tasks.contract.scored import Correlated, Scored, ratio
 
@@ -19,10 +22,12 @@ def scored(logits, references, info: dict) -> Scored:
     if problem == REGRESSION:
         module = metrics.load("regression")
         return Correlated(logits, references, lambda p, r: module.compute(predictions=p, references=r))
+    scores = probabilities(logits, info)
+    raw = probabilities(logits, info, calibrated=False) if is_calibrated(info) else None
     if problem == MULTI:
-        predicted = (sigmoid(logits) > info["threshold"]).astype(int)
-        return MultiLabel(predicted, np.asarray(references).astype(int), list(info["labels"]))
-    return SingleLabel(logits.argmax(-1), np.asarray(references), list(info["labels"]))
+        predicted = (scores > info["threshold"]).astype(int)
+        return MultiLabel(predicted, np.asarray(references).astype(int), list(info["labels"]), scores, raw)
+    return SingleLabel(scores.argmax(-1), np.asarray(references), list(info["labels"]), scores, raw)
 
 
 class _Labelled(Scored):
@@ -30,10 +35,12 @@ class _Labelled(Scored):
 
     module = ""
 
-    def __init__(self, predictions, references, labels: list[str]):
+    def __init__(self, predictions, references, labels: list[str], scores=None, raw_scores=None):
         self.predictions = np.asarray(predictions, dtype=int)
         self.gold = np.asarray(references, dtype=int)
         self.labels = labels
+        self.scores = scores  # the probabilities the bundle gives (None: calibration not reported)
+        self.raw_scores = raw_scores  # the same before calibration, for a calibrated bundle
 
     def __len__(self) -> int:
         return len(self.gold)
@@ -43,9 +50,19 @@ class _Labelled(Scored):
 
     def score(self, indices=None) -> dict:
         chosen = slice(None) if indices is None else np.asarray(indices, dtype=int)
-        return metrics.load(self.module).compute(
+        found = metrics.load(self.module).compute(
             predictions=self.predictions[chosen], references=self.gold[chosen], label_names=self.labels
         )
+        if self.scores is not None and len(self.gold[chosen]):
+            found.update(self.calibration(self.scores[chosen], self.gold[chosen]))
+            if self.raw_scores is not None:
+                before = self.calibration(self.raw_scores[chosen], self.gold[chosen])
+                found.update({f"{k}_uncalibrated": v for k, v in before.items()})
+        return found
+
+    def calibration(self, scores: np.ndarray, gold: np.ndarray) -> dict:
+        """ECE, Brier score and the reliability bins of `scores` against `gold`."""
+        return metrics.load("calibration").compute(probabilities=scores, references=gold)
 
 
 class SingleLabel(_Labelled):
@@ -90,6 +107,11 @@ class MultiLabel(_Labelled):
 
     def correct(self) -> np.ndarray:
         return (self.predictions == self.gold).all(axis=1).astype(int)
+
+    def calibration(self, scores: np.ndarray, gold: np.ndarray) -> dict:
+        """Each label's score a two-class problem, [1 - p, p] against its 0 or 1, pooled."""
+        p = scores.reshape(-1)
+        return super().calibration(np.stack([1 - p, p], axis=1), gold.reshape(-1))
 
     def stats(self) -> np.ndarray:
         """Per example: 1 (it counts), all labels right, then per label true positive, false

@@ -37,6 +37,11 @@ class ClassifyConfig(Section):
     loss: LossName = loss_field()
     focal_gamma: float = gamma_field()
     threshold: float = Field(0.5, gt=0, lt=1, description="multi_label: score above which a label is on")
+    calibration: Literal["temperature", "none"] = Field(
+        "temperature",
+        description="temperature: fit a temperature on the validation split after training, so scores are "
+        "probabilities (kept in bertkit.json, applied by predict, evaluate, serve and exports); none: raw softmax",
+    )
     strategy: Literal["auto", "finetune", "contrastive"] = Field(
         DEFAULT_STRATEGY,
         description="auto (the default): contrastive when the training data has few_shot_examples or fewer "

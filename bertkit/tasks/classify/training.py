@@ -11,8 +11,9 @@ import numpy as np
 from bertkit.core import data as data_mod
 from bertkit.core import losses, models
 from bertkit.core.errors import BertkitError
+from bertkit.core.progress import console
 from bertkit.core.run_info import RunInfo
-from bertkit.tasks.classify import contrastive, strategy
+from bertkit.tasks.classify import calibration, contrastive, strategy
 from bertkit.tasks.classify.encoding import encode_texts
 from bertkit.tasks.classify.label_pairs import can_pair
 from bertkit.tasks.classify.labels import (
@@ -155,6 +156,25 @@ class ClassifyTraining(Training):
 
         settings = strategy.ContrastiveSettings.of(cfg)
         return contrastive.fit(model, tokenizer, features["train"], info, settings, log_history)
+
+    def calibrates(self, info: RunInfo, cfg: RunConfig) -> bool:
+        """Classification's scores get a temperature unless classify.calibration is none."""
+        wanted = cfg.section(ClassifyConfig).calibration == calibration.TEMPERATURE
+        return wanted and info["problem_type"] != REGRESSION
+
+    def calibrate(self, predictions: dict, info: RunInfo, cfg: RunConfig) -> dict:
+        """The temperature fitted on the validation split's logits (calibration.py), said; too few
+        validation examples: said, and the scores left as the softmax gives them."""
+        validation = predictions.get("validation")
+        count = 0 if validation is None else len(validation.label_ids)
+        if count < calibration.MIN_EXAMPLES:
+            why = f"{count} validation examples, fewer than the {calibration.MIN_EXAMPLES} a temperature needs"
+            console.print(f"[yellow]warning:[/yellow] scores left uncalibrated: {why}")
+            return {"calibration": {"method": calibration.NONE, "why": why}}
+        logits = validation.predictions[0] if isinstance(validation.predictions, tuple) else validation.predictions
+        found = calibration.fit(logits, validation.label_ids, info)
+        console.print(f"calibrated the scores: {calibration.scale_of(found)}, fitted on {count:,} validation examples")
+        return {"calibration": found}
 
     def best_metric(self, info: dict) -> str:
         return BEST_METRIC[info["problem_type"]]

@@ -1,10 +1,11 @@
 """A task: its name, the transformers class of its bundles, and its parts. Three are what every
 task that writes bundles of its own has: `training`, `prediction`, `evaluation`; the others are
 optional: `export` (ONNX), `explainer` (`bertkit explain`), `inspection` (`bertkit inspect`),
-`audit` (`bertkit audit`) and `card` (the model card's words), each with the default most tasks
-take. Each part is an abstract class (bertkit/tasks/contract/*.py): a part that lacks a required
-method cannot be made, so a task missing one fails as soon as its module is imported (when it is
-registered, or at the first `get_task`), naming the method, never deep inside a run."""
+`audit` (`bertkit audit`), `selection` (`bertkit select`) and `card` (the model card's words),
+each with the default most tasks take. Each part is an abstract class
+(bertkit/tasks/contract/*.py): a part that lacks a required method cannot be made, so a task
+missing one fails as soon as its module is imported (when it is registered, or at the first
+`get_task`), naming the method, never deep inside a run."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from bertkit.tasks.contract.explaining import Explainer
 from bertkit.tasks.contract.export import Export
 from bertkit.tasks.contract.inspection import Inspection
 from bertkit.tasks.contract.prediction import Prediction
+from bertkit.tasks.contract.selecting import Selection
 from bertkit.tasks.contract.training import Training
 
 PARTS = {
     "training": Training, "prediction": Prediction, "evaluation": Evaluation, "export": Export,
-    "explainer": Explainer, "inspection": Inspection, "audit": Audit, "card": Card,
+    "explainer": Explainer, "inspection": Inspection, "audit": Audit,
+    "selection": Selection, "card": Card,
 }  # fmt: skip
 
 
@@ -38,6 +41,7 @@ class Task:
     explain_refusal: str = ""  # e.g. "an embed model gives a vector, not a label to explain"
     inspection: Inspection = field(default_factory=Inspection)
     audit: Audit | None = None  # None: `bertkit audit` refuses the task (classes and tags only)
+    selection: Selection | None = None  # None: `bertkit select` refuses the task (classify and ner)
     card: Card = field(default_factory=Card)
 
     def __post_init__(self):

@@ -6,7 +6,8 @@ optional hook only where its default does not fit.
 The path of a run: `load` → `setup` → `metric_names` / `best_metric` → `new_tokenizer` →
 `tokenizer_facts` → `prepare` → `build_model` → `collator`, `loss`, `reduce_logits`, `metric_fn`
 (the Trainer's parts) → (`scores_before_training`: scored once before) → `fit` or the Trainer →
-`compare` → `saved_model` (what the bundle saves).
+`compare` → `calibrate` (when `calibrates`: the scored splits' predictions, then scored again) →
+`saved_model` (what the bundle saves).
 
 `info` is the run's description (`bertkit.core.run_info.RunInfo`, read-only): what `setup` returns
 plus what `tokenizer_facts` adds, saved as the bundle's bertkit.json.
@@ -119,6 +120,18 @@ class Training(ABC):
     def compare(self, before: dict, after: dict) -> dict:
         """Headline numbers from the scores before and after training (when
         `scores_before_training`); they lead metrics.json and the model card."""
+        return {}
+
+    def calibrates(self, info: RunInfo, cfg: RunConfig) -> bool:
+        """Does `calibrate` want the trained model's predictions on the scored splits (kept from
+        scoring, so nothing is predicted twice)."""
+        return False
+
+    def calibrate(self, predictions: dict, info: RunInfo, cfg: RunConfig) -> dict:
+        """What the run's description gains from the trained model's predictions after training
+        (`predictions`: {"validation": the Trainer's prediction, "test"?: ...}): classify's fitted
+        temperature. Every scored split is then scored again with the description it gives; {}
+        leaves the description and the scores as they are."""
         return {}
 
     def saved_model(self, model, info: dict):

@@ -152,6 +152,12 @@ class DistillTraining(Training):
     def metric_fn(self, info, features, examples):
         return _training_of(info).metric_fn(info, features, examples)
 
+    def calibrates(self, info, cfg: RunConfig) -> bool:
+        return _training_of(info).calibrates(info, self.teacher(cfg).cfg)
+
+    def calibrate(self, predictions: dict, info, cfg: RunConfig) -> dict:
+        return _training_of(info).calibrate(predictions, info, self.teacher(cfg).cfg)
+
     def data_warnings(self, info):
         return _training_of(info).data_warnings(info)
 

@@ -11,6 +11,7 @@ from bertkit.tasks.ner.explaining import EXPLAINER
 from bertkit.tasks.ner.export import NerExport
 from bertkit.tasks.ner.inspecting import NerInspection
 from bertkit.tasks.ner.prediction import NerPrediction
+from bertkit.tasks.ner.selecting import NerSelection
 from bertkit.tasks.ner.training import NerTraining
 
 _TRAINING = NerTraining()
@@ -24,5 +25,6 @@ TASK = Task(
     explainer=EXPLAINER,
     inspection=NerInspection(),
     audit=NerAudit(_TRAINING),
+    selection=NerSelection(),
     card=NerCard(),
 )
