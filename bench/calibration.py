@@ -16,7 +16,7 @@ Per seed: the test split's accuracy, ECE and Brier score of the calibrated score
 before calibration (`*_uncalibrated`, from the same predictions: the calibrated model's
 predicted labels are the same ones), and the temperature. The medians over --seeds lead.
 
-Usage: python bench/calibration.py [--examples 2000] [--epochs 4] [--seeds 1,2,3]
+Usage: python bench/calibration.py [--examples 2000] [--epochs 4] [--seeds 1,2,3] [--setups same,train-split]
 Writes bench/results/calibration.json and prints a table.
 """
 
@@ -60,6 +60,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--setups", default="same,train-split")
     args = parser.parse_args()
     files = data(args.examples)
     config = OUT / "calibration.yaml"
@@ -71,7 +72,8 @@ def main() -> None:
         f"output_dir: {OUT / 'run'}\n"
     )
     rows = []
-    for setup in ("same", "train-split"):
+    setups = args.setups.split(",")
+    for setup in setups:
         for seed in [int(s) for s in args.seeds.split(",")]:
             sets = [f"train.seed={seed}"] + ([f"data.validation={files['validation']}"] if setup == "same" else [])
             info, wall = train_bundle("classify", str(config), f"calibration-{setup}-{seed}", sets)
@@ -79,7 +81,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     keys = ["accuracy", "ece_before", "ece_after", "brier_before", "brier_after", "temperature"]
     medians = []
-    for setup in ("same", "train-split"):
+    for setup in setups:
         mine = [r for r in rows if r["setup"] == setup]
         middle = {k: round(statistics.median(r[k] for r in mine), 4) for k in keys}
         medians.append({"setup": setup, "seed": "median", **middle})

@@ -44,6 +44,13 @@ def summary_rows(model: str) -> list[tuple[str, str]]:
                                  f"{contrastive.get('pooling', 'mean')}-pooled sentence vector)"))  # fmt: skip
     elif info.get("strategy"):
         rows.append(("strategy", str(info["strategy"])))
+    calibration = info.get("calibration")
+    if isinstance(calibration, dict) and calibration.get("temperatures"):
+        found = calibration["temperatures"]
+        scale = f"temperature {found[0]:.3g}" if len(set(found)) == 1 else f"{len(found)} temperatures, one per label"
+        rows.append(("calibration", f"{scale}, fitted on {calibration.get('examples', '?')} validation examples"))
+    elif isinstance(calibration, dict):
+        rows.append(("calibration", f"none ({calibration.get('why') or 'turned off'})"))
     columns = (("text_column", "text column"), ("text_pair_column", "pair column"), ("label_column", "label column"))
     for key, name in columns:
         if info.get(key):

@@ -90,6 +90,8 @@ def test_a_trained_bundle_gives_the_same_calibrated_scores_everywhere(learned_cl
     assert saved["validation"]["ece"] <= saved["validation"]["ece_uncalibrated"] + 1e-9  # fitted there
     assert (bundle / "reliability.png").stat().st_size > 1000
     assert f"logits = logits / {t}" in (bundle / "README.md").read_text()
+    code, out, err = cli("info", "--model", bundle)
+    assert code == 0 and f"temperature {t:.3g}, fitted on {found['examples']} validation" in out, err
 
     texts = ["a great film and lovely staff", "the plot was boring", "great awful the was"]
     source = tmp_path / "in.txt"
@@ -141,6 +143,8 @@ def test_multi_label_none_and_too_few_validation_examples(
     assert info["calibration"]["method"] == "none" and "fewer than the 20" in info["calibration"]["why"]
     assert "ece_uncalibrated" not in info["metrics"]["validation"] and "ece" in info["metrics"]["validation"]
     assert "left uncalibrated" in out + err
+    code, out, err = cli("info", "--model", folder / "few")
+    assert code == 0 and "calibration" in out and "fewer than the 20" in out, err
 
     code, _, err = cli("train", "classify", "-c", _write(folder, base), "--set", "classify.calibration=none",
                        "--set", f"output_dir={folder / 'none'}")  # fmt: skip
