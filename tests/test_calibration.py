@@ -69,6 +69,25 @@ def test_multi_label_gets_a_temperature_per_label_and_keeps_its_labels_at_one_ha
     assert calibration.fit(logits[:, :1], gold[:, :1], {"problem_type": "regression"}) is None
 
 
+def test_validation_data_that_cannot_place_a_temperature_leaves_the_scores_as_they_are():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(0, 2, size=(200, 2))
+    single = {"problem_type": "single_label", "labels": ["neg", "pos"]}
+    found = calibration.fit(logits, np.ones(200, dtype=int), single)  # one label only
+    assert found["method"] == "none" and "all have one label (pos)" in found["why"]
+    # a model right on every validation example, however sure: the temperature would go to 0
+    labels = np.arange(200) % 2
+    margin = np.abs(logits[:, 0]) + 0.1
+    right = np.stack([np.where(labels == 0, margin, -margin), np.where(labels == 1, margin, -margin)], axis=1)
+    found = calibration.fit(right, labels, single)
+    assert found["method"] == "none" and "bound" in found["why"]
+    # multi-label: a label no validation example has keeps temperature 1, the others are fitted
+    gold = np.stack([(logits[:, 0] + rng.normal(0, 2, 200) > 0), np.zeros(200)], axis=1).astype(int)
+    found = calibration.fit(logits * 3, gold, {"problem_type": "multi_label", "labels": ["x", "y"]})
+    assert found["temperatures"][1] == 1.0 and found["left_as_is"] == {"y": "no validation example has it"}
+    assert 1.5 < found["temperatures"][0] < 20
+
+
 # ---------------------------------------------------------------- a trained bundle, end to end
 
 

@@ -55,6 +55,7 @@ def pool(tmp_path, easy_data):
             writer.writerow([f"n{i}", " ".join(rng.choice(words, 5))])
         for i, row in enumerate(train[:5]):
             writer.writerow([f"t{i}", "  " + row["text"].replace(" ", "  ")])  # spaced otherwise: still the same text
+        writer.writerow(["t5", train[5]["text"].upper()])  # the uncased model reads it as the training text
         writer.writerow(["r", " ".join(rng.choice(words, 5))])
         writer.writerow(["r2", ""])
     return path, {r["text"] for r in train}
@@ -71,7 +72,7 @@ def test_picks_leave_out_labelled_texts_and_keep_the_pool_format(learned_classif
     assert list(rows[0]) == ["id", "text", "label"] and all(r["label"] == "" for r in rows)
     assert not any(" ".join(r["text"].split()) in training for r in rows)
     assert len(rows) == len({r["text"] for r in rows}) == 31  # 40 asked, 31 new texts in the pool
-    assert "5 already in the labelled data" in stdout + err and "1 blank" in stdout + err
+    assert "6 already in the labelled data" in stdout + err and "1 blank" in stdout + err
 
     # margin's order is the order of predict's scores: the nearest ties first
     code, predicted, err = cli("predict", "-m", learned_classify_bundle, "-i", source)
@@ -123,6 +124,10 @@ def test_refusals_write_nothing(learned_classify_bundle, bundles, pool, easy_dat
     out.write_text("mine\n")
     code, _, err = cli("select", "-m", learned_classify_bundle, "-i", source, "-o", out)
     assert code == 2 and "--overwrite" in err and out.read_text() == "mine\n"
+    # the model's labelled data is never written over, --overwrite or not (a slip of -o train.csv)
+    before = easy_data["train"].read_bytes()
+    code, _, err = cli("select", "-m", learned_classify_bundle, "-i", source, "-o", easy_data["train"], "--overwrite")
+    assert code == 2 and easy_data["train"].read_bytes() == before, err
     # --exclude adds a labelled file: none of its texts is picked
     extra = tmp_path / "more.csv"
     rows = list(csv.DictReader(source.open()))[:10]
@@ -132,6 +137,63 @@ def test_refusals_write_nothing(learned_classify_bundle, bundles, pool, easy_dat
     assert code == 0, err
     left = {r["text"] for r in csv.DictReader((tmp_path / "x.csv").open())}
     assert not left & {r["text"] for r in rows} and len(left) == 21
+
+
+@pytest.mark.slow
+def test_labelled_data_is_found_from_any_folder(tiny_model, easy_data, cli, tmp_path, monkeypatch):
+    """A model trained on relative paths keeps its labelled data's absolute paths, so select run
+    elsewhere still leaves those texts out; a bundle that only has the relative ones (older
+    bundles) refuses rather than pick labelled texts, until --exclude says where they are."""
+    import shutil
+
+    data = tmp_path / "project"
+    data.mkdir()
+    shutil.copy(easy_data["train"], data / "train.csv")
+    monkeypatch.chdir(data)
+    (data / "run.yaml").write_text(f"task: classify\nmodel:\n  name: {tiny_model}\n  max_length: 16\n"
+                                   "data:\n  train: train.csv\ntrain:\n  epochs: 1\noutput_dir: model\n")  # fmt: skip
+    code, _, err = cli("train", "classify", "-c", "run.yaml")
+    assert code == 0, err
+    info = json.loads((data / "model" / "bertkit.json").read_text())
+    assert info["config"]["data"]["train"]["path"] == "train.csv"
+    assert info["labelled_data"]["train"]["path"] == str(data / "train.csv")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, _, err = cli("select", "-m", data / "model", "-i", data / "train.csv", "-o", "p.csv")
+    assert code == 2 and "labelled data of the model" in err
+    pool = elsewhere / "pool.csv"
+    pool.write_text((data / "train.csv").read_text())
+    code, out, err = cli("select", "-m", data / "model", "-i", pool, "-o", "p.csv")
+    assert code == 2 and "no text to pick from" in err and not (elsewhere / "p.csv").exists()
+    # an older bundle: the relative path alone
+    del info["labelled_data"]
+    (data / "model" / "bertkit.json").write_text(json.dumps(info))
+    code, _, err = cli("select", "-m", data / "model", "-i", pool, "-o", "p.csv")
+    assert code == 2 and "is not here" in err and "--exclude" in err
+    code, _, err = cli("select", "-m", data / "model", "-i", pool, "-o", "p.csv", "--exclude", data / "train.csv")
+    assert code == 2 and "no text to pick from" in err
+
+
+@pytest.mark.slow
+def test_other_text_fields_and_exported_models(learned_classify_bundle, cli, tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({"review": f"great film {w}", "stars": 3}) + "\n" for w in "abcdef"))
+    code, _, err = cli("select", "-m", learned_classify_bundle, "-i", pool, "-o", tmp_path / "p.jsonl", "-n", "2")
+    assert code == 2 and "--text-column" in err
+    code, _, err = cli("select", "-m", learned_classify_bundle, "-i", pool, "-o", tmp_path / "p.jsonl", "-n", "2",
+                       "--text-column", "review")  # fmt: skip
+    assert code == 0, err
+    picks = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert [set(p) for p in picks] == [{"review", "stars", "label"}] * 2
+    pytest.importorskip("onnxruntime")
+    assert cli("export", "-m", learned_classify_bundle, "--format", "onnx", "-o", tmp_path / "onnx")[0] == 0
+    code, _, err = cli("select", "-m", tmp_path / "onnx", "-i", pool, "-o", tmp_path / "q.jsonl",
+                       "--text-column", "review")  # fmt: skip
+    assert code == 2 and "ONNX" in err and not (tmp_path / "q.jsonl").exists()
+    code, _, err = cli("select", "-m", tmp_path / "onnx", "-i", pool, "-o", tmp_path / "q.jsonl",
+                       "--text-column", "review", "--strategy", "margin", "-n", "2")  # fmt: skip
+    assert code == 0, err
 
 
 @pytest.mark.slow
@@ -153,3 +215,14 @@ def test_multi_label_and_ner_picks(multi_label_bundle, bundles, cli, tmp_path):
     assert len(picks) == 2 and all(p["entities"] is None for p in picks)
     # summed over the words: the long sentences outrank "nothing here"
     assert "nothing here" not in [p["text"] for p in picks]
+    # a sentence of the training data, written with its punctuation attached, is one the model has
+    from transformers import AutoTokenizer
+
+    from bertkit.tasks.ner.selecting import NerSelection
+
+    tokenizer = AutoTokenizer.from_pretrained(bundles["ner"])
+    part = NerSelection()
+    assert part.key("Alice went to Paris.", tokenizer) == part.key("Alice went to Paris .", tokenizer)
+    conll = [{"tokens": ["Alice", "went", "to", "Paris", "."], "tags": ["B-PER", "O", "O", "B-LOC", "O"]}]
+    keys = {part.key(t, tokenizer) for t in part.training_texts(conll, {"task": "ner"})}
+    assert part.key("Alice  went to Paris.", tokenizer) in keys

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bertkit.cli.options import COUNT_LIMIT, BatchOption
+from bertkit.cli.options import COUNT_LIMIT, BatchOption, EncodingOption
 
 SHOWN = 15  # picks in the terminal's table; the output file has them all
 
@@ -30,6 +30,9 @@ def select(
     seed: int = typer.Option(0, "--seed", help="Seed of k-means and of random picks."),
     input_format: str | None = typer.Option(None, "--input-format", help="The pool's format when the extension "
                                             "does not say it."),  # fmt: skip
+    text_column: str | None = typer.Option(None, "--text-column", help="The pool's text field (default: the one "
+                                           "the model was trained on)."),  # fmt: skip
+    encoding: str = EncodingOption,
     batch_size: int = BatchOption,
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output file."),
 ) -> None:
@@ -37,9 +40,12 @@ def select(
     scored by the model, texts already in its labelled data are left out, and the N most unsure
     (spread over the pool's kinds of text by default) are written with an empty label field,
     ready to label and append to the training data."""
+    from bertkit.selection import SelectOptions
     from bertkit.selection import select as run_select
 
-    found = run_select(model, pool, output, count, strategy, exclude or [], seed, batch_size, input_format, overwrite)
+    options = SelectOptions(count, strategy, exclude or [], seed, batch_size, input_format, text_column, encoding,
+                            overwrite)  # fmt: skip
+    found = run_select(model, pool, output, options)
     _show(found, output, strategy)
 
 

@@ -1,5 +1,5 @@
-"""`bertkit select`: a pool of unlabelled texts read, the ones the training data already holds
-left out, each text scored by how unsure the bundle is of it, and the N picks written in the
+"""`bertkit select`: a pool of unlabelled texts read, the ones the model's labelled data already
+holds left out, each text scored by how unsure the bundle is of it, and the N picks written in the
 pool's format with an empty label field, ready to label and append to the training data."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from bertkit.core.adapters.base import bundle_inputs
 from bertkit.core.data import load_source
-from bertkit.core.data.formats import detect_format
+from bertkit.core.data.formats import Layout, detect_format
 from bertkit.core.data.readers import located_records
 from bertkit.core.data.records import blank
 from bertkit.core.data_settings import DataSource
@@ -27,6 +27,20 @@ from bertkit.tasks.embed.encoder import Encoder, Settings
 
 PICK_FORMATS = ("csv", "tsv", "jsonl")
 TEXTS_PER_PASS = 256
+ROLES = ("train", "validation", "test")
+
+
+@dataclass
+class SelectOptions:
+    count: int = 32
+    strategy: str = strategies.DEFAULT_STRATEGY
+    exclude: list[str] = field(default_factory=list)
+    seed: int = 0
+    batch_size: int = 32
+    input_format: str | None = None
+    text_column: str | None = None  # the pool's text field (default: the one the model was trained on)
+    encoding: str = "utf-8"
+    overwrite: bool = False
 
 
 @dataclass
@@ -39,45 +53,43 @@ class Selected:
     already_labelled: int = 0
     repeated: int = 0
     blank: int = 0
-    excluded_files: list[str] = field(default_factory=list)
+    labelled_data: list[str] = field(default_factory=list)
 
 
-def _key(text: str) -> str:
-    return " ".join(str(text).split())  # the same text however its spaces were written
-
-
-def labelled_sources(info: dict, exclude: list[str]) -> tuple[list[DataSource], list[str]]:
-    """The labelled data to leave out of the picks: what the bundle was trained, validated and
-    tested on (bertkit.json's config, read as training read it) and the `exclude` files; also
-    the configured ones not found here."""
-    data = (info.get("config") or {}).get("data") or {}
+def labelled_sources(info: dict, exclude: list[str]) -> list[DataSource]:
+    """The labelled data whose texts are never picked: what the bundle was trained, validated and
+    tested on (bertkit.json's `labelled_data`, with absolute paths; for an older bundle its
+    config's paths, as written) and the `exclude` files. A source of the model's that is not here
+    is refused, unless --exclude names the labelled data where it is now."""
+    recorded = info.get("labelled_data") or (info.get("config") or {}).get("data") or {}
     found, missing = [], []
-    for role in ("train", "validation", "test"):
-        if not isinstance(data.get(role), dict):
+    for role in ROLES:
+        if not isinstance(recorded.get(role), dict):
             continue
-        source = DataSource.model_validate(data[role])
-        local = [source.path] if source.path else list((source.files or {}).values())
-        here = source.hub is not None or (local and all(Path(p).exists() for p in local))
-        (found if here else missing).append(source if here else source.describe())
+        source = DataSource.model_validate(recorded[role])
+        here = source.hub is not None or all(Path(p).exists() for p in source.local_paths())
+        (found if here else missing).append(source)
     for path in exclude:
         if not Path(path).exists():
             raise BertkitError(f"--exclude {path}: no such file")
         found.append(DataSource(path=path))
-    return found, missing
+    for source in missing:
+        said = (
+            f"the model's labelled data {source.describe()} (bertkit.json) is not here, so its texts could be picked"
+        )
+        if not exclude:
+            raise BertkitError(f"{said}: give it, where it is now, with --exclude PATH (repeatable)")
+        console.print(f"[yellow]warning:[/yellow] {said}; leaving out the --exclude files only")
+    return found
 
 
-def labelled_texts(part, sources: list[DataSource], info: dict) -> set[str]:
-    """The texts of the labelled `sources`, as the task reads them (whitespace made single)."""
-    column, label = _column(info), info.get("label_column") or "label"
+def labelled_keys(part, sources: list[DataSource], info: dict, tokenizer) -> set[str]:
+    """The texts of the labelled `sources` as the task reads them, each as its `key`."""
+    column, label = info.get("text_column") or "text", info.get("label_column") or "label"
     known: set[str] = set()
     for source in sources:
-        try:
-            records = load_source(source, column, label, info.get("text_join") or " ").to_list()
-        except BertkitError as err:
-            console.print(f"[yellow]warning:[/yellow] {source.describe()} could not be read ({err}); texts in it may "
-                          "be picked")  # fmt: skip
-            continue
-        known |= {_key(t) for t in part.training_texts(records, info)}
+        records = load_source(source, column, label, info.get("text_join") or " ").to_list()
+        known |= {part.key(text, tokenizer) for text in part.training_texts(records, info)}
     return known
 
 
@@ -94,25 +106,13 @@ def output_format(output: str, pool_format: str) -> str:
     return chosen
 
 
-def select(
-    model: str,
-    pool: str,
-    output: str,
-    n: int = 32,
-    strategy: str = strategies.DEFAULT_STRATEGY,
-    exclude: list[str] | None = None,
-    seed: int = 0,
-    batch_size: int = 32,
-    input_format: str | None = None,
-    overwrite: bool = False,
-) -> Selected:
+def select(model: str, pool: str, output: str, options: SelectOptions | None = None) -> Selected:
+    options = options or SelectOptions()
+    n, strategy = options.count, options.strategy
     if n < 1:
         raise BertkitError(f"-n {n}: pick at least one text")
     if strategy not in strategies.STRATEGIES:
         raise BertkitError(f"--strategy {strategy}: use one of {', '.join(strategies.STRATEGIES)}")
-    check_output_file(output, pool, *(exclude or []), *bundle_inputs(model), replace=overwrite, example="picks.csv")
-    pool_format = detect_format(pool, input_format)
-    fmt = output_format(output, pool_format)
     bundle = open_bundle(model)
     task = get_task(bundle.task)
     if task.selection is None:
@@ -120,33 +120,43 @@ def select(
             f"bertkit select ranks texts by how unsure a classifier or tagger is of them; {model} is a "
             f"{bundle.task} model. Use a classify or ner model"
         )
-    info, part = bundle.info, task.selection
-    sources, missing = labelled_sources(info, exclude or [])
-    for source in sources:
-        if source.path and Path(source.path).resolve() == Path(pool).resolve():
+    if strategy == strategies.CLUSTERED and bundle.runtime == "onnx":
+        raise BertkitError(
+            f"--strategy {strategy} clusters the encoder's sentence vectors, which an exported (ONNX) model does "
+            "not give; use the PyTorch bundle it was exported from, or --strategy margin"
+        )
+    info = {**bundle.info, **({"text_column": options.text_column} if options.text_column else {})}
+    part = task.selection
+    sources = labelled_sources(info, options.exclude)
+    labelled_files = [p for s in sources for p in s.local_paths()]
+    for path in labelled_files:
+        if Path(path).resolve() == Path(pool).resolve():
             raise BertkitError(
-                f"-i {pool} is labelled data of the model ({source.describe()}): its texts are labelled already. "
+                f"-i {pool} is labelled data of the model ({path}): its texts are labelled already. "
                 "Give a pool of texts that have no labels yet"
             )
-    for name in missing:
-        console.print(
-            f"[yellow]warning:[/yellow] the model's data {name} (bertkit.json's config) is not here, so texts in it "
-            "may be picked; give it (or a copy) with --exclude"
-        )
-    known = labelled_texts(part, sources, info)
-    found = Selected(excluded_files=[s.describe() for s in sources])
+    # never written over: the pool, the model, and the labelled data (a slip of -o train.csv)
+    check_output_file(output, pool, *labelled_files, *bundle_inputs(model), replace=options.overwrite,
+                      example="picks.csv")  # fmt: skip
+    pool_format = detect_format(pool, options.input_format)
+    fmt = output_format(output, pool_format)
+    tokenizer = bundle.load_tokenizer()
+    known = labelled_keys(part, sources, info, tokenizer)
+    found = Selected(labelled_data=[s.describe() for s in sources])
     records, texts, places = [], [], []
     seen: set[str] = set()
-    for where, record in located_records(pool, pool_format, _column(info)):
+    layout = Layout(encoding=options.encoding)
+    for where, record in located_records(pool, pool_format, info.get("text_column") or "text", layout=layout):
         text = part.text(record, info, where)
-        if blank(text):
+        key = part.key(text, tokenizer) if not blank(text) else ""
+        if not key:
             found.blank += 1
-        elif _key(text) in known:
+        elif key in known:
             found.already_labelled += 1
-        elif _key(text) in seen:
+        elif key in seen:
             found.repeated += 1
         else:
-            seen.add(_key(text))
+            seen.add(key)
             records.append(record)
             texts.append(text)
             places.append(where)
@@ -156,30 +166,24 @@ def select(
     if n > len(texts):
         console.print(f"[yellow]warning:[/yellow] -n {n}: the pool has {len(texts):,} texts to pick from; all picked")
     with atomic_text(output) as handle:  # opened first: an output that cannot be written fails before any work
-        tokenizer = bundle.load_tokenizer()
         network = bundle.load_model(task.auto_model)
         rows = []
         with bar("scoring the pool", len(texts)) as progress:
             for part_texts in chunks(texts, TEXTS_PER_PASS):
-                rows += part.probability_rows(network, tokenizer, info, part_texts, batch_size)
+                rows += part.probability_rows(network, tokenizer, info, part_texts, options.batch_size)
                 progress.advance(progress.task_ids[0], len(part_texts))
         uncertain = strategies.uncertainties(rows, strategy)
         vectors = None
         if strategy == strategies.CLUSTERED and n < len(texts):
-            vectors = sentence_vectors(network, tokenizer, info, texts, batch_size, strategy)
-        chosen = strategies.pick(uncertain, n, strategy, vectors, seed)
+            vectors = sentence_vectors(network, tokenizer, info, texts, options.batch_size)
+        chosen = strategies.pick(uncertain, n, strategy, vectors, options.seed)
         label = part.label_field(info)
-        picked = [{**records[i], label: None} for i in chosen]
-        write_picks(handle, picked, fmt)
+        write_picks(handle, [{**records[i], label: None} for i in chosen], fmt)
     found.picks = [
         {"rank": rank, "where": places[i], "text": texts[i], "uncertainty": round(float(uncertain[i]), 4)}
         for rank, i in enumerate(chosen, start=1)
     ]
     return found
-
-
-def _column(info: dict) -> str:
-    return info.get("text_column") or "text"
 
 
 def left_out(found: Selected) -> str:
@@ -189,15 +193,8 @@ def left_out(found: Selected) -> str:
     )
 
 
-def sentence_vectors(model, tokenizer, info: dict, texts: list[str], batch_size: int, strategy: str) -> np.ndarray:
+def sentence_vectors(model, tokenizer, info: dict, texts: list[str], batch_size: int) -> np.ndarray:
     """Mean-pooled, unit-length vectors of the bundle's own encoder (the clusters of
     margin-clusters)."""
-    base = getattr(model, "base_model", None)
-    if getattr(model, "runtime", None) == "onnx" or base is None or base is model:
-        raise BertkitError(
-            f"--strategy {strategy} clusters the encoder's sentence vectors, which an exported (ONNX) model does "
-            "not give; use the PyTorch bundle it was exported from, or --strategy margin"
-        )
     settings = Settings("mean", True, int(info.get("max_length") or 512), "bundle")
-    return Encoder(base, tokenizer, settings, "bundle", "").encode(texts, batch_size)
-
+    return Encoder(model.base_model, tokenizer, settings, "bundle", "").encode(texts, batch_size)

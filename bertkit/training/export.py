@@ -30,6 +30,23 @@ def library_versions() -> dict:
     return versions
 
 
+def labelled_data(cfg: Config) -> dict:
+    """The run's data sources with absolute paths (the config keeps them as written, relative to
+    where training ran): `bertkit select` leaves their texts out of its picks from any folder."""
+    found = {}
+    for role in ("train", "validation", "test"):
+        source = getattr(cfg.data, role, None)
+        if source is None or not hasattr(source, "model_copy"):
+            continue
+        update = {}
+        if source.path:
+            update["path"] = str(Path(source.path).resolve())
+        if source.files:
+            update["files"] = {label: str(Path(path).resolve()) for label, path in source.files.items()}
+        found[role] = source.model_copy(update=update).model_dump(mode="json")
+    return found
+
+
 def write_bundle(
     trainer,
     cfg: Config,
@@ -67,6 +84,7 @@ def write_bundle(
             metrics=scores,
             training=stats,
             config=cfg.dump(),
+            labelled_data=labelled_data(cfg),
             versions=library_versions(),
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         )

@@ -54,26 +54,55 @@ def _nll_binary(log_t: float, logits: np.ndarray, gold: np.ndarray) -> float:
     return float(np.where(gold > 0, np.logaddexp(0, -z), np.logaddexp(0, z)).mean())
 
 
-def _best(nll, logits, gold) -> float:
+def _best(nll, logits, gold) -> float | None:
+    """The temperature minimising `nll`, or None when the validation data cannot place it: a
+    temperature on its bound (0.05 or 20) says the data would push it further (one class only,
+    or a model that is always right or always wrong there)."""
     from scipy.optimize import minimize_scalar
 
     found = minimize_scalar(nll, bounds=_LOG_BOUNDS, args=(logits, gold), method="bounded")
+    if min(abs(found.x - edge) for edge in _LOG_BOUNDS) < 1e-3:
+        return None
     return round(float(np.exp(found.x)), 6)
+
+
+ON_A_BOUND = "the validation data pushes the temperature to its bound (0.05 or 20)"
 
 
 def fit(logits, references, info: dict) -> dict | None:
     """The `calibration` entry of bertkit.json fitted on validation `logits` and encoded
-    `references`, or None for a regression model (its score is a number, not a probability)."""
+    `references`: `temperatures` (one per label), or `method: none` with `why` when the
+    validation data cannot give one; None for a regression model (its score is a number, not a
+    probability). A multi-label label whose validation column is all 0 or all 1, or whose
+    temperature lands on a bound, keeps temperature 1 (`left_as_is` says why)."""
     problem = info["problem_type"]
     if problem == REGRESSION:
         return None
+    names = list(info["labels"])
     logits = np.asarray(logits, dtype=np.float64)
-    if problem == MULTI:
-        gold = np.asarray(references).astype(int).reshape(logits.shape)
-        found = [_best(_nll_binary, logits[:, k], gold[:, k]) for k in range(logits.shape[1])]
-    else:
-        found = [_best(_nll_single, logits, np.asarray(references).astype(int))] * logits.shape[1]
-    return {"method": TEMPERATURE, "temperatures": found, "fitted_on": "validation", "examples": len(logits)}
+    kept = {"fitted_on": "validation", "examples": len(logits)}
+    if problem != MULTI:
+        gold = np.asarray(references).astype(int)
+        if len(set(gold.tolist())) < 2:
+            why = f"the validation examples all have one label ({names[gold[0]]})"
+            return {"method": NONE, "why": why, **kept}
+        found = _best(_nll_single, logits, gold)
+        if found is None:
+            return {"method": NONE, "why": ON_A_BOUND, **kept}
+        return {"method": TEMPERATURE, "temperatures": [found] * logits.shape[1], **kept}
+    gold = np.asarray(references).astype(int).reshape(logits.shape)
+    temperatures, left = [], {}
+    for k, name in enumerate(names):
+        column = gold[:, k]
+        found = None if column.min() == column.max() else _best(_nll_binary, logits[:, k], column)
+        if found is None:
+            left[name] = "every validation example has it" if column.min() == 1 else (
+                "no validation example has it" if column.max() == 0 else ON_A_BOUND)  # fmt: skip
+        temperatures.append(1.0 if found is None else found)
+    if len(left) == len(names):
+        return {"method": NONE, "why": "no label's temperature could be fitted: " + "; ".join(
+            f"{n}: {w}" for n, w in left.items()), **kept}  # fmt: skip
+    return {"method": TEMPERATURE, "temperatures": temperatures, **kept, **({"left_as_is": left} if left else {})}
 
 
 def scale_of(calibration: dict) -> str:

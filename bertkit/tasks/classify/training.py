@@ -173,7 +173,16 @@ class ClassifyTraining(Training):
             return {"calibration": {"method": calibration.NONE, "why": why}}
         logits = validation.predictions[0] if isinstance(validation.predictions, tuple) else validation.predictions
         found = calibration.fit(logits, validation.label_ids, info)
+        if found.get("method") == calibration.NONE:
+            console.print(f"[yellow]warning:[/yellow] scores left uncalibrated: {found['why']}")
+            return {"calibration": found}
         console.print(f"calibrated the scores: {calibration.scale_of(found)}, fitted on {count:,} validation examples")
+        for name, why in (found.get("left_as_is") or {}).items():
+            console.print(f"[yellow]warning:[/yellow] label {name!r} keeps its scores as they are: {why}")
+        if info["problem_type"] == MULTI and info.get("threshold") != 0.5:
+            threshold = info.get("threshold")
+            console.print(f"classify.threshold {threshold} applies to the calibrated scores: labels near it may "
+                          "differ from the uncalibrated model's (the metrics are the calibrated model's)")  # fmt: skip
         return {"calibration": found}
 
     def best_metric(self, info: dict) -> str:

@@ -27,6 +27,14 @@ class Selection(ABC):
     def probability_rows(self, model, tokenizer, info: dict, texts: list[str], batch_size: int) -> list[np.ndarray]:
         """For each text, its rows of probabilities (rows × classes), as the bundle gives them."""
 
+    def key(self, text: str, tokenizer) -> str:
+        """What two texts the model reads alike have in common: the text through the tokenizer's
+        normalizer (lower case, accents, for an uncased BERT), its spaces made single."""
+        normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+        if normalizer is not None:
+            text = normalizer.normalize_str(text)
+        return " ".join(text.split())
+
     def training_texts(self, records: list[dict], info: dict) -> set[str]:
         """The texts of labelled records (the training data, --exclude files), as `text` reads them;
         records without one are skipped."""

@@ -24,6 +24,11 @@ class NerSelection(Selection):
             )
         return text_value(record[column], where, column)
 
+    def key(self, text: str, tokenizer) -> str:
+        """The words the tokenizer cuts the text into, as predict reads them: `Paris.` and the
+        CoNLL tokens `Paris .` are one sentence."""
+        return super().key(" ".join(w for w, _, _ in tokenization.words_with_offsets(tokenizer, text)), tokenizer)
+
     def training_texts(self, records: list[dict], info: dict) -> set[str]:
         """Texts, and token lists (CoNLL, JSON) read as their words joined by spaces."""
         fields = [(info.get("ner") or {}).get("tokens_field") or "tokens", "tokens"]
