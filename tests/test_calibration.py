@@ -88,6 +88,41 @@ def test_validation_data_that_cannot_place_a_temperature_leaves_the_scores_as_th
     assert 1.5 < found["temperatures"][0] < 20
 
 
+def test_a_confidence_map_joins_the_temperature_only_where_it_calibrates_better_on_held_out_halves():
+    rng = np.random.default_rng(4)
+    n = 2000
+    margin = rng.gamma(2.0, 1.5, n)  # how far the top logit leads
+    # the chance of being right is not a temperature's shape of the margin: 0.55 below 2, 0.97 above
+    right = rng.random(n) < np.where(margin < 2, 0.55, 0.97)
+    top = rng.integers(0, 3, n)
+    gold = np.where(right, top, (top + rng.integers(1, 3, n)) % 3)
+    logits = rng.normal(0, 0.3, (n, 3))
+    logits[np.arange(n), top] += margin
+    info = {"problem_type": "single_label", "labels": ["a", "b", "c"]}
+    found = calibration.fit(logits, gold, info)
+    assert found["method"] == "temperature+isotonic" and found["confidence_map"]["x"]
+    tempered = {**info, "calibration": {**found, "confidence_map": None}}
+    scores = calibration.probabilities(logits, {**info, "calibration": found})
+    assert (scores.argmax(1) == logits.argmax(1)).all() and np.allclose(scores.sum(1), 1)
+    module = metrics.load("calibration")
+    ece = module.compute(probabilities=scores, references=gold)["ece"]
+    assert ece < module.compute(probabilities=calibration.probabilities(logits, tempered), references=gold)["ece"]
+    assert ece < 0.03
+    # a model whose miscalibration is a temperature's keeps the temperature alone
+    over, labels = _overconfident(2000, 3, 2.5, seed=5)
+    assert calibration.fit(over, labels, info)["method"] == "temperature"
+    # fewer than ISOTONIC_MIN examples: no map, however it would fit
+    assert calibration.fit(logits[:150], gold[:150], info)["method"] == "temperature"
+
+
+def test_the_mapped_top_score_stays_the_top():
+    scores = np.array([[0.5, 0.3, 0.2], [0.34, 0.33, 0.33], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0]])
+    mapped = calibration.mapped_scores(scores, {"x": [0.0, 1.0], "y": [0.0, 0.0]})  # a map that says "never right"
+    assert (mapped.argmax(1) == scores.argmax(1)).all() and np.allclose(mapped.sum(1), 1)
+    # the others keep their proportions
+    assert mapped[0, 1] / mapped[0, 2] == pytest.approx(1.5)
+
+
 # ---------------------------------------------------------------- a trained bundle, end to end
 
 

@@ -6,6 +6,14 @@ per label). T > 1 softens over-confident scores, T < 1 sharpens timid ones; a si
 predicted class never changes, and a multi-label model's labels at the default threshold 0.5 do
 not either. T is the one that minimises the negative log-likelihood of the validation labels.
 
+A single-label model with enough validation examples (`ISOTONIC_MIN`) may also get a confidence
+map: isotonic regression (scikit-learn's) of "the predicted label is right" on the tempered top
+score, for a model whose miscalibration is not one temperature's shape (too sure at middling
+scores, too timid at high ones). It is kept only when it calibrates better on validation data it
+was not fitted on (`_isotonic_wins`: the two halves of the validation split, each fitted on the
+other). The top score is mapped, the other labels share what is left in their proportions, and
+the map is held above the second label's share, so the predicted label still never changes.
+
 `probabilities` is the one place a classifier's scores are made from its logits: predict, evaluate,
 serve, explain and an ONNX or int8 export all call it, so they give the same numbers.
 """
@@ -14,12 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from bertkit.core import metrics
 from bertkit.core.inference import sigmoid, softmax
 from bertkit.tasks.classify.labels import MULTI, REGRESSION
 
 TEMPERATURE = "temperature"
+TEMPERATURE_AND_MAP = "temperature+isotonic"
 NONE = "none"
 MIN_EXAMPLES = 20  # fewer validation examples than this: a temperature fitted on them is noise
+ISOTONIC_MIN = 200  # fewer than this: no confidence map (a step function fitted on them is noise)
 _LOG_BOUNDS = (float(np.log(0.05)), float(np.log(20.0)))  # T from 0.05 to 20
 
 
@@ -39,7 +50,34 @@ def probabilities(logits, info: dict, calibrated: bool = True) -> np.ndarray:
     logits = np.asarray(logits, dtype=np.float64)
     if calibrated:
         logits = logits / temperatures(info, logits.shape[-1])
-    return sigmoid(logits) if info["problem_type"] == MULTI else softmax(logits)
+    if info["problem_type"] == MULTI:
+        return sigmoid(logits)
+    scores = softmax(logits)
+    mapped = (info.get("calibration") or {}).get("confidence_map") if calibrated else None
+    return scores if not mapped else mapped_scores(scores, mapped)
+
+
+def mapped_scores(scores: np.ndarray, mapped: dict) -> np.ndarray:
+    """`scores` (rows × labels) with each row's top score put through the confidence map (the
+    isotonic regression's knots, read by linear interpolation) and the rest shared by the other
+    labels in their proportions; the top score is kept at or above what keeps it the top."""
+    scores = np.asarray(scores, dtype=np.float64)
+    rows = np.arange(len(scores))
+    top = scores.argmax(axis=-1)
+    best = scores[rows, top]
+    rest = 1.0 - best
+    second = np.where(scores.shape[-1] > 1, np.partition(scores, -2, axis=-1)[:, -2], 0.0)
+    floor = np.divide(second, rest + second, out=np.full_like(best, 1.0 / scores.shape[-1]),
+                      where=(rest + second) > 0)  # fmt: skip
+    # just above the floor: a tie would hand the top to whichever label comes first
+    new = np.minimum(np.maximum(np.interp(best, mapped["x"], mapped["y"]), floor + 1e-6), 1.0)
+    share = np.divide(1.0 - new, rest, out=np.zeros_like(best), where=rest > 0)
+    out = scores * share[:, None]
+    alone = rest <= 0  # the top had it all: the others share what the map leaves, equally
+    if alone.any() and scores.shape[-1] > 1:
+        out[alone] = ((1.0 - new[alone]) / (scores.shape[-1] - 1))[:, None]
+    out[rows, top] = new
+    return out
 
 
 def _nll_single(log_t: float, logits: np.ndarray, gold: np.ndarray) -> float:
@@ -71,10 +109,11 @@ ON_A_BOUND = "the validation data pushes the temperature to its bound (0.05 or 2
 
 def fit(logits, references, info: dict) -> dict | None:
     """The `calibration` entry of bertkit.json fitted on validation `logits` and encoded
-    `references`: `temperatures` (one per label), or `method: none` with `why` when the
-    validation data cannot give one; None for a regression model (its score is a number, not a
-    probability). A multi-label label whose validation column is all 0 or all 1, or whose
-    temperature lands on a bound, keeps temperature 1 (`left_as_is` says why)."""
+    `references`: `temperatures` (one per label; a single-label model's are one number) and
+    maybe a `confidence_map`, or `method: none` with `why` when the validation data cannot give
+    one; None for a regression model (its score is a number, not a probability). A multi-label
+    label whose validation column is all 0 or all 1, or whose temperature lands on a bound, keeps
+    temperature 1 (`left_as_is` says why)."""
     problem = info["problem_type"]
     if problem == REGRESSION:
         return None
@@ -89,7 +128,11 @@ def fit(logits, references, info: dict) -> dict | None:
         found = _best(_nll_single, logits, gold)
         if found is None:
             return {"method": NONE, "why": ON_A_BOUND, **kept}
-        return {"method": TEMPERATURE, "temperatures": [found] * logits.shape[1], **kept}
+        fitted = {"method": TEMPERATURE, "temperatures": [found] * logits.shape[1], **kept}
+        if len(gold) >= ISOTONIC_MIN and _isotonic_wins(logits, gold):
+            fitted["method"] = TEMPERATURE_AND_MAP
+            fitted["confidence_map"] = _confidence_map(softmax(logits / found), gold)
+        return fitted
     gold = np.asarray(references).astype(int).reshape(logits.shape)
     temperatures, left = [], {}
     for k, name in enumerate(names):
@@ -105,9 +148,41 @@ def fit(logits, references, info: dict) -> dict | None:
     return {"method": TEMPERATURE, "temperatures": temperatures, **kept, **({"left_as_is": left} if left else {})}
 
 
+def _confidence_map(scores: np.ndarray, gold: np.ndarray) -> dict:
+    """Isotonic regression of "the top label is right" on the top score, as its knots."""
+    from sklearn.isotonic import IsotonicRegression
+
+    best, right = scores.max(axis=-1), (scores.argmax(axis=-1) == gold).astype(float)
+    fitted = IsotonicRegression(y_min=1.0 / scores.shape[-1], y_max=1.0, out_of_bounds="clip").fit(best, right)
+    return {"x": [round(float(v), 6) for v in fitted.X_thresholds_],
+            "y": [round(float(v), 6) for v in fitted.y_thresholds_]}  # fmt: skip
+
+
+def _ece(scores: np.ndarray, gold: np.ndarray) -> float:
+    return metrics.load("calibration").compute(probabilities=scores, references=gold)["ece"]
+
+
+def _isotonic_wins(logits: np.ndarray, gold: np.ndarray) -> bool:
+    """Does a confidence map on top of the temperature calibrate better than the temperature
+    alone on examples neither was fitted on? Each half of the validation split (seeded) fits
+    both, the other half scores them (ECE); the map wins on the mean of the two."""
+    order = np.random.default_rng(0).permutation(len(gold))
+    halves = (order[: len(order) // 2], order[len(order) // 2 :])
+    alone, mapped = [], []
+    for fit_on, score_on in (halves, halves[::-1]):
+        t = _best(_nll_single, logits[fit_on], gold[fit_on]) or 1.0
+        tempered = softmax(logits / t)
+        knots = _confidence_map(tempered[fit_on], gold[fit_on])
+        alone.append(_ece(tempered[score_on], gold[score_on]))
+        mapped.append(_ece(mapped_scores(tempered[score_on], knots), gold[score_on]))
+    return float(np.mean(mapped)) < float(np.mean(alone))
+
+
 def scale_of(calibration: dict) -> str:
     """The temperatures in a few words: one number, or the range over the labels."""
     found = calibration["temperatures"]
-    if min(found) == max(found):
-        return f"temperature {found[0]:.3g}"
-    return f"temperatures {min(found):.3g} to {max(found):.3g} (one per label)"
+    said = f"temperature {found[0]:.3g}" if min(found) == max(found) else (
+        f"temperatures {min(found):.3g} to {max(found):.3g} (one per label)")  # fmt: skip
+    if calibration.get("confidence_map"):
+        said += " and a confidence map (isotonic, better on held-out halves of the validation split)"
+    return said

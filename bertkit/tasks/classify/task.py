@@ -37,6 +37,14 @@ class ClassifyCard(Card):
             "with torch.no_grad():",
             '    logits = model(**tokenizer(["a text"], return_tensors="pt")).logits',
         ]
+        if (info.get("calibration") or {}).get("confidence_map"):  # a temperature and a map: bertkit's function
+            return [
+                *lines,
+                "import json",
+                "from bertkit.tasks.classify.calibration import probabilities",
+                f'info = json.load(open("{where}/bertkit.json"))',
+                "scores = probabilities(logits.numpy(), info)  # calibrated, as bertkit predict gives them",
+            ]
         if is_calibrated(info):
             found = info["calibration"]["temperatures"]
             shown = found[0] if len(set(found)) == 1 else f"torch.tensor({found})"
