@@ -276,6 +276,7 @@ def test_overwrite_of_a_bundle_without_manifest_keeps_unknown_files(cli, tmp_pat
     config = train_config(tmp_path, tiny_model, easy_data["train"], out)
     assert cli("train", "classify", "-c", config)[0] == 0
     (out / outputs.MANIFEST).unlink()
+    (out / "reliability.png").unlink()  # as bundles from before manifests: they had no reliability diagram
     (out / "train.csv").write_text("mine")
     code, _, err = cli("train", "classify", "-c", config, "--overwrite")
     assert_refused(code, err, "holds files bertkit did not write", "train.csv")
