@@ -107,6 +107,7 @@ def _row(setup: str, seed: int, info: dict, wall: float) -> dict:
         "brier_before": round(test_scores["brier_uncalibrated"], 4),
         "brier_after": round(test_scores["brier"], 4),
         "temperature": info["calibration"]["temperatures"][0],
+        "method": info["calibration"]["method"],
         "validation_examples": info["calibration"]["examples"],
         "minutes": round(wall / 60, 1),
     }
