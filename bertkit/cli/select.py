@@ -20,7 +20,7 @@ def select(
     count: int = typer.Option(32, "--count", "-n", min=1, max=COUNT_LIMIT, help="How many texts to pick."),
     strategy: str = typer.Option(
         "margin-clusters", "--strategy",
-        help="margin-clusters (the measured best: the most unsure text of each of N clusters of the sentence "
+        help="margin-clusters (the default: the most unsure text of each of N clusters of the sentence "
         "vectors), margin, least-confidence, entropy, or random.",
     ),  # fmt: skip
     exclude: list[str] | None = typer.Option(

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 STRATEGIES = ("margin-clusters", "margin", "least-confidence", "entropy", "random")
-# measured best on SST-2 with MiniLM's few-shot route (bench/active_learning.py, docs/benchmarks.md)
+# the best median accuracy in bench/active_learning.py (SST-2, MiniLM's few-shot route, 3 seeds), though
+# within the seeds' noise of random picks (docs/benchmarks.md, "Choosing what to label")
 DEFAULT_STRATEGY = "margin-clusters"
 CLUSTERED = "margin-clusters"
 
