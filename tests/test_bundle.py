@@ -55,8 +55,20 @@ def _drop_label(info):
         ("labels-text", lambda p: _edit_json(p, _set("labels", "positive")), "'labels' must be a list"),
         ("labels-short", lambda p: _edit_json(p, _drop_label), "lists 1 label, but"),
         ("problem", lambda p: _edit_json(p, _set("problem_type", "poetry")), "'problem_type' must be one of"),
+        ("calibration-text", lambda p: _edit_json(p, _set("calibration", "hot")), "'calibration': must be an object"),
+        ("temperatures-short", lambda p: _edit_json(p, _set("calibration", {"temperatures": [2.0]})),
+         "'temperatures' must be 2 positive numbers"),
+        ("temperature-zero", lambda p: _edit_json(p, _set("calibration", {"temperatures": [0, 0]})),
+         "'temperatures' must be 2 positive numbers"),
+        ("temperature-text", lambda p: _edit_json(p, _set("calibration", {"temperatures": ["2", "2"]})),
+         "'temperatures' must be 2 positive numbers"),
+        ("map-falling", lambda p: _edit_json(p, _set("calibration", {
+            "temperatures": [1, 1], "confidence_map": {"x": [0.9, 0.5], "y": [1, 1]}})),
+         "'confidence_map' must hold"),
+        ("map-alone", lambda p: _edit_json(p, _set("calibration", {"confidence_map": {"x": [0.5], "y": [0.6]}})),
+         "needs its 'temperatures'"),
     ],
-)
+)  # fmt: skip
 @pytest.mark.slow
 def test_wrong_bundle_descriptions_are_refused(cli, tmp_path, classify_bundle, texts, name, write, needle):
     folder = _copy(tmp_path, classify_bundle)

@@ -34,6 +34,32 @@ ISOTONIC_MIN = 200  # fewer than this: no confidence map (a step function fitted
 _LOG_BOUNDS = (float(np.log(0.05)), float(np.log(20.0)))  # T from 0.05 to 20
 
 
+def check(calibration, labels: int) -> str | None:
+    """What is wrong with a bundle's `calibration` entry (one a hand or a tool changed), or None."""
+    if calibration is None:
+        return None
+    if not isinstance(calibration, dict):
+        return "must be an object"
+    found = calibration.get("temperatures")
+    if found is not None:
+        numbers = isinstance(found, list) and all(
+            isinstance(t, int | float) and not isinstance(t, bool) and np.isfinite(t) and t > 0 for t in found
+        )
+        if not numbers or len(found) != labels:
+            return f"'temperatures' must be {labels} positive numbers, one per label"
+    mapped = calibration.get("confidence_map")
+    if mapped is not None:
+        x, y = (mapped.get("x"), mapped.get("y")) if isinstance(mapped, dict) else (None, None)
+        ok = isinstance(x, list) and isinstance(y, list) and len(x) == len(y) >= 1 and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in x + y
+        )  # fmt: skip
+        if not ok or any(b < a for a, b in zip(x, x[1:], strict=False)):
+            return "'confidence_map' must hold 'x' and 'y', lists of numbers in [0, 1] of one length, 'x' rising"
+        if found is None:
+            return "a 'confidence_map' needs its 'temperatures'"
+    return None
+
+
 def is_calibrated(info: dict) -> bool:
     return bool((info.get("calibration") or {}).get("temperatures"))
 

@@ -11,6 +11,7 @@ from bertkit.core.data.records import blank
 from bertkit.core.errors import BertkitError
 from bertkit.core.inference import chunks, empty_record, forward
 from bertkit.core.run_info import RESTORE, RunInfo, check_labels, shown
+from bertkit.tasks.classify import calibration
 from bertkit.tasks.classify.calibration import probabilities
 from bertkit.tasks.classify.encoding import encode_columns, feature_rows, text_at, text_of, window_features
 from bertkit.tasks.classify.labels import MULTI, PROBLEM_TYPES, REGRESSION, check_label_values, label_name, split_multi
@@ -81,6 +82,9 @@ class ClassifyPrediction(Prediction):
                 f"{file}: 'problem_type' must be one of {', '.join(PROBLEM_TYPES)}, not "
                 f"{shown(info.get('problem_type'))}; {RESTORE}"
             )
+        wrong = calibration.check(info.get("calibration"), len(info.get("labels") or []))
+        if wrong:
+            raise BertkitError(f"{file}: 'calibration': {wrong}; {RESTORE}")
 
     def is_empty(self, record: dict, info: RunInfo, options: PredictOptions) -> bool:
         """A text (and its pair, if any) with nothing in it."""
