@@ -121,6 +121,13 @@ def test_the_mapped_top_score_stays_the_top():
     assert (mapped.argmax(1) == scores.argmax(1)).all() and np.allclose(mapped.sum(1), 1)
     # the others keep their proportions
     assert mapped[0, 1] / mapped[0, 2] == pytest.approx(1.5)
+    # however sure the model is, the map applies and the row sums to 1 (1 - top would round away the rest)
+    info = {"problem_type": "single_label", "labels": ["a", "b", "c"],
+            "calibration": {"temperatures": [1, 1, 1], "confidence_map": {"x": [0.34, 1.0], "y": [0.34, 0.9]}}}
+    for gap in (30.0, 35.5, 36.2, 38.0, 80.0):
+        scores = calibration.probabilities(np.array([[0.0, gap, 1.0], [0.0, gap, -3.0]]), info)
+        assert scores.sum(1) == pytest.approx([1.0, 1.0], abs=1e-9) and scores[:, 1] == pytest.approx([0.9, 0.9])
+    assert calibration.check({"temperatures": [1, 1], "confidence_map": {"x": [0.3, 1.0], "y": [0.9, 0.3]}}, 2)
 
 
 # ---------------------------------------------------------------- a trained bundle, end to end

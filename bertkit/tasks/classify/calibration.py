@@ -53,8 +53,9 @@ def check(calibration, labels: int) -> str | None:
         ok = isinstance(x, list) and isinstance(y, list) and len(x) == len(y) >= 1 and all(
             isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in x + y
         )  # fmt: skip
-        if not ok or any(b < a for a, b in zip(x, x[1:], strict=False)):
-            return "'confidence_map' must hold 'x' and 'y', lists of numbers in [0, 1] of one length, 'x' rising"
+        if not ok or any(b < a for v in (x, y) for a, b in zip(v, v[1:], strict=False)):
+            return ("'confidence_map' must hold 'x' and 'y', lists of numbers in [0, 1] of one length, both "
+                    "rising")  # fmt: skip
         if found is None:
             return "a 'confidence_map' needs its 'temperatures'"
     return None
@@ -88,11 +89,16 @@ def mapped_scores(scores: np.ndarray, mapped: dict) -> np.ndarray:
     isotonic regression's knots, read by linear interpolation) and the rest shared by the other
     labels in their proportions; the top score is kept at or above what keeps it the top."""
     scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape[-1] < 2:
+        return scores
     rows = np.arange(len(scores))
     top = scores.argmax(axis=-1)
     best = scores[rows, top]
-    rest = 1.0 - best
-    second = np.where(scores.shape[-1] > 1, np.partition(scores, -2, axis=-1)[:, -2], 0.0)
+    # what the others hold, summed one by one (1 - best loses it to rounding when best is near 1)
+    others = scores.copy()
+    others[rows, top] = 0.0
+    rest = others.sum(axis=-1)
+    second = np.partition(scores, -2, axis=-1)[:, -2]
     floor = np.divide(second, rest + second, out=np.full_like(best, 1.0 / scores.shape[-1]),
                       where=(rest + second) > 0)  # fmt: skip
     # just above the floor: a tie would hand the top to whichever label comes first
@@ -100,7 +106,7 @@ def mapped_scores(scores: np.ndarray, mapped: dict) -> np.ndarray:
     share = np.divide(1.0 - new, rest, out=np.zeros_like(best), where=rest > 0)
     out = scores * share[:, None]
     alone = rest <= 0  # the top had it all: the others share what the map leaves, equally
-    if alone.any() and scores.shape[-1] > 1:
+    if alone.any():
         out[alone] = ((1.0 - new[alone]) / (scores.shape[-1] - 1))[:, None]
     out[rows, top] = new
     return out
