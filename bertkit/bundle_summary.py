@@ -9,6 +9,7 @@ from bertkit.core.adapters.base import find_base
 from bertkit.core.errors import BertkitError
 from bertkit.core.run_info import INFO_FILE
 from bertkit.tasks.bundle import read_info
+from bertkit.tasks.classify.calibration import scale_of
 
 
 def summary_rows(model: str) -> list[tuple[str, str]]:
@@ -46,9 +47,8 @@ def summary_rows(model: str) -> list[tuple[str, str]]:
         rows.append(("strategy", str(info["strategy"])))
     calibration = info.get("calibration")
     if isinstance(calibration, dict) and calibration.get("temperatures"):
-        found = calibration["temperatures"]
-        scale = f"temperature {found[0]:.3g}" if len(set(found)) == 1 else f"{len(found)} temperatures, one per label"
-        rows.append(("calibration", f"{scale}, fitted on {calibration.get('examples', '?')} validation examples"))
+        said = f"{scale_of(calibration)}, fitted on {calibration.get('examples', '?')} validation examples"
+        rows.append(("calibration", said))
     elif isinstance(calibration, dict):
         rows.append(("calibration", f"none ({calibration.get('why') or 'turned off'})"))
     columns = (("text_column", "text column"), ("text_pair_column", "pair column"), ("label_column", "label column"))

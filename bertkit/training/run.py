@@ -249,7 +249,7 @@ def score(run: Run) -> None:
     try:
         # the model about to be scored and published
         check_weights(trainer.model, trainer.state.global_step, run.guard.advice)
-        keep = run.task.training.calibrates(run.info, run.cfg)
+        keep = run.remembered.keep  # the task calibrates: every scored split's prediction is kept
         for role, scorer in run.scorers.items():
             reused = run.remembered.best(trainer.state) if role == "validation" else None
             if reused is not None and (reused[1] is not None or not keep):

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from bertkit.core.errors import BertkitError
+
 
 class Selection(ABC):
     @abstractmethod
@@ -42,6 +44,6 @@ class Selection(ABC):
         for record in records:
             try:
                 found.add(self.text(record, info, ""))
-            except Exception:  # a record of another shape holds no text this task would pick
+            except BertkitError:  # a record of another shape holds no text this task would pick
                 continue
         return found
