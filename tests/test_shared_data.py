@@ -33,6 +33,7 @@ def test_imdb_sample_is_balanced_and_cleaned():
 
 
 @minilm
+@pytest.mark.quality
 def test_sst2_minilm_learns(cli, tmp_path):
     shared("en", "sst2", "train.tsv")
     config = ROOT / "configs" / "local" / "sst2.yaml"
@@ -96,6 +97,7 @@ def test_imdb_config_head_tail_runs(cli, tmp_path):
 
 
 @minilm
+@pytest.mark.quality
 def test_conll2003_minilm_learns(cli, tmp_path):
     train = shared("en", "conll2003", "eng.train")
     dev = shared("en", "conll2003", "eng.testa")

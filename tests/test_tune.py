@@ -2,7 +2,6 @@
 checks, the pruning callback, the per-trial seeding, and the message when Optuna is missing."""
 
 import re
-import subprocess
 import sys
 
 import pytest
@@ -324,8 +323,7 @@ def test_the_reports_listed_are_the_files_written(tmp_path):
         assert ("importances.png" in result.written) == (count >= 2) and "best.yaml" in result.written
 
 
-@pytest.mark.spawns
-def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model):
+def test_a_frozen_encoder_is_judged_as_training_freezes_it(cli, tmp_path, tiny_model):
     """By the config and by every value the space searches for the freezing keys; on the model as
     training freezes it: MPNet's relative attention bias stays trainable with every layer frozen,
     so its route still tunes (counting layers refused it); DistilBERT's refusal is training's own."""
@@ -345,8 +343,8 @@ def test_a_frozen_encoder_is_judged_as_training_freezes_it(tmp_path, tiny_model)
     families = {}
     for family in ("mpnet", "distilbert"):
         families[family] = tmp_path / family
-        assert subprocess.run([sys.executable, "-m", "bertkit", "model", "tiny", "--family", family, "--layers", "2",
-                               "-o", families[family]], capture_output=True).returncode == 0  # fmt: skip
+        code, _, err = cli("model", "tiny", "--family", family, "--layers", "2", "-o", families[family])
+        assert code == 0, err
     assert not frozen(families["mpnet"], every)
     with pytest.raises(BertkitError, match="train.freeze_.*not supported for DistilBert"):
         frozen(families["distilbert"], every)
