@@ -23,7 +23,7 @@ prune_by_noise_rate, prune_by_class, both, confident_learning, and
 predicted_neq_given, the plain "the model disagrees" baseline).
 
 Usage: python bench/label_audit.py [--sets sst2,topics,conll] [--examples 1000] [--sentences 600]
-       [--share 0.1] [--folds 5] [--reuse]
+       [--share 0.1] [--folds 5] [--ner-epochs 3] [--seed 11] [--reuse]
 Writes bench/results/label_audit.json and prints a table.
 """
 
@@ -42,7 +42,6 @@ import time
 from common import DATA, ROOT, minilm_path, require, save, table
 
 OUT = ROOT / "outputs" / "bench-audit"
-SEED = 11
 
 
 def _run(config, folder) -> tuple[list[dict], dict, float | None]:
@@ -95,7 +94,7 @@ def filters(folder, given: list[int], flipped_rows: set[int]) -> list[dict]:
 
 def sst2() -> dict:
     rows = list(csv.reader(require(DATA / "en/sst2/train.tsv").open(encoding="utf-8"), delimiter="\t"))[1:]
-    rng = random.Random(SEED)
+    rng = random.Random(ARGS.seed)
     chosen = rng.sample(rows, ARGS.examples)
     flipped = set(rng.sample(range(len(chosen)), round(ARGS.share * len(chosen))))
     work = OUT / "sst2"
@@ -168,7 +167,7 @@ def _topic_sentences() -> dict[str, list[str]]:
 
 
 def topics() -> dict:
-    rng = random.Random(SEED)
+    rng = random.Random(ARGS.seed)
     sources = _topic_sentences()
     names = sorted(sources)
     each = ARGS.examples // len(names)
@@ -178,7 +177,7 @@ def topics() -> dict:
     given = [label for _, label in chosen]
     for i in sorted(flipped):
         given[i] = rng.choice([n for n in names if n != given[i]])
-    work = OUT / "topics"
+    work = OUT / f"topics-{ARGS.seed}"
     work.mkdir(parents=True, exist_ok=True)
     data = work / "train.csv"
     with data.open("w", newline="", encoding="utf-8") as out:
@@ -202,7 +201,7 @@ def topics() -> dict:
 def conll() -> dict:
     text = require(DATA / "en/conll2003/eng.train").read_text(encoding="utf-8")
     sentences = [s for s in text.split("\n\n") if s.strip() and not s.startswith("-DOCSTART-")]
-    rng = random.Random(SEED)
+    rng = random.Random(ARGS.seed)
     chosen = [[line.split() for line in s.strip().splitlines()] for s in rng.sample(sentences, ARGS.sentences)]
     # IOB1 in the file: read tags as entity types; an entity is a run of one type (a B- starts a new one)
     entities = []
@@ -273,6 +272,7 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--sentences", type=int, default=600)
     parser.add_argument("--ner-epochs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=11, help="the sample and the changed labels")
     parser.add_argument("--share", type=float, default=0.1)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--reuse", action="store_true", help="read an earlier run's audits instead of running them")
