@@ -97,14 +97,20 @@ def sst2() -> dict:
     rng = random.Random(ARGS.seed)
     chosen = rng.sample(rows, ARGS.examples)
     flipped = set(rng.sample(range(len(chosen)), round(ARGS.share * len(chosen))))
-    work = OUT / "sst2"
+    given = [str(1 - int(label) if i in flipped else int(label)) for i, (_, label) in enumerate(chosen)]
+    return _classify("sst2", "SST-2 (flipped sentences)", [text for text, _ in chosen], given, flipped)
+
+
+def _classify(name: str, title: str, texts: list[str], given: list[str], flipped: set[int]) -> dict:
+    """The audit of `texts` labelled `given` (the changed ones among them: rows `flipped`) as a
+    user runs it: a CSV, the packaged MiniLM fine-tuned per fold, then its flags against the changes."""
+    work = OUT / f"{name}-{ARGS.seed}"
     work.mkdir(parents=True, exist_ok=True)
     data = work / "train.csv"
     with data.open("w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
         writer.writerow(["text", "label"])
-        for i, (text, label) in enumerate(chosen):
-            writer.writerow([text, 1 - int(label) if i in flipped else int(label)])
+        writer.writerows(zip(texts, given, strict=True))
     config = work / "audit.yaml"
     config.write_text(
         f"task: classify\nmodel:\n  name: {minilm_path()}\n  max_length: 64\ndata:\n  train: {data}\n"
@@ -114,10 +120,8 @@ def sst2() -> dict:
     )
     issues, summary, seconds = _run(config, work / "audit")
     ranked = [r["line"] - 2 for r in issues]  # line 2 is the first example
-    row = _row("SST-2 (flipped sentences)", ranked, flipped, len(chosen), summary, seconds)
-    names = summary["labels"]
-    given = [names.index(str(1 - int(label) if i in flipped else int(label))) for i, (_, label) in enumerate(chosen)]
-    row["filters"] = filters(work / "audit", given, flipped)
+    row = _row(title, ranked, flipped, len(texts), summary, seconds)
+    row["filters"] = filters(work / "audit", [summary["labels"].index(g) for g in given], flipped)
     return row
 
 
@@ -177,25 +181,8 @@ def topics() -> dict:
     given = [label for _, label in chosen]
     for i in sorted(flipped):
         given[i] = rng.choice([n for n in names if n != given[i]])
-    work = OUT / f"topics-{ARGS.seed}"
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / "train.csv"
-    with data.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["text", "label"])
-        writer.writerows((text, label) for (text, _), label in zip(chosen, given, strict=True))
-    config = work / "audit.yaml"
-    config.write_text(
-        f"task: classify\nmodel:\n  name: {minilm_path()}\n  max_length: 64\ndata:\n  train: {data}\n"
-        "train:\n  epochs: 2\n  batch_size: 16\n  learning_rate: 1.0e-4\n  head_learning_rate: 1.0e-3\n"
-        "  warmup_ratio: 0.1\n  seed: 42\nclassify:\n  strategy: finetune\n"
-        f"output_dir: {work / 'run'}\n"
-    )
-    issues, summary, seconds = _run(config, work / "audit")
-    ranked = [r["line"] - 2 for r in issues]
-    row = _row("news, medicine, science, film (flipped sentences)", ranked, flipped, len(chosen), summary, seconds)
-    row["filters"] = filters(work / "audit", [summary["labels"].index(g) for g in given], flipped)
-    return row
+    texts = [text for text, _ in chosen]
+    return _classify("topics", "news, medicine, science, film (flipped sentences)", texts, given, flipped)
 
 
 def conll() -> dict:
@@ -228,7 +215,7 @@ def conll() -> dict:
             prefix = chosen[i][k][-1][:2]
             chosen[i][k][-1] = prefix + other
             flipped_words.add((i, k))
-    work = OUT / "conll"
+    work = OUT / f"conll-{ARGS.seed}"
     work.mkdir(parents=True, exist_ok=True)
     data = work / "train.conll"
     starts = []
